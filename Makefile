@@ -1,0 +1,124 @@
+# The entry points of the project. `make help` lists them.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+ROOT      := $(abspath .)
+CACHE     ?= $(ROOT)/.cache
+TOOLS_BIN := $(ROOT)/hack/tools/bin
+BIN       := $(ROOT)/bin
+export PATH := $(TOOLS_BIN):$(CACHE)/k8s/v1.37.2/bin:$(PATH)
+export LOCALKUBE_CACHE := $(CACHE)
+export CGO_ENABLED ?= 0
+
+# Every Go module of the workspace; each builds and tests alone (GOWORK=off).
+MODULES := api valkey internal cluster-controller node-controller acl-controller tls-controller webhooks e2e
+# Binaries of the operator, one per controller.
+COMPONENTS := cluster-controller node-controller acl-controller tls-controller webhooks
+
+CONTROLLER_GEN_VERSION := v0.23.0
+STATICCHECK_VERSION    := v0.8.2
+HELM_VERSION           := v3.22.0
+
+LOCALKUBE := $(BIN)/localkube
+NODES ?= 3
+SUITE ?=
+E2E_PROVIDER ?= local
+
+##@ First steps
+
+.PHONY: demo
+demo: images local-up ## Bring up the local Kubernetes (if none), install the operator, create a sample cluster, wait for Ready, print it
+	hack/demo.sh
+
+.PHONY: test
+test: verify-generate vet lint unit e2e-ci ## Everything CI runs: generation check, vet, lint, unit and integration tests, the core e2e suites
+
+##@ Development
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+.PHONY: tools
+tools: $(TOOLS_BIN)/controller-gen $(TOOLS_BIN)/staticcheck $(TOOLS_BIN)/helm ## Install the Go tools into hack/tools/bin
+
+$(TOOLS_BIN)/controller-gen:
+	GOWORK=off GOBIN=$(TOOLS_BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+$(TOOLS_BIN)/staticcheck:
+	GOWORK=off GOBIN=$(TOOLS_BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+$(TOOLS_BIN)/helm:
+	GOWORK=off GOBIN=$(TOOLS_BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+.PHONY: generate
+generate: $(TOOLS_BIN)/controller-gen ## Generate deepcopy, CRDs (config/crd and the chart) and RBAC from the code
+	hack/generate.sh
+
+.PHONY: verify-generate
+verify-generate: ## Fail when generated files are stale
+	hack/verify-generate.sh
+
+.PHONY: tidy
+tidy: ## go mod tidy in every module
+	@for m in $(MODULES); do echo "tidy $$m"; (cd $$m && GOWORK=off go mod tidy); done
+
+.PHONY: build
+build: ## Build every module alone and the operator binaries into bin/
+	@for m in $(MODULES); do echo "build $$m"; (cd $$m && GOWORK=off go build ./...); done
+	@mkdir -p $(BIN)
+	@for c in $(COMPONENTS); do (cd $$c && GOWORK=off go build -trimpath -ldflags='-s -w' -o $(BIN)/$$c .); done
+	cd e2e && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
+
+.PHONY: vet
+vet: ## go vet every module alone
+	@for m in $(MODULES); do echo "vet $$m"; (cd $$m && GOWORK=off go vet ./... && GOWORK=off go vet -tags e2e ./...); done
+
+.PHONY: lint
+lint: $(TOOLS_BIN)/staticcheck ## staticcheck every module, and gofmt
+	@test -z "$$(gofmt -l $(MODULES))" || { echo "gofmt needed:"; gofmt -l $(MODULES); exit 1; }
+	@for m in $(MODULES); do echo "staticcheck $$m"; (cd $$m && GOWORK=off $(TOOLS_BIN)/staticcheck ./...); done
+
+.PHONY: unit
+unit: ## Unit and integration tests of every module (real Valkey servers and a real API server where needed)
+	@for m in $(MODULES); do echo "test $$m"; (cd $$m && GOWORK=off go test -count=1 ./...); done
+
+##@ Local Kubernetes
+
+$(LOCALKUBE): $(shell find e2e -name '*.go' -not -path '*/tests/*' 2>/dev/null) e2e/go.mod
+	@mkdir -p $(BIN)
+	cd e2e && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
+
+.PHONY: local-build
+local-build: $(LOCALKUBE) ## Build the Kubernetes, etcd and CoreDNS binaries (cached in .cache)
+	$(LOCALKUBE) build
+
+.PHONY: operator-binaries
+operator-binaries:
+	@mkdir -p $(BIN)/operator
+	@for c in $(COMPONENTS); do (cd $$c && GOWORK=off go build -trimpath -ldflags='-s -w' -o $(BIN)/operator/$$c .); done
+
+.PHONY: images
+images: $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator); load them into a running local cluster
+	$(LOCALKUBE) images --operator-binaries $(BIN)/operator
+
+.PHONY: local-up
+local-up: local-build images ## Start the local Kubernetes (NODES=3); reports a running one, cleans leftovers
+	$(LOCALKUBE) up --nodes $(NODES)
+
+.PHONY: local-down
+local-down: $(LOCALKUBE) ## Stop the local Kubernetes and remove everything it made on the machine
+	$(LOCALKUBE) down
+
+.PHONY: local-status
+local-status: $(LOCALKUBE) ## Show whether the local Kubernetes runs
+	$(LOCALKUBE) status
+
+##@ End-to-end
+
+.PHONY: e2e
+e2e: ## Run the e2e suites (SUITE=<label> for one) on E2E_PROVIDER=local|kind
+	hack/e2e.sh "$(SUITE)"
+
+.PHONY: e2e-ci
+e2e-ci: ## The e2e suites that fit CI (see docs/testing.md)
+	hack/e2e.sh ci

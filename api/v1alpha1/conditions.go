@@ -1,0 +1,158 @@
+package v1alpha1
+
+// Condition types. Each is written by exactly one controller (its owner, named in the
+// comment) with a server-side apply patch under that controller's field manager; the
+// table is docs/status-contract.md. InvalidSpec is the exception: every controller sets
+// it, with the same content, as the guard in front of its reconcile.
+const (
+	// ConditionReady (ValkeyCluster, cluster-controller): every slot is served, every
+	// shard has its primary and all its replicas in sync, and the spec is fully applied.
+	ConditionReady = "Ready"
+	// ConditionProgressing (ValkeyCluster, cluster-controller): the operator is changing
+	// the cluster (forming, rolling, scaling, healing); the reason names the step.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded (ValkeyCluster, cluster-controller): the cluster serves with less
+	// redundancy than asked, or some slots are not served; the reason names the cause.
+	ConditionDegraded = "Degraded"
+	// ConditionClusterFormed (ValkeyCluster, cluster-controller): every member knows
+	// every other member.
+	ConditionClusterFormed = "ClusterFormed"
+	// ConditionSlotsAssigned (ValkeyCluster, cluster-controller): all 16384 slots are
+	// owned by the spec's shards and none is importing or migrating.
+	ConditionSlotsAssigned = "SlotsAssigned"
+	// ConditionConfigurationWarning (ValkeyCluster, cluster-controller): the spec is
+	// accepted but unwise (for example GracePeriodTooShort).
+	ConditionConfigurationWarning = "ConfigurationWarning"
+	// ConditionPodUnschedulable (ValkeyCluster, cluster-controller): a member's pod
+	// cannot be scheduled; the message carries the scheduler's.
+	ConditionPodUnschedulable = "PodUnschedulable"
+	// ConditionACLReady (ValkeyCluster, acl-controller): the aclfile Secret holds the
+	// current users and status.acl names it.
+	ConditionACLReady = "ACLReady"
+	// ConditionTLSReady (ValkeyCluster, tls-controller): the certificate Secret passed
+	// every check and status.tls describes it.
+	ConditionTLSReady = "TLSReady"
+	// ConditionCertificateExpiring (ValkeyCluster, tls-controller): the certificate
+	// expires within the warning window.
+	ConditionCertificateExpiring = "CertificateExpiring"
+	// ConditionInvalidSpec (ValkeyCluster and ValkeyNode, every controller): the spec
+	// breaks a validation rule; controllers do not act on it.
+	ConditionInvalidSpec = "InvalidSpec"
+
+	// ConditionPodReady (ValkeyNode, node-controller): the server's pod runs.
+	ConditionPodReady = "PodReady"
+	// ConditionStorageReady (ValkeyNode, node-controller): the member's volume is bound
+	// at the requested size (True without persistence).
+	ConditionStorageReady = "StorageReady"
+	// ConditionConfigApplied (ValkeyNode, node-controller): the live settings of the
+	// spec are in effect on the server.
+	ConditionConfigApplied = "ConfigApplied"
+	// ConditionJoined (ValkeyNode, cluster-controller): the member is part of the Valkey
+	// cluster in its intended role.
+	ConditionJoined = "Joined"
+	// ConditionSynced (ValkeyNode, cluster-controller): a replica's link is up and it
+	// has caught up with its primary (True for a primary).
+	ConditionSynced = "Synced"
+	// ConditionACLApplied (ValkeyNode, acl-controller): the server runs the current ACL
+	// revision.
+	ConditionACLApplied = "ACLApplied"
+	// ConditionTLSApplied (ValkeyNode, tls-controller): the server serves the current
+	// certificate revision.
+	ConditionTLSApplied = "TLSApplied"
+)
+
+// Condition reasons, grouped by the condition they explain.
+const (
+	// Shared.
+	ReasonValid          = "Valid"
+	ReasonInvalid        = "Invalid"
+	ReasonReconcileError = "ReconcileError"
+	ReasonWaiting        = "Waiting"
+	ReasonUnknown        = "Unknown"
+
+	// Ready, Progressing, Degraded, ClusterFormed, SlotsAssigned (cluster-controller).
+	ReasonClusterReady        = "ClusterReady"
+	ReasonCreatingMembers     = "CreatingMembers"
+	ReasonWaitingForPods      = "WaitingForPods"
+	ReasonWaitingForACL       = "WaitingForACL"
+	ReasonWaitingForTLS       = "WaitingForTLS"
+	ReasonMeetingMembers      = "MeetingMembers"
+	ReasonAssigningSlots      = "AssigningSlots"
+	ReasonReplicating         = "Replicating"
+	ReasonWaitingForSync      = "WaitingForSync"
+	ReasonRolling             = "Rolling"
+	ReasonRollBlocked         = "RollBlocked"
+	ReasonScalingOut          = "ScalingOut"
+	ReasonScalingIn           = "ScalingIn"
+	ReasonMigratingSlots      = "MigratingSlots"
+	ReasonAddingReplicas      = "AddingReplicas"
+	ReasonRemovingReplicas    = "RemovingReplicas"
+	ReasonReplacingMember     = "ReplacingMember"
+	ReasonFailingOver         = "FailingOver"
+	ReasonForgettingNodes     = "ForgettingNodes"
+	ReasonReconciled          = "Reconciled"
+	ReasonMissingReplicas     = "MissingReplicas"
+	ReasonReplicaNotSynced    = "ReplicaNotSynced"
+	ReasonPrimaryLost         = "PrimaryLost"
+	ReasonSlotsUncovered      = "SlotsUncovered"
+	ReasonQuorumLost          = "QuorumLost"
+	ReasonDataLost            = "DataLost"
+	ReasonAllSlotsAssigned    = "AllSlotsAssigned"
+	ReasonOpenSlots           = "OpenSlots"
+	ReasonAllMembersKnown     = "AllMembersKnown"
+	ReasonMembersMissing      = "MembersMissing"
+	ReasonGracePeriodTooShort = "GracePeriodTooShort"
+	ReasonNoWarnings          = "NoWarnings"
+	ReasonUnschedulable       = "Unschedulable"
+	ReasonScheduled           = "Scheduled"
+	ReasonDeleting            = "Deleting"
+
+	// PodReady, StorageReady, ConfigApplied (node-controller).
+	ReasonPodRunning        = "Running"
+	ReasonPodPending        = "Pending"
+	ReasonPodUnschedulable  = "Unschedulable"
+	ReasonImagePullBackOff  = "ImagePullBackOff"
+	ReasonCrashLoop         = "CrashLoop"
+	ReasonPodTerminated     = "Terminated"
+	ReasonPodMissing        = "PodMissing"
+	ReasonUpdatePending     = "UpdatePending"
+	ReasonStorageNotUsed    = "NotUsed"
+	ReasonStoragePending    = "Pending"
+	ReasonStorageBound      = "Bound"
+	ReasonStorageResizing   = "Resizing"
+	ReasonResizeInfeasible  = "ResizeInfeasible"
+	ReasonConfigApplied     = "Applied"
+	ReasonConfigRefused     = "Refused"
+	ReasonServerUnreachable = "ServerUnreachable"
+
+	// Joined, Synced (cluster-controller).
+	ReasonJoined    = "Joined"
+	ReasonNotJoined = "NotJoined"
+	ReasonSynced    = "InSync"
+	ReasonLinkDown  = "LinkDown"
+	ReasonSyncing   = "Syncing"
+	ReasonIsPrimary = "Primary"
+
+	// ACLReady, ACLApplied (acl-controller).
+	ReasonACLRendered     = "Rendered"
+	ReasonPasswordMissing = "PasswordMissing"
+	ReasonUserRefused     = "UserRefused"
+	ReasonACLApplied      = "Applied"
+	ReasonACLPending      = "Pending"
+	ReasonRotating        = "Rotating"
+
+	// TLSReady, TLSApplied, CertificateExpiring (tls-controller).
+	ReasonCertificateValid   = "CertificateValid"
+	ReasonSecretMissing      = "SecretMissing"
+	ReasonKeyMissing         = "KeyMissing"
+	ReasonKeyMismatch        = "KeyMismatch"
+	ReasonChainInvalid       = "ChainInvalid"
+	ReasonUsageInvalid       = "UsageInvalid"
+	ReasonExpired            = "Expired"
+	ReasonNotYetValid        = "NotYetValid"
+	ReasonNamesMissing       = "NamesMissing"
+	ReasonExpiresSoon        = "ExpiresSoon"
+	ReasonNotExpiring        = "NotExpiring"
+	ReasonCertificateServed  = "Served"
+	ReasonCertificatePending = "Pending"
+)

@@ -1,0 +1,69 @@
+package v1alpha1
+
+// Defaults of the API, applied by the CRD schema on write and by these accessors for
+// objects that were created before a default existed or built in code.
+const (
+	DefaultShards           = 3
+	DefaultReplicasPerShard = 1
+	DefaultImage            = "valkey/valkey:8.0.1"
+	DefaultExporterImage    = "oliver006/redis_exporter:v1.86.0"
+)
+
+// ShardCount returns spec.shards with its default.
+func (s *ValkeyClusterSpec) ShardCount() int32 {
+	if s.Shards == 0 {
+		return DefaultShards
+	}
+	return s.Shards
+}
+
+// Replicas returns spec.replicasPerShard with its default.
+func (s *ValkeyClusterSpec) Replicas() int32 {
+	if s.ReplicasPerShard == nil {
+		return DefaultReplicasPerShard
+	}
+	return *s.ReplicasPerShard
+}
+
+// Workload returns spec.workloadType with its default.
+func (s *ValkeyClusterSpec) Workload() WorkloadType {
+	if s.WorkloadType == "" {
+		return WorkloadStatefulSet
+	}
+	return s.WorkloadType
+}
+
+// PDB returns the disruption budget mode with its default.
+func (s *ValkeyClusterSpec) PDB() PDBMode {
+	if s.PodDisruptionBudget == nil || s.PodDisruptionBudget.Mode == "" {
+		return PDBCluster
+	}
+	return s.PodDisruptionBudget.Mode
+}
+
+// ImageOrDefault returns spec.image with its default.
+func (s *ValkeyClusterSpec) ImageOrDefault() string {
+	if s.Image == "" {
+		return DefaultImage
+	}
+	return s.Image
+}
+
+// ImageOrDefault returns the exporter image with its default.
+func (e ExporterSpec) ImageOrDefault() string {
+	if e.Image == "" {
+		return DefaultExporterImage
+	}
+	return e.Image
+}
+
+// IsEnabled reports whether the exporter runs (default true).
+func (e ExporterSpec) IsEnabled() bool { return e.Enabled == nil || *e.Enabled }
+
+// ReclaimPolicyOrDefault returns the reclaim policy with its default.
+func (p *PersistenceSpec) ReclaimPolicyOrDefault() ReclaimPolicy {
+	if p.ReclaimPolicy == "" {
+		return ReclaimRetain
+	}
+	return p.ReclaimPolicy
+}

@@ -1,0 +1,48 @@
+package v1alpha1
+
+import "strconv"
+
+// Labels and annotations the operator puts on what it creates. Identity lives in labels,
+// not in names: members are named {cluster}-{random suffix}.
+const (
+	LabelName       = "app.kubernetes.io/name"
+	LabelInstance   = "app.kubernetes.io/instance"
+	LabelManagedBy  = "app.kubernetes.io/managed-by"
+	LabelComponent  = "app.kubernetes.io/component"
+	LabelShardIndex = "valkey.io/shard-index"
+	LabelRole       = "valkey.io/role"
+	LabelNode       = "valkey.io/node"
+
+	// AppName is the value of LabelName on everything of a Valkey cluster.
+	AppName = "valkey"
+	// ManagedBy is the value of LabelManagedBy.
+	ManagedBy = "valkey-operator"
+
+	// AnnotationRotateSystemPasswords on a ValkeyCluster requests a rotation of the
+	// operator's own users' passwords; its value is any new token (a timestamp).
+	AnnotationRotateSystemPasswords = "valkey.io/rotate-system-passwords"
+)
+
+// ClusterLabels selects everything of one cluster.
+func ClusterLabels(cluster string) map[string]string {
+	return map[string]string{LabelName: AppName, LabelInstance: cluster, LabelManagedBy: ManagedBy}
+}
+
+// ShardLabels selects the members of one shard of a cluster.
+func ShardLabels(cluster string, shard int32) map[string]string {
+	l := ClusterLabels(cluster)
+	l[LabelShardIndex] = strconv.Itoa(int(shard))
+	return l
+}
+
+// ACLSecretName is the name of a cluster's aclfile Secret.
+func ACLSecretName(cluster string) string { return cluster + "-acl" }
+
+// SystemUsersSecretName is the name of the Secret with the operator's users' passwords.
+func SystemUsersSecretName(cluster string) string { return cluster + "-system-users" }
+
+// HeadlessServiceName is the name of the headless Service of a cluster's members.
+func HeadlessServiceName(cluster string) string { return cluster + "-nodes" }
+
+// ClientServiceName is the name of the Service clients connect to.
+func ClientServiceName(cluster string) string { return cluster }

@@ -1,0 +1,404 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// WorkloadType selects the Kubernetes object that runs each member's pod.
+// +kubebuilder:validation:Enum=StatefulSet;Deployment;Pod
+type WorkloadType string
+
+const (
+	// WorkloadStatefulSet runs each member in a StatefulSet of one replica (the default).
+	// It is the only type that supports persistence.
+	WorkloadStatefulSet WorkloadType = "StatefulSet"
+	// WorkloadDeployment runs each member in a Deployment of one replica with the Recreate
+	// strategy; suited to caches that need neither storage nor stable identity.
+	WorkloadDeployment WorkloadType = "Deployment"
+	// WorkloadPod (an addition to the reference API) has the operator create each member's
+	// pod itself with restartPolicy Never: a pod that dies stays dead as evidence and the
+	// operator replaces the member, failing over first if it was a primary.
+	WorkloadPod WorkloadType = "Pod"
+)
+
+// PDBMode selects which PodDisruptionBudgets the operator keeps for a cluster.
+// +kubebuilder:validation:Enum=Cluster;Disabled;Shard
+type PDBMode string
+
+const (
+	// PDBCluster keeps one PodDisruptionBudget with maxUnavailable 1 over every pod of the
+	// cluster (the default, also when podDisruptionBudget is omitted).
+	PDBCluster PDBMode = "Cluster"
+	// PDBDisabled deletes the operator's PodDisruptionBudgets and creates none.
+	PDBDisabled PDBMode = "Disabled"
+	// PDBShard (an addition) keeps one PodDisruptionBudget per shard with maxUnavailable 1,
+	// so a drain may take one member of every shard at the same time but never two of one.
+	PDBShard PDBMode = "Shard"
+)
+
+// ReclaimPolicy says what happens to a member's volume when the member is removed.
+// +kubebuilder:validation:Enum=Retain;Delete
+type ReclaimPolicy string
+
+const (
+	// ReclaimRetain keeps the PersistentVolumeClaim when its ValkeyNode is deleted.
+	ReclaimRetain ReclaimPolicy = "Retain"
+	// ReclaimDelete deletes the PersistentVolumeClaim with its ValkeyNode.
+	ReclaimDelete ReclaimPolicy = "Delete"
+)
+
+// ValkeyClusterSpec is the desired state of a Valkey cluster running in cluster mode.
+type ValkeyClusterSpec struct {
+	// Shards is the number of primaries; the 16384 hash slots are spread evenly over
+	// them. Scaling moves slots: new shards receive slots, removed shards are drained
+	// first.
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Shards int32 `json:"shards,omitempty"`
+
+	// ReplicasPerShard is the number of replicas of each primary (an addition to the
+	// reference API, which always runs one). 0 runs primaries only: a lost primary then
+	// loses its data unless persistence brings its volume back.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ReplicasPerShard *int32 `json:"replicasPerShard,omitempty"`
+
+	// Image is the Valkey server image. Changing it rolls the cluster one shard at a
+	// time with one failover per shard. Valkey 8.0 and later are supported.
+	// +kubebuilder:default="valkey/valkey:8.0.1"
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// ImagePullSecrets are Secrets in the cluster's namespace used to pull every image of
+	// the pods (server, exporter and added containers). Set at pod level.
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// Resources of the server container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Config is Valkey configuration passed to every member (valkey.conf directives).
+	// maxmemory, maxmemory-policy, maxclients and the other keys listed in the
+	// documentation are applied live with CONFIG SET; any other change rolls the
+	// members. Keys the operator manages (ports, TLS, ACL file, cluster settings, ...)
+	// are refused.
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
+
+	// Containers is merged into the pod's containers as a strategic merge patch:
+	// entries named "server" or "metrics-exporter" are merged into those containers by
+	// name; any other entry is appended as a sidecar.
+	// +optional
+	Containers []corev1.Container `json:"containers,omitempty"`
+
+	// Exporter configures the Prometheus metrics sidecar (port 9121).
+	// +kubebuilder:default={}
+	// +optional
+	Exporter ExporterSpec `json:"exporter,omitempty"`
+
+	// Persistence gives each member a PersistentVolumeClaim for its data directory.
+	// Requires workloadType StatefulSet; cannot be added or removed after creation;
+	// size can only grow; storageClassName is immutable.
+	// +optional
+	Persistence *PersistenceSpec `json:"persistence,omitempty"`
+
+	// PodDisruptionBudget selects the disruption budgets the operator keeps.
+	// Omitted means mode Cluster.
+	// +optional
+	PodDisruptionBudget *PodDisruptionBudgetSpec `json:"podDisruptionBudget,omitempty"`
+
+	// TerminationGracePeriodSeconds of the Valkey pods. When omitted the operator uses
+	// the larger of 30 s and cluster-manual-failover-timeout plus 10 s, so a primary can
+	// hand its slots to a replica before it is killed. A smaller explicit value is
+	// honoured and reported by the ConfigurationWarning condition (GracePeriodTooShort).
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+
+	// Scheduling is passed through to every pod of the cluster.
+	// +optional
+	Scheduling *SchedulingSpec `json:"scheduling,omitempty"`
+
+	// TLS turns on TLS for clients, replication and the cluster bus. It cannot be turned
+	// on or off after creation; the Secret name may change.
+	// +optional
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// Users are ACL users, applied live to every member. Names starting with "_" are
+	// reserved for the operator's own users.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Users []UserSpec `json:"users,omitempty"`
+
+	// WorkloadType selects what runs each member's pod: StatefulSet (default),
+	// Deployment or Pod. Immutable.
+	// +kubebuilder:default=StatefulSet
+	// +optional
+	WorkloadType WorkloadType `json:"workloadType,omitempty"`
+}
+
+// ExporterSpec configures the metrics-exporter sidecar.
+type ExporterSpec struct {
+	// Enabled runs the exporter in every pod (default true).
+	// +kubebuilder:default=true
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Image of the exporter (redis_exporter compatible).
+	// +kubebuilder:default="oliver006/redis_exporter:v1.86.0"
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Resources of the exporter container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// PersistenceSpec describes each member's volume.
+type PersistenceSpec struct {
+	// Size of each member's volume. It can grow (when the StorageClass allows expansion)
+	// but never shrink.
+	Size resource.Quantity `json:"size"`
+	// StorageClassName of the volumes; the cluster's default class when empty. Immutable.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+	// ReclaimPolicy: Retain (default) keeps a member's claim when the member is removed,
+	// Delete removes it.
+	// +kubebuilder:default=Retain
+	// +optional
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+}
+
+// PodDisruptionBudgetSpec selects the disruption budgets of the cluster.
+type PodDisruptionBudgetSpec struct {
+	// Mode is Cluster (one budget over all pods, maxUnavailable 1), Shard (one budget per
+	// shard, maxUnavailable 1) or Disabled (none; an existing one is deleted).
+	// +kubebuilder:default=Cluster
+	// +optional
+	Mode PDBMode `json:"mode,omitempty"`
+}
+
+// SchedulingSpec holds the placement settings passed to every pod.
+type SchedulingSpec struct {
+	// Tolerations of the pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// NodeSelector of the pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+	// Affinity of the pods. When it sets no pod anti-affinity, the operator adds a
+	// preferred anti-affinity that keeps a shard's members on different nodes.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// PriorityClassName of the pods; it must name an existing PriorityClass.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// TopologySpreadConstraints of the pods. The operator makes each one shard-aware: its
+	// label selector is set to this cluster's pods of the same shard, so a shard's
+	// members are spread over the topology domains. With DoNotSchedule, a member that
+	// cannot be placed stays Pending and the cluster reports PodUnschedulable.
+	// +optional
+	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
+}
+
+// TLSSpec turns on TLS.
+type TLSSpec struct {
+	// Certificate names the Secret with the members' certificate.
+	Certificate CertificateSpec `json:"certificate"`
+}
+
+// CertificateSpec names a Secret of type kubernetes.io/tls (or Opaque) holding ca.crt,
+// tls.crt and tls.key. The certificate must allow server and client authentication.
+type CertificateSpec struct {
+	// SecretName in the cluster's namespace.
+	// +kubebuilder:validation:MinLength=1
+	SecretName string `json:"secretName"`
+}
+
+// UserSpec is one ACL user.
+type UserSpec struct {
+	// Name of the user. Must not start with "_" (reserved) and must not be "default".
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// PasswordSecret names a Secret and the keys in it that hold this user's passwords;
+	// each key is one accepted password (several keys allow rotation). Values are sent
+	// to the servers as SHA-256 hashes only.
+	// +optional
+	PasswordSecret *PasswordSecretRef `json:"passwordSecret,omitempty"`
+	// NoPass lets the user log in with any password. Exclusive with passwordSecret.
+	// +optional
+	NoPass bool `json:"nopass,omitempty"`
+	// Commands allowed and denied: categories (@read), commands (get) and subcommands
+	// (config|get).
+	// +optional
+	Commands *CommandsSpec `json:"commands,omitempty"`
+	// Keys the user may access, by access type.
+	// +optional
+	Keys *KeysSpec `json:"keys,omitempty"`
+	// Channels the user may use for pub/sub.
+	// +optional
+	Channels *ChannelsSpec `json:"channels,omitempty"`
+	// Permissions is a raw ACL rule string appended after the generated rules.
+	// +optional
+	Permissions string `json:"permissions,omitempty"`
+}
+
+// PasswordSecretRef points at passwords in a Secret.
+type PasswordSecretRef struct {
+	// Name of the Secret in the cluster's namespace.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Keys in the Secret, each holding one password.
+	// +kubebuilder:validation:MinItems=1
+	Keys []string `json:"keys"`
+}
+
+// CommandsSpec lists commands to allow and deny.
+type CommandsSpec struct {
+	// Allow are categories (@read), commands or subcommands to allow.
+	// +optional
+	Allow []string `json:"allow,omitempty"`
+	// Deny are categories, commands or subcommands to deny (applied after allow).
+	// +optional
+	Deny []string `json:"deny,omitempty"`
+}
+
+// KeysSpec lists key patterns by access type.
+type KeysSpec struct {
+	// ReadWrite patterns (~pattern).
+	// +optional
+	ReadWrite []string `json:"readWrite,omitempty"`
+	// ReadOnly patterns (%R~pattern).
+	// +optional
+	ReadOnly []string `json:"readOnly,omitempty"`
+	// WriteOnly patterns (%W~pattern).
+	// +optional
+	WriteOnly []string `json:"writeOnly,omitempty"`
+}
+
+// ChannelsSpec lists pub/sub channel patterns.
+type ChannelsSpec struct {
+	// Patterns of channels (&pattern).
+	// +optional
+	Patterns []string `json:"patterns,omitempty"`
+}
+
+// ValkeyClusterStatus is written by the controllers, each owning its own fields (see
+// docs/status-contract.md).
+type ValkeyClusterStatus struct {
+	// ObservedGeneration is the generation the cluster-controller last acted on fully.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// State summarises the conditions for humans: Creating, Ready, Updating, Scaling,
+	// Degraded, Failed or Invalid.
+	// +optional
+	State ClusterState `json:"state,omitempty"`
+	// ReadyShards counts shards whose primary serves its slots and whose replicas are
+	// all linked and in sync.
+	// +optional
+	ReadyShards int32 `json:"readyShards,omitempty"`
+	// Shards describes each shard as the servers report it.
+	// +optional
+	// +listType=map
+	// +listMapKey=index
+	Shards []ShardStatus `json:"shards,omitempty"`
+	// ACL is written by the acl-controller.
+	// +optional
+	ACL *ACLStatus `json:"acl,omitempty"`
+	// TLS is written by the tls-controller.
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
+	// Conditions, each owned by one controller.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ClusterState is the one-word summary shown by kubectl get.
+type ClusterState string
+
+// Values of ClusterState.
+const (
+	StateCreating ClusterState = "Creating"
+	StateReady    ClusterState = "Ready"
+	StateUpdating ClusterState = "Updating"
+	StateScaling  ClusterState = "Scaling"
+	StateDegraded ClusterState = "Degraded"
+	StateFailed   ClusterState = "Failed"
+	StateInvalid  ClusterState = "Invalid"
+)
+
+// ShardStatus is one shard as the servers report it.
+type ShardStatus struct {
+	// Index of the shard (0-based).
+	Index int32 `json:"index"`
+	// Primary is the ValkeyNode serving the shard's slots.
+	// +optional
+	Primary string `json:"primary,omitempty"`
+	// Replicas are the ValkeyNodes replicating the primary.
+	// +optional
+	Replicas []string `json:"replicas,omitempty"`
+	// Slots are the slot ranges the primary owns, as "start-end".
+	// +optional
+	Slots []string `json:"slots,omitempty"`
+}
+
+// ACLStatus tells the other controllers which Secrets hold the users.
+type ACLStatus struct {
+	// SecretName holds the rendered aclfile (users.acl).
+	SecretName string `json:"secretName"`
+	// SystemUsersSecretName holds the generated passwords of the operator's users.
+	SystemUsersSecretName string `json:"systemUsersSecretName"`
+	// Revision identifies the content of the aclfile.
+	Revision string `json:"revision"`
+}
+
+// TLSStatus describes the certificate the members should serve.
+type TLSStatus struct {
+	// SecretName of the accepted certificate.
+	SecretName string `json:"secretName"`
+	// Revision identifies the accepted Secret content.
+	Revision string `json:"revision"`
+	// Fingerprint is the SHA-256 of the accepted leaf certificate.
+	Fingerprint string `json:"fingerprint"`
+	// NotAfter of the accepted certificate.
+	NotAfter metav1.Time `json:"notAfter"`
+	// MissingNames are client-facing DNS names the certificate does not cover.
+	// +optional
+	MissingNames []string `json:"missingNames,omitempty"`
+}
+
+// ValkeyCluster runs Valkey in cluster mode: shards of a primary and replicas, with
+// slots, failover, rolling changes, scaling, ACL users and TLS managed by the operator.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=vkc,categories=valkey
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.spec.shards`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicasPerShard`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyShards`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ValkeyCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ValkeyClusterSpec   `json:"spec,omitempty"`
+	Status ValkeyClusterStatus `json:"status,omitempty"`
+}
+
+// ValkeyClusterList is a list of ValkeyCluster.
+// +kubebuilder:object:root=true
+type ValkeyClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ValkeyCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ValkeyCluster{}, &ValkeyClusterList{})
+}

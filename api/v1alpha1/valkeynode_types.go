@@ -1,0 +1,144 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Lifecycle is the phase of a member in its cluster.
+// +kubebuilder:validation:Enum=Joining;Active;Leaving
+type Lifecycle string
+
+const (
+	// LifecycleJoining: the member exists and is being started, met and given its role.
+	LifecycleJoining Lifecycle = "Joining"
+	// LifecycleActive: the member has joined and, for a replica, is in sync.
+	LifecycleActive Lifecycle = "Active"
+	// LifecycleLeaving: the member is being retired: its slots are moved or failed over,
+	// then it is forgotten by every other member.
+	LifecycleLeaving Lifecycle = "Leaving"
+)
+
+// Role is a member's replication role as the server reports it.
+type Role string
+
+// Values of Role.
+const (
+	RolePrimary Role = "primary"
+	RoleReplica Role = "replica"
+)
+
+// ValkeyNodeSpec is everything needed to run one member's server. The cluster-controller
+// writes it; the node-controller turns it into a ConfigMap, a workload and a pod.
+type ValkeyNodeSpec struct {
+	// ClusterName is the ValkeyCluster this member belongs to.
+	// +kubebuilder:validation:MinLength=1
+	ClusterName string `json:"clusterName"`
+	// ShardIndex is the shard this member was created for.
+	// +kubebuilder:validation:Minimum=0
+	ShardIndex int32 `json:"shardIndex"`
+	// Revision authorises a new pod. The node-controller brings the workload in line
+	// with this spec only when Revision differs from the revision the workload was
+	// built for; otherwise changes that need a new pod are held back (and reported by
+	// the PodReady condition's UpdatePending reason) until the cluster-controller
+	// raises it. Live settings are applied whatever the revision.
+	// +kubebuilder:validation:Minimum=1
+	Revision int64 `json:"revision"`
+	// WorkloadType selects the workload that runs the pod.
+	WorkloadType WorkloadType `json:"workloadType"`
+	// Image of the server.
+	Image string `json:"image"`
+	// ImagePullSecrets of the pod.
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	// Resources of the server container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Config is the user configuration of the server (already validated).
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
+	// Containers patches the pod's containers (see ValkeyCluster.spec.containers).
+	// +optional
+	Containers []corev1.Container `json:"containers,omitempty"`
+	// Exporter configures the metrics sidecar.
+	// +optional
+	Exporter ExporterSpec `json:"exporter,omitempty"`
+	// Persistence gives the member a PersistentVolumeClaim.
+	// +optional
+	Persistence *PersistenceSpec `json:"persistence,omitempty"`
+	// Scheduling of the pod.
+	// +optional
+	Scheduling *SchedulingSpec `json:"scheduling,omitempty"`
+	// TerminationGracePeriodSeconds of the pod, as derived by the cluster-controller.
+	// +optional
+	TerminationGracePeriodSeconds *int64 `json:"terminationGracePeriodSeconds,omitempty"`
+	// TLSSecretName, when set, makes the server speak TLS only with this certificate.
+	// +optional
+	TLSSecretName string `json:"tlsSecretName,omitempty"`
+	// ACLSecretName is the Secret with the aclfile (users.acl).
+	ACLSecretName string `json:"aclSecretName"`
+	// SystemUsersSecretName is the Secret with the operator's users' passwords.
+	SystemUsersSecretName string `json:"systemUsersSecretName"`
+}
+
+// ValkeyNodeStatus is written by several controllers, each owning its own fields.
+type ValkeyNodeStatus struct {
+	// PodName of the pod running the server (node-controller).
+	// +optional
+	PodName string `json:"podName,omitempty"`
+	// PodIP of that pod (node-controller).
+	// +optional
+	PodIP string `json:"podIP,omitempty"`
+	// Role reported by the server (node-controller).
+	// +optional
+	Role Role `json:"role,omitempty"`
+	// Version of the server, from INFO (node-controller).
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Revision of the spec the running pod was built from (node-controller).
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// NodeID is the member's Valkey cluster node ID (cluster-controller).
+	// +optional
+	NodeID string `json:"nodeID,omitempty"`
+	// Lifecycle of the member (cluster-controller).
+	// +optional
+	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+	// Conditions, each owned by one controller.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ValkeyNode is one member of a ValkeyCluster: one Valkey server in one pod. It is
+// internal to the operator: users read it, never write it.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=vkn,categories=valkey
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
+// +kubebuilder:printcolumn:name="Shard",type=integer,JSONPath=`.spec.shardIndex`
+// +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.role`
+// +kubebuilder:printcolumn:name="Lifecycle",type=string,JSONPath=`.status.lifecycle`
+// +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.status.podName`
+// +kubebuilder:printcolumn:name="IP",type=string,JSONPath=`.status.podIP`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ValkeyNode struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ValkeyNodeSpec   `json:"spec,omitempty"`
+	Status ValkeyNodeStatus `json:"status,omitempty"`
+}
+
+// ValkeyNodeList is a list of ValkeyNode.
+// +kubebuilder:object:root=true
+type ValkeyNodeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ValkeyNode `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ValkeyNode{}, &ValkeyNodeList{})
+}

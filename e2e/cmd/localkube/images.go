@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/valkey-operator/valkey-operator/e2e/localkube"
+	"github.com/valkey-operator/valkey-operator/e2e/localkube/images"
+)
+
+// defaultOperatorImage is the reference the Helm chart uses by default.
+const defaultOperatorImage = "ghcr.io/valkey-operator/valkey-operator:dev"
+
+// buildImages builds every image into the cache; with binDir, the operator image too. When
+// the cluster runs, images that changed are imported into its nodes.
+func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref string) error {
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return err
+	}
+	ic := images.Config{CacheDir: cfg.CacheDir, OperatorRef: ref, Log: cfg.Log}
+	if binDir != "" {
+		entries, err := os.ReadDir(binDir)
+		if err != nil {
+			return fmt.Errorf("operator binaries: %w", err)
+		}
+		ic.OperatorBinaries = map[string]string{}
+		for _, e := range entries {
+			if !e.IsDir() {
+				ic.OperatorBinaries[e.Name()] = filepath.Join(binDir, e.Name())
+			}
+		}
+	}
+	m, err := images.Build(ctx, ic)
+	if err != nil {
+		return err
+	}
+	for _, img := range m.Images {
+		cfg.Log("image %s (%s)", img.Ref, img.File)
+	}
+	if _, err := cfg.Status(ctx); err != nil {
+		return nil
+	}
+	var files []string
+	for _, img := range m.Images {
+		files = append(files, img.File)
+	}
+	return localkube.LoadImages(ctx, cfg, files)
+}

@@ -1,0 +1,117 @@
+// Command localkube runs the project's local Kubernetes: a real control plane and worker
+// nodes in network namespaces of this machine, with locally built images.
+//
+//	localkube build              build the Kubernetes, etcd and CoreDNS binaries (cached)
+//	localkube images             build the container images (cached)
+//	localkube up [--nodes N]     start the cluster (reports a running one, cleans leftovers)
+//	localkube down               stop it and remove everything it made on the machine
+//	localkube status             exit 0 when the cluster runs and is healthy
+//	localkube link N up|down     restore or cut node N's network link
+//	localkube load FILE...       import image tarballs into every node
+//	localkube snapshot           print the host state that local-down must restore
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/valkey-operator/valkey-operator/e2e/localkube"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "localkube:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: localkube build|images|up|down|status|link|load|snapshot")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ExitOnError)
+	cfg := localkube.Config{}
+	fs.StringVar(&cfg.CacheDir, "cache-dir", os.Getenv("LOCALKUBE_CACHE"), "cache folder (default <repo>/.cache)")
+	fs.StringVar(&cfg.RepoRoot, "repo-root", "", "repository root (default: found from the working directory)")
+	nodes, _ := strconv.Atoi(os.Getenv("NODES"))
+	fs.IntVar(&cfg.Nodes, "nodes", nodes, "number of worker nodes (default 3, or $NODES)")
+	node := fs.Int("node", 0, "node index (node-run)")
+	opBins := fs.String("operator-binaries", "", "folder of operator binaries to put in the operator image (images)")
+	opRef := fs.String("operator-image", defaultOperatorImage, "reference of the operator image (images)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	cfg.Log = func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, a...))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "build":
+		return localkube.Build(ctx, cfg)
+	case "images":
+		return buildImages(ctx, cfg, *opBins, *opRef)
+	case "up":
+		return localkube.Up(ctx, cfg, self)
+	case "down":
+		return localkube.Down(ctx, cfg)
+	case "status":
+		return status(ctx, cfg)
+	case "link":
+		return link(ctx, cfg, fs.Args())
+	case "load":
+		return localkube.LoadImages(ctx, cfg, fs.Args())
+	case "snapshot":
+		return localkube.WriteSnapshot(ctx, os.Stdout)
+	case "node-run":
+		// The node runner must not stop on our signal context: it handles SIGTERM itself.
+		stop()
+		return localkube.RunNode(context.Background(), cfg, *node)
+	case "provisioner":
+		return localkube.RunProvisioner(ctx, cfg)
+	}
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func status(ctx context.Context, cfg localkube.Config) error {
+	st, err := cfg.Status(ctx)
+	names := make([]string, 0, len(st.Components))
+	for n := range st.Components {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		state := "running"
+		if !st.Components[n] {
+			state = "NOT RUNNING"
+		}
+		fmt.Printf("%-26s %s\n", n, state)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("healthy: %d nodes\nexport KUBECONFIG=%s\n", st.Nodes, st.Kubeconfig)
+	return nil
+}
+
+func link(ctx context.Context, cfg localkube.Config, args []string) error {
+	if len(args) != 2 || (args[1] != "up" && args[1] != "down") {
+		return fmt.Errorf("usage: localkube link NODE up|down")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err != nil {
+		return fmt.Errorf("node index %q: %w", args[0], err)
+	}
+	return cfg.SetLink(ctx, n, args[1] == "up")
+}

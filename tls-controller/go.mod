@@ -1,0 +1,14 @@
+module github.com/valkey-operator/valkey-operator/tls-controller
+
+go 1.26.0
+
+replace (
+	github.com/valkey-operator/valkey-operator/api => ../api
+	github.com/valkey-operator/valkey-operator/valkey => ../valkey
+	github.com/valkey-operator/valkey-operator/internal => ../internal
+	github.com/valkey-operator/valkey-operator/cluster-controller => ../cluster-controller
+	github.com/valkey-operator/valkey-operator/node-controller => ../node-controller
+	github.com/valkey-operator/valkey-operator/acl-controller => ../acl-controller
+	github.com/valkey-operator/valkey-operator/webhooks => ../webhooks
+	github.com/valkey-operator/valkey-operator/e2e => ../e2e
+)
