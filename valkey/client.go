@@ -1,0 +1,319 @@
+package valkey
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// Default timeouts of Options.
+const (
+	DefaultDialTimeout    = 2 * time.Second
+	DefaultCommandTimeout = 5 * time.Second
+)
+
+// minConnTimeout is the smallest per-connection I/O deadline given to rueidis.
+// A single command that runs longer than max(minConnTimeout, 2*CommandTimeout)
+// makes rueidis drop the connection.
+const minConnTimeout = 10 * time.Second
+
+// Options says how to reach one Valkey server.
+type Options struct {
+	// Addr is "host:port" (an IPv6 host in brackets).
+	Addr string
+	// Username and Password authenticate the connection (AUTH / HELLO).
+	Username, Password string
+	// TLS, when set, is used as is. Its ServerName is left as the caller set
+	// it; when empty, crypto/tls checks the certificate against the host of
+	// Addr (the pod IP), and a VerifyConnection hook of the caller runs too.
+	TLS *tls.Config
+	// DialTimeout bounds connecting and the handshake. Default 2s.
+	DialTimeout time.Duration
+	// CommandTimeout bounds each command whose context has no deadline.
+	// Default 5s.
+	CommandTimeout time.Duration
+}
+
+// Client is a connection to one Valkey server. It is safe for concurrent use.
+type Client struct {
+	addr    string
+	rc      rueidis.Client
+	timeout time.Duration
+}
+
+// Dial connects to the server at o.Addr and authenticates. It returns within
+// DialTimeout (or earlier when ctx ends), also when the address is dead or the
+// peer accepts but never answers. The handshake (AUTH, HELLO) needs no ACL
+// permission, so the user needs only the commands the caller runs.
+func Dial(ctx context.Context, o Options) (*Client, error) {
+	if o.Addr == "" {
+		return nil, fmt.Errorf("dial: empty address: %w", ErrInvalidArgument)
+	}
+	o = o.withDefaults()
+	dialTimeout := o.DialTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < dialTimeout {
+		dialTimeout = max(time.Until(d), time.Millisecond)
+	}
+	rc, err := newRueidis(ctx, o, dialTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", o.Addr, asServerError(err, o.Password))
+	}
+	return &Client{addr: o.Addr, rc: rc, timeout: o.CommandTimeout}, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.CommandTimeout <= 0 {
+		o.CommandTimeout = DefaultCommandTimeout
+	}
+	return o
+}
+
+// clientOption maps Options to a one-node rueidis configuration: no cluster
+// discovery, no client-side cache, RESP2 (so CLUSTER NODES and INFO come back
+// as plain strings, not RESP3 verbatim strings prefixed "txt:"), one
+// connection, no automatic retries (the controllers requeue instead).
+func clientOption(o Options, dialTimeout time.Duration) rueidis.ClientOption {
+	var tlsConfig *tls.Config
+	if o.TLS != nil {
+		tlsConfig = o.TLS.Clone()
+	}
+	return rueidis.ClientOption{
+		InitAddress:       []string{o.Addr},
+		Username:          o.Username,
+		Password:          o.Password,
+		TLSConfig:         tlsConfig,
+		Dialer:            net.Dialer{Timeout: dialTimeout},
+		ConnWriteTimeout:  max(minConnTimeout, 2*o.CommandTimeout),
+		ForceSingleClient: true,
+		DisableCache:      true,
+		AlwaysRESP2:       true,
+		DisableRetry:      true,
+		PipelineMultiplex: -1,
+		ClientSetInfo:     rueidis.DisableClientSetInfo,
+	}
+}
+
+type dialResult struct {
+	rc  rueidis.Client
+	err error
+}
+
+// newRueidis builds the rueidis client in a goroutine so that a cancelled ctx
+// returns at once; a client that is built after the caller left is closed.
+func newRueidis(ctx context.Context, o Options, dialTimeout time.Duration) (rueidis.Client, error) {
+	ch := make(chan dialResult, 1)
+	go func() {
+		rc, err := rueidis.NewClient(clientOption(o, dialTimeout))
+		if err != nil && rc != nil {
+			// With ForceSingleClient rueidis returns a client even when the
+			// first connection failed.
+			rc.Close()
+			rc = nil
+		}
+		ch <- dialResult{rc: rc, err: err}
+	}()
+	select {
+	case r := <-ch:
+		return r.rc, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.rc != nil {
+				r.rc.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// Addr returns the address the client talks to.
+func (c *Client) Addr() string { return c.addr }
+
+// Close closes the connection. Commands in flight fail.
+func (c *Client) Close() {
+	c.rc.Close()
+}
+
+// withTimeout gives ctx the client's command timeout when it has no deadline.
+// A command that needs longer (MIGRATE with a long timeout) passes floor.
+func (c *Client) withTimeout(ctx context.Context, floor time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, max(c.timeout, floor))
+}
+
+// result runs one command and returns the raw reply. Server errors become
+// *ServerError with the given secrets removed. A nil reply is no error: the
+// caller checks msg.IsNil().
+func (c *Client) result(ctx context.Context, secrets []string, args ...string) (rueidis.RedisMessage, error) {
+	return c.resultWithin(ctx, 0, secrets, args...)
+}
+
+// resultWithin is result with a floor for the default command timeout.
+func (c *Client) resultWithin(ctx context.Context, floor time.Duration, secrets []string, args ...string) (rueidis.RedisMessage, error) {
+	ctx, cancel := c.withTimeout(ctx, floor)
+	defer cancel()
+	msg, err := c.rc.Do(ctx, c.rc.B().Arbitrary(args...).Build()).ToMessage()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return msg, asServerError(err, secrets...)
+	}
+	return msg, nil
+}
+
+// str runs a command whose reply is a string (or a status such as OK).
+func (c *Client) str(ctx context.Context, args ...string) (string, error) {
+	msg, err := c.result(ctx, nil, args...)
+	if err != nil {
+		return "", err
+	}
+	return replyString(msg)
+}
+
+// replyString returns a string or status reply; a nil reply is "".
+func replyString(msg rueidis.RedisMessage) (string, error) {
+	if msg.IsNil() {
+		return "", nil
+	}
+	return msg.ToString()
+}
+
+// ok runs a command whose reply must be OK.
+func (c *Client) ok(ctx context.Context, args ...string) error {
+	return c.okSecret(ctx, nil, args...)
+}
+
+// okSecret runs a command that carries secrets and whose reply must be OK.
+func (c *Client) okSecret(ctx context.Context, secrets []string, args ...string) error {
+	msg, err := c.result(ctx, secrets, args...)
+	if err != nil {
+		return err
+	}
+	s, err := replyString(msg)
+	if err != nil {
+		return err
+	}
+	if s != "OK" {
+		return fmt.Errorf("unexpected reply %q", truncate(s, 64))
+	}
+	return nil
+}
+
+// integer runs a command whose reply is an integer.
+func (c *Client) integer(ctx context.Context, args ...string) (int64, error) {
+	msg, err := c.result(ctx, nil, args...)
+	if err != nil {
+		return 0, err
+	}
+	return msg.ToInt64()
+}
+
+// value runs a command and returns its reply as a generic tree (see toTree).
+func (c *Client) value(ctx context.Context, args ...string) (any, error) {
+	msg, err := c.result(ctx, nil, args...)
+	if err != nil {
+		return nil, err
+	}
+	return toTree(msg)
+}
+
+// Do runs any command and returns a string, status or integer reply as a
+// string; a nil reply is "". It is an escape hatch for commands this package
+// does not wrap; an array or map reply is an error (use DoValue). Errors name
+// only the command, never its arguments, and arguments of six bytes or more
+// are removed from server messages (they may be secrets).
+func (c *Client) Do(ctx context.Context, args ...string) (string, error) {
+	name, err := checkCommand(args)
+	if err != nil {
+		return "", err
+	}
+	msg, err := c.result(ctx, doSecrets(args), args...)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	if msg.IsInt64() {
+		n, _ := msg.ToInt64()
+		return strconv.FormatInt(n, 10), nil
+	}
+	s, err := replyString(msg)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return s, nil
+}
+
+// DoValue runs any command and returns the reply as a tree of []any,
+// map[string]any, string, int64, float64, bool and nil.
+func (c *Client) DoValue(ctx context.Context, args ...string) (any, error) {
+	name, err := checkCommand(args)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := c.result(ctx, doSecrets(args), args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	v, err := toTree(msg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return v, nil
+}
+
+// doSecrets lists the arguments of a free-form command that are removed from
+// its error messages: any argument of six bytes or more may be a secret.
+func doSecrets(args []string) []string {
+	var out []string
+	for _, a := range args[1:] {
+		if len(a) >= 6 {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// checkCommand refuses what the command builder would panic on (an empty
+// command) and what a one-shot call cannot serve (subscriptions).
+func checkCommand(args []string) (string, error) {
+	if len(args) == 0 || args[0] == "" {
+		return "", fmt.Errorf("do: empty command: %w", ErrInvalidArgument)
+	}
+	name := strings.ToLower(args[0])
+	if strings.HasSuffix(name, "subscribe") {
+		return "", fmt.Errorf("do %s: subscriptions are not supported: %w", name, ErrInvalidArgument)
+	}
+	return name, nil
+}
+
+// toTree converts a reply into plain Go values. Nested error replies become
+// errors. Nil replies become nil.
+func toTree(msg rueidis.RedisMessage) (any, error) {
+	if msg.IsNil() {
+		return nil, nil
+	}
+	v, err := msg.ToAny()
+	if err != nil {
+		if errors.Is(err, rueidis.Nil) {
+			return nil, nil
+		}
+		return nil, asServerError(err)
+	}
+	return v, nil
+}
+
+// truncate shortens s for error messages.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,383 @@
+package valkey
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// FailoverMode selects the variant of CLUSTER FAILOVER.
+type FailoverMode int
+
+const (
+	// FailoverDefault is a coordinated failover: the primary stops writes,
+	// the replica catches up and takes over. No acknowledged write is lost.
+	FailoverDefault FailoverMode = iota
+	// FailoverForce does not wait for the primary (it may be down) but
+	// still needs a majority of primaries to vote.
+	FailoverForce
+	// FailoverTakeover promotes the replica without any vote; used when the
+	// cluster has lost its quorum.
+	FailoverTakeover
+)
+
+// String returns the CLUSTER FAILOVER option, or "DEFAULT".
+func (m FailoverMode) String() string {
+	switch m {
+	case FailoverForce:
+		return "FORCE"
+	case FailoverTakeover:
+		return "TAKEOVER"
+	default:
+		return "DEFAULT"
+	}
+}
+
+// Ping checks that the server answers.
+func (c *Client) Ping(ctx context.Context) error {
+	s, err := c.str(ctx, "PING")
+	if err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	if s != "PONG" {
+		return fmt.Errorf("ping: unexpected reply %q", truncate(s, 64))
+	}
+	return nil
+}
+
+// Info runs INFO with the given sections (none: the default sections).
+func (c *Client) Info(ctx context.Context, sections ...string) (Info, error) {
+	s, err := c.str(ctx, append([]string{"INFO"}, sections...)...)
+	if err != nil {
+		return Info{}, fmt.Errorf("info: %w", err)
+	}
+	return ParseInfo(s), nil
+}
+
+// Version returns the server version from INFO server: valkey_version, or
+// redis_version for servers that do not report it.
+func (c *Client) Version(ctx context.Context) (Version, error) {
+	info, err := c.Info(ctx, "server")
+	if err != nil {
+		return Version{}, fmt.Errorf("version: %w", err)
+	}
+	v, err := VersionFromInfo(info)
+	if err != nil {
+		return Version{}, fmt.Errorf("version: %w", err)
+	}
+	return v, nil
+}
+
+// ReplicationInfo returns the parsed INFO replication section.
+func (c *Client) ReplicationInfo(ctx context.Context) (Replication, error) {
+	info, err := c.Info(ctx, "replication")
+	if err != nil {
+		return Replication{}, fmt.Errorf("replication info: %w", err)
+	}
+	return ParseReplication(info), nil
+}
+
+// MyID returns the cluster node ID of the server.
+func (c *Client) MyID(ctx context.Context) (string, error) {
+	id, err := c.str(ctx, "CLUSTER", "MYID")
+	if err != nil {
+		return "", fmt.Errorf("cluster myid: %w", err)
+	}
+	return id, nil
+}
+
+// ClusterInfo returns CLUSTER INFO as key/value pairs.
+func (c *Client) ClusterInfo(ctx context.Context) (map[string]string, error) {
+	s, err := c.str(ctx, "CLUSTER", "INFO")
+	if err != nil {
+		return nil, fmt.Errorf("cluster info: %w", err)
+	}
+	return ParseClusterInfo(s), nil
+}
+
+// ClusterNodes returns the parsed CLUSTER NODES of the server.
+func (c *Client) ClusterNodes(ctx context.Context) ([]ClusterNode, error) {
+	s, err := c.str(ctx, "CLUSTER", "NODES")
+	if err != nil {
+		return nil, fmt.Errorf("cluster nodes: %w", err)
+	}
+	nodes, err := ParseClusterNodes(s)
+	if err != nil {
+		return nil, fmt.Errorf("cluster nodes: %w", err)
+	}
+	return nodes, nil
+}
+
+// ClusterShards returns the parsed CLUSTER SHARDS of the server.
+func (c *Client) ClusterShards(ctx context.Context) ([]ClusterShard, error) {
+	v, err := c.value(ctx, "CLUSTER", "SHARDS")
+	if err != nil {
+		return nil, fmt.Errorf("cluster shards: %w", err)
+	}
+	shards, err := ParseClusterShards(v)
+	if err != nil {
+		return nil, fmt.Errorf("cluster shards: %w", err)
+	}
+	return shards, nil
+}
+
+// Meet introduces the node at ip:port to the server's cluster. busPort 0
+// means the default (port + 10000).
+func (c *Client) Meet(ctx context.Context, ip string, port, busPort int) error {
+	args := []string{"CLUSTER", "MEET", ip, strconv.Itoa(port)}
+	if busPort != 0 {
+		args = append(args, strconv.Itoa(busPort))
+	}
+	if err := c.ok(ctx, args...); err != nil {
+		return fmt.Errorf("cluster meet %s:%d: %w", ip, port, err)
+	}
+	return nil
+}
+
+// AddSlotsRange assigns the slot ranges to the server.
+func (c *Client) AddSlotsRange(ctx context.Context, ranges []SlotRange) error {
+	if err := c.slotsRangeCommand(ctx, "ADDSLOTSRANGE", ranges); err != nil {
+		return fmt.Errorf("cluster addslotsrange %s: %w", FormatRanges(ranges), err)
+	}
+	return nil
+}
+
+// DelSlotsRange removes the slot ranges from the server's view of the cluster.
+func (c *Client) DelSlotsRange(ctx context.Context, ranges []SlotRange) error {
+	if err := c.slotsRangeCommand(ctx, "DELSLOTSRANGE", ranges); err != nil {
+		return fmt.Errorf("cluster delslotsrange %s: %w", FormatRanges(ranges), err)
+	}
+	return nil
+}
+
+func (c *Client) slotsRangeCommand(ctx context.Context, sub string, ranges []SlotRange) error {
+	args, err := rangeArgs([]string{"CLUSTER", sub}, ranges)
+	if err != nil {
+		return err
+	}
+	return c.ok(ctx, args...)
+}
+
+// rangeArgs appends "start end" pairs of valid, non-empty ranges.
+func rangeArgs(args []string, ranges []SlotRange) ([]string, error) {
+	if len(ranges) == 0 {
+		return nil, fmt.Errorf("no slot range: %w", ErrInvalidArgument)
+	}
+	for _, r := range ranges {
+		if !r.Valid() {
+			return nil, fmt.Errorf("slot range %d-%d: %w", r.Start, r.End, ErrInvalidArgument)
+		}
+		args = append(args, strconv.Itoa(r.Start), strconv.Itoa(r.End))
+	}
+	return args, nil
+}
+
+// Replicate makes the server a replica of the primary with the given node ID.
+func (c *Client) Replicate(ctx context.Context, primaryID string) error {
+	if err := c.ok(ctx, "CLUSTER", "REPLICATE", primaryID); err != nil {
+		return fmt.Errorf("cluster replicate %s: %w", primaryID, err)
+	}
+	return nil
+}
+
+// Failover asks the server, a replica, to take over its primary's slots.
+// The command returns once the failover has been started, not finished.
+func (c *Client) Failover(ctx context.Context, mode FailoverMode) error {
+	args := []string{"CLUSTER", "FAILOVER"}
+	if mode == FailoverForce || mode == FailoverTakeover {
+		args = append(args, mode.String())
+	}
+	if err := c.ok(ctx, args...); err != nil {
+		return fmt.Errorf("cluster failover %s: %w", mode, err)
+	}
+	return nil
+}
+
+// Forget removes the node from the server's node table; other nodes must
+// forget it too within 60 s or gossip brings it back.
+func (c *Client) Forget(ctx context.Context, id string) error {
+	if err := c.ok(ctx, "CLUSTER", "FORGET", id); err != nil {
+		return fmt.Errorf("cluster forget %s: %w", id, err)
+	}
+	return nil
+}
+
+// SetSlotImporting marks slot as being imported from sourceID (run on the
+// target).
+func (c *Client) SetSlotImporting(ctx context.Context, slot int, sourceID string) error {
+	return c.setSlot(ctx, slot, "IMPORTING", sourceID)
+}
+
+// SetSlotMigrating marks slot as moving to targetID (run on the source).
+func (c *Client) SetSlotMigrating(ctx context.Context, slot int, targetID string) error {
+	return c.setSlot(ctx, slot, "MIGRATING", targetID)
+}
+
+// SetSlotNode binds slot to nodeID and clears its migration state.
+func (c *Client) SetSlotNode(ctx context.Context, slot int, nodeID string) error {
+	return c.setSlot(ctx, slot, "NODE", nodeID)
+}
+
+// SetSlotStable clears the importing/migrating state of slot.
+func (c *Client) SetSlotStable(ctx context.Context, slot int) error {
+	return c.setSlot(ctx, slot, "STABLE", "")
+}
+
+func (c *Client) setSlot(ctx context.Context, slot int, sub, id string) error {
+	if !validSlot(slot) {
+		return fmt.Errorf("cluster setslot %d %s: %w", slot, sub, ErrInvalidArgument)
+	}
+	args := []string{"CLUSTER", "SETSLOT", strconv.Itoa(slot), sub}
+	if id != "" {
+		args = append(args, id)
+	}
+	if err := c.ok(ctx, args...); err != nil {
+		return fmt.Errorf("cluster setslot %d %s %s: %w", slot, sub, id, err)
+	}
+	return nil
+}
+
+// CountKeysInSlot returns the number of keys the server holds in slot.
+func (c *Client) CountKeysInSlot(ctx context.Context, slot int) (int64, error) {
+	if !validSlot(slot) {
+		return 0, fmt.Errorf("cluster countkeysinslot %d: %w", slot, ErrInvalidArgument)
+	}
+	n, err := c.integer(ctx, "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot))
+	if err != nil {
+		return 0, fmt.Errorf("cluster countkeysinslot %d: %w", slot, err)
+	}
+	return n, nil
+}
+
+// GetKeysInSlot returns up to count keys of slot.
+func (c *Client) GetKeysInSlot(ctx context.Context, slot, count int) ([]string, error) {
+	if !validSlot(slot) || count < 0 {
+		return nil, fmt.Errorf("cluster getkeysinslot %d %d: %w", slot, count, ErrInvalidArgument)
+	}
+	v, err := c.value(ctx, "CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.Itoa(count))
+	if err != nil {
+		return nil, fmt.Errorf("cluster getkeysinslot %d: %w", slot, err)
+	}
+	keys, err := stringList(v)
+	if err != nil {
+		return nil, fmt.Errorf("cluster getkeysinslot %d: %w", slot, err)
+	}
+	return keys, nil
+}
+
+// MigrateArgs are the arguments of Migrate.
+type MigrateArgs struct {
+	// Host and Port of the target server.
+	Host string
+	Port int
+	// Keys to move; an empty list is a no-op.
+	Keys []string
+	// Timeout is the server's I/O timeout towards the target. Default 5s.
+	Timeout time.Duration
+	// Username and Password authenticate on the target (AUTH2; AUTH when
+	// Username is empty; none when Password is empty).
+	Username, Password string
+	// Replace overwrites existing keys on the target.
+	Replace bool
+	// Copy keeps the keys on the source.
+	Copy bool
+}
+
+// Migrate moves keys from the server to another one with MIGRATE (legacy slot
+// migration). Keys that do not exist are skipped.
+func (c *Client) Migrate(ctx context.Context, a MigrateArgs) error {
+	if len(a.Keys) == 0 {
+		return nil
+	}
+	if a.Timeout <= 0 {
+		a.Timeout = 5 * time.Second
+	}
+	msg, err := c.resultWithin(ctx, a.Timeout+time.Second, []string{a.Password}, migrateCommand(a)...)
+	if err != nil {
+		return fmt.Errorf("migrate %d keys to %s:%d: %w", len(a.Keys), a.Host, a.Port, err)
+	}
+	if s, err := replyString(msg); err != nil || (s != "OK" && s != "NOKEY") {
+		return fmt.Errorf("migrate %d keys to %s:%d: unexpected reply %q", len(a.Keys), a.Host, a.Port, truncate(s, 64))
+	}
+	return nil
+}
+
+// migrateCommand builds MIGRATE host port "" 0 timeout [COPY] [REPLACE]
+// [AUTH2 user pass | AUTH pass] KEYS key...
+func migrateCommand(a MigrateArgs) []string {
+	args := []string{"MIGRATE", a.Host, strconv.Itoa(a.Port), "", "0", strconv.FormatInt(a.Timeout.Milliseconds(), 10)}
+	if a.Copy {
+		args = append(args, "COPY")
+	}
+	if a.Replace {
+		args = append(args, "REPLACE")
+	}
+	switch {
+	case a.Password != "" && a.Username != "":
+		args = append(args, "AUTH2", a.Username, a.Password)
+	case a.Password != "":
+		args = append(args, "AUTH", a.Password)
+	}
+	args = append(args, "KEYS")
+	return append(args, a.Keys...)
+}
+
+// MigrateSlots starts an atomic slot migration of ranges to the primary
+// targetID (CLUSTER MIGRATESLOTS, Valkey 9.0 and later; older servers answer
+// with an error). It returns once the migration has started; follow it with
+// SlotMigrations on the source. On 9.x the source authenticates to the target
+// with its primaryuser/primaryauth settings.
+func (c *Client) MigrateSlots(ctx context.Context, ranges []SlotRange, targetID string) error {
+	args, err := rangeArgs([]string{"CLUSTER", "MIGRATESLOTS", "SLOTSRANGE"}, ranges)
+	if err == nil {
+		err = c.ok(ctx, append(args, "NODE", targetID)...)
+	}
+	if err != nil {
+		return fmt.Errorf("cluster migrateslots %s to %s: %w", FormatRanges(ranges), targetID, err)
+	}
+	return nil
+}
+
+// SlotMigrations returns the in-progress and recently finished atomic slot
+// migrations known to the server (CLUSTER GETSLOTMIGRATIONS, Valkey 9.0+).
+func (c *Client) SlotMigrations(ctx context.Context) ([]SlotMigration, error) {
+	v, err := c.value(ctx, "CLUSTER", "GETSLOTMIGRATIONS")
+	if err != nil {
+		return nil, fmt.Errorf("cluster getslotmigrations: %w", err)
+	}
+	jobs, err := ParseSlotMigrations(v)
+	if err != nil {
+		return nil, fmt.Errorf("cluster getslotmigrations: %w", err)
+	}
+	return jobs, nil
+}
+
+// CancelSlotMigrations cancels the atomic slot migrations started on the
+// server (CLUSTER CANCELSLOTMIGRATIONS, Valkey 9.0+).
+func (c *Client) CancelSlotMigrations(ctx context.Context) error {
+	if _, err := c.result(ctx, nil, "CLUSTER", "CANCELSLOTMIGRATIONS"); err != nil {
+		return fmt.Errorf("cluster cancelslotmigrations: %w", err)
+	}
+	return nil
+}
+
+// stringList converts an array reply of strings.
+func stringList(v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("reply is %T, want an array", v)
+	}
+	out := make([]string, 0, len(arr))
+	for _, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("array element is %T, want a string", e)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

@@ -1,0 +1,71 @@
+package valkey
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/redis/rueidis"
+)
+
+// ErrNoSuchUser is returned by ACLGetUser when the server has no such user.
+var ErrNoSuchUser = errors.New("no such ACL user")
+
+// ErrInvalidArgument is wrapped by the errors of methods that refuse their
+// input before sending anything to the server.
+var ErrInvalidArgument = errors.New("invalid argument")
+
+// redacted replaces secrets in server messages.
+const redacted = "<redacted>"
+
+// ServerError is an error reply of the Valkey server, as opposed to a network
+// or timeout error. Its message is the server's text (the client library drops
+// a leading "ERR "), with any secret sent in the command replaced.
+type ServerError struct {
+	msg string
+}
+
+// Error returns the server's message.
+func (e *ServerError) Error() string { return e.msg }
+
+// Message returns the server's message, suitable for a status condition.
+func (e *ServerError) Message() string { return e.msg }
+
+// IsServerError reports whether err (or any error it wraps) is an error reply
+// of the server.
+func IsServerError(err error) bool {
+	var se *ServerError
+	return errors.As(err, &se)
+}
+
+// ServerMessage returns the server's message held in err, if err wraps a
+// *ServerError.
+func ServerMessage(err error) (string, bool) {
+	var se *ServerError
+	if errors.As(err, &se) {
+		return se.msg, true
+	}
+	return "", false
+}
+
+// asServerError turns an error reply of rueidis into a *ServerError, removing
+// every non-empty secret from the message. Other errors pass unchanged.
+func asServerError(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return err
+	}
+	return &ServerError{msg: redact(re.Error(), secrets...)}
+}
+
+// redact replaces each non-empty secret in s.
+func redact(s string, secrets ...string) string {
+	for _, sec := range secrets {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, redacted)
+		}
+	}
+	return s
+}

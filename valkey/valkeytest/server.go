@@ -1,0 +1,312 @@
+// Package valkeytest starts real valkey-server processes for tests: cluster
+// mode, 127.0.0.1, free ports, a temporary directory each, an ACL file with
+// the default user off. Every server is killed and waited for when the test
+// ends.
+//
+// The binary is $VALKEY_SERVER, or valkey-server on PATH.
+package valkeytest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// Users defined in every server's ACL file.
+const (
+	// AdminUser may run every command.
+	AdminUser = "admin"
+	// ReplicationUser is what replicas authenticate as to their primary:
+	// only the replication commands.
+	ReplicationUser = "replication"
+)
+
+// startTimeout bounds how long a server may take to accept connections.
+const startTimeout = 15 * time.Second
+
+// Options tune the servers of Start.
+type Options struct {
+	// Config is extra user config for every server (rendered after the
+	// operator defaults, so it overrides them). Default: a 2 s cluster node
+	// timeout and no RDB snapshots.
+	Config map[string]string
+	// TLS, when set, makes the servers speak TLS only (clients, cluster bus
+	// and replication) with certificates for 127.0.0.1 issued by this CA.
+	TLS *CA
+}
+
+// Server is one running valkey-server.
+type Server struct {
+	Host string
+	Port int
+	// Dir is the server's working directory; ACLFile its users file.
+	Dir, ACLFile, ConfigFile, LogFile string
+	// AdminPassword is the password of AdminUser (random per Start call,
+	// the same on every server of that call).
+	AdminPassword string
+	// ReplicationPassword is the password of ReplicationUser.
+	ReplicationPassword string
+	// Version of the binary.
+	Version valkey.Version
+	// CA issued the server's certificate when it runs with TLS.
+	CA *CA
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	once sync.Once
+}
+
+// Addr returns "host:port".
+func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
+
+// Options returns client options that log in as AdminUser (over TLS when
+// the server runs with TLS).
+func (s *Server) Options() valkey.Options {
+	o := valkey.Options{Addr: s.Addr(), Username: AdminUser, Password: s.AdminPassword}
+	if s.CA != nil {
+		o.TLS = s.CA.ClientTLS()
+	}
+	return o
+}
+
+// Dial connects as AdminUser; the client is closed when the test ends.
+func (s *Server) Dial(t testing.TB) *valkey.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := valkey.Dial(ctx, s.Options())
+	if err != nil {
+		t.Fatalf("dial %s: %v", s.Addr(), err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Stop kills the server and waits for it to exit. It is safe to call twice.
+func (s *Server) Stop() {
+	s.once.Do(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	})
+}
+
+// Running reports whether the process has not exited.
+func (s *Server) Running() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// LogTail returns the last n lines of the server log.
+func (s *Server) LogTail(n int) string {
+	b, _ := os.ReadFile(s.LogFile)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// Binary returns the valkey-server to run, failing the test when there is
+// none.
+func Binary(t testing.TB) string {
+	t.Helper()
+	name := os.Getenv("VALKEY_SERVER")
+	if name == "" {
+		name = "valkey-server"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("valkey-server not found (%v): install valkey-server (Debian package valkey-server) or set VALKEY_SERVER to its path", err)
+	}
+	return path
+}
+
+var versionRE = regexp.MustCompile(`v=(\d+\.\d+\.\d+)`)
+
+// BinaryVersion runs "valkey-server --version" and parses it.
+func BinaryVersion(t testing.TB, bin string) valkey.Version {
+	t.Helper()
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	m := versionRE.FindSubmatch(out)
+	if err != nil || m == nil {
+		t.Fatalf("%s --version: %v: %s", bin, err, out)
+	}
+	v, err := valkey.ParseVersion(string(m[1]))
+	if err != nil {
+		t.Fatalf("%s --version: %v", bin, err)
+	}
+	return v
+}
+
+// Start starts n servers in cluster mode (not yet joined to each other) and
+// waits until each accepts connections.
+func Start(t testing.TB, n int, o Options) []*Server {
+	t.Helper()
+	bin := Binary(t)
+	version := BinaryVersion(t, bin)
+	admin, repl := randomSecret(), randomSecret() // shared, as in one cluster
+	servers := make([]*Server, n)
+	for i := range servers {
+		s, err := launch(t, bin, version, admin, repl, o)
+		if err != nil {
+			t.Fatalf("start valkey-server: %v", err)
+		}
+		servers[i] = s
+	}
+	for _, s := range servers {
+		if err := s.waitReady(); err != nil {
+			t.Fatalf("valkey-server %s: %v\n%s", s.Addr(), err, s.LogTail(20))
+		}
+	}
+	return servers
+}
+
+// launch writes the files of one server and starts it.
+func launch(t testing.TB, bin string, version valkey.Version, admin, repl string, o Options) (*Server, error) {
+	port, err := freePortPair()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Host: "127.0.0.1", Port: port, Dir: t.TempDir(), Version: version,
+		AdminPassword: admin, ReplicationPassword: repl, CA: o.TLS, done: make(chan struct{})}
+	if err := s.writeFiles(o); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(s.LogFile)
+	if err != nil {
+		return nil, fmt.Errorf("create log: %w", err)
+	}
+	s.cmd = exec.Command(bin, s.ConfigFile)
+	s.cmd.Dir = s.Dir
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	if err := s.cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("run %s: %w", bin, err)
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		logf.Close()
+		close(s.done)
+	}()
+	t.Cleanup(s.Stop)
+	return s, nil
+}
+
+// writeFiles writes the ACL file, the primary-auth include and the config.
+func (s *Server) writeFiles(o Options) error {
+	s.ACLFile = filepath.Join(s.Dir, "users.acl")
+	s.ConfigFile = filepath.Join(s.Dir, "valkey.conf")
+	s.LogFile = filepath.Join(s.Dir, "valkey.log")
+	authFile := filepath.Join(s.Dir, "primaryauth.conf")
+	if err := os.WriteFile(s.ACLFile, []byte(s.ACLFileContent()), 0o600); err != nil {
+		return fmt.Errorf("write acl file: %w", err)
+	}
+	if err := os.WriteFile(authFile, []byte("masterauth "+s.ReplicationPassword+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write auth include: %w", err)
+	}
+	user := map[string]string{"cluster-node-timeout": "2000", "save": "", "appendonly": "no"}
+	for k, v := range o.Config {
+		user[k] = v
+	}
+	sc := valkey.ServerConfig{
+		Port: s.Port, Bind: []string{s.Host}, DataDir: s.Dir, ClusterConfigFile: "nodes.conf",
+		ACLFile: s.ACLFile, PrimaryUser: ReplicationUser, PrimaryAuthInclude: authFile,
+		Version: s.Version, User: user,
+	}
+	if s.CA != nil {
+		cert, key, ca, err := s.CA.writeTLSFiles(s.Dir, net.ParseIP(s.Host))
+		if err != nil {
+			return err
+		}
+		sc.TLS = &valkey.TLSFiles{CertFile: cert, KeyFile: key, CAFile: ca}
+	}
+	conf := valkey.RenderConfig(sc)
+	if err := os.WriteFile(s.ConfigFile, conf, 0o600); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	return nil
+}
+
+// ACLFileContent returns the users file of the server: default off, an admin,
+// and a replication user limited to what a replica sends to its primary.
+// From 9.0 on the same user also carries atomic slot migrations: the source
+// logs in to the target with primaryuser/primaryauth, runs CLUSTER SYNCSLOTS
+// and then replays the slots' data as ordinary write commands (SELECT, SET,
+// ...) on every key, so it needs those too.
+func (s *Server) ACLFileContent() string {
+	repl := "-@all +psync +replconf +ping +sync"
+	if s.Version.AtLeast(9, 0) {
+		repl += " +cluster|syncslots +select +multi +exec +@write ~*"
+	}
+	return "user default off\n" +
+		"user " + AdminUser + " on #" + hash(s.AdminPassword) + " ~* &* +@all\n" +
+		"user " + ReplicationUser + " on #" + hash(s.ReplicationPassword) + " " + repl + "\n"
+}
+
+func hash(pw string) string {
+	sum := sha256.Sum256([]byte(pw))
+	return hex.EncodeToString(sum[:])
+}
+
+func randomSecret() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// freePortPair finds a port P such that P and the cluster bus port P+10000
+// are both free on 127.0.0.1.
+func freePortPair() (int, error) {
+	for range 200 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("find a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if port+10000 > 65535 {
+			l.Close()
+			continue
+		}
+		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
+		l.Close()
+		if err != nil {
+			continue
+		}
+		bus.Close()
+		return port, nil
+	}
+	return 0, errors.New("no free port pair (P, P+10000) on 127.0.0.1")
+}
+
+// waitReady waits until the server accepts TCP connections.
+func (s *Server) waitReady() error {
+	deadline := time.Now().Add(startTimeout)
+	for time.Now().Before(deadline) {
+		if !s.Running() {
+			return errors.New("exited during start")
+		}
+		conn, err := net.DialTimeout("tcp", s.Addr(), 200*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("not listening after %s", startTimeout)
+}
