@@ -106,6 +106,7 @@ const (
 	ReasonUnschedulable       = "Unschedulable"
 	ReasonScheduled           = "Scheduled"
 	ReasonDeleting            = "Deleting"
+	ReasonImmutableField      = "ImmutableFieldChanged"
 
 	// PodReady, StorageReady, ConfigApplied (node-controller).
 	ReasonPodRunning        = "Running"
@@ -155,4 +156,11 @@ const (
 	ReasonNotExpiring        = "NotExpiring"
 	ReasonCertificateServed  = "Served"
 	ReasonCertificatePending = "Pending"
+	// ReasonMalformed (TLSReady): a key of the certificate Secret holds no readable PEM
+	// certificate or unencrypted private key.
+	ReasonMalformed = "Malformed"
+	// ReasonSecretNameConflict (TLSReady): the operator cannot keep its copy of the
+	// certificate ({cluster}-tls) because a Secret of that name is not its own (for
+	// example spec.tls.certificate.secretName names it).
+	ReasonSecretNameConflict = "SecretNameConflict"
 )

@@ -14,6 +14,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "valkey.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this package.
+	//lint:ignore SA1019 the helper keeps registration short; this module already depends on controller-runtime.
 	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
 
 	// AddToScheme adds the types of this package to a scheme.

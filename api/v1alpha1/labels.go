@@ -41,8 +41,31 @@ func ACLSecretName(cluster string) string { return cluster + "-acl" }
 // SystemUsersSecretName is the name of the Secret with the operator's users' passwords.
 func SystemUsersSecretName(cluster string) string { return cluster + "-system-users" }
 
+// TLSSecretName is the name of the operator's copy of a cluster's certificate: the
+// tls-controller writes the user's Secret into it only once it passes every check, and
+// the pods mount it, so a bad certificate never reaches a running member.
+func TLSSecretName(cluster string) string { return cluster + "-tls" }
+
 // HeadlessServiceName is the name of the headless Service of a cluster's members.
 func HeadlessServiceName(cluster string) string { return cluster + "-nodes" }
 
 // ClientServiceName is the name of the Service clients connect to.
 func ClientServiceName(cluster string) string { return cluster }
+
+// The operator's own ACL users. Their passwords are the values of the keys of the same
+// names in the {cluster}-system-users Secret.
+const (
+	// UserOperator is the user every controller authenticates as.
+	UserOperator = "_operator"
+	// UserReplication is the user replicas authenticate as to their primary.
+	UserReplication = "_replication"
+	// UserExporter is the user of the metrics exporter and of the liveness probe.
+	UserExporter = "_exporter"
+
+	// PrimaryAuthKey is the key of the system users Secret holding the config snippet
+	// (`primaryauth <password>`) that servers include, so the replication password is
+	// never written into a ConfigMap.
+	PrimaryAuthKey = "primaryauth.conf"
+	// ACLFileKey is the key of the aclfile in the {cluster}-acl Secret.
+	ACLFileKey = "users.acl"
+)

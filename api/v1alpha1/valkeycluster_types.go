@@ -53,17 +53,19 @@ const (
 type ValkeyClusterSpec struct {
 	// Shards is the number of primaries; the 16384 hash slots are spread evenly over
 	// them. Scaling moves slots: new shards receive slots, removed shards are drained
-	// first.
+	// first. At most 1000.
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
 	// +optional
 	Shards int32 `json:"shards,omitempty"`
 
 	// ReplicasPerShard is the number of replicas of each primary (an addition to the
 	// reference API, which always runs one). 0 runs primaries only: a lost primary then
-	// loses its data unless persistence brings its volume back.
+	// loses its data unless persistence brings its volume back. At most 10.
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
 	// +optional
 	ReplicasPerShard *int32 `json:"replicasPerShard,omitempty"`
 
@@ -88,7 +90,10 @@ type ValkeyClusterSpec struct {
 	// members. Keys the operator manages (ports, TLS, ACL file, cluster settings, ...)
 	// are refused.
 	// +optional
-	Config map[string]string `json:"config,omitempty"`
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Config Config `json:"config,omitempty"`
 
 	// Containers is merged into the pod's containers as a strategic merge patch:
 	// entries named "server" or "metrics-exporter" are merged into those containers by
@@ -229,7 +234,8 @@ type UserSpec struct {
 	// to the servers as SHA-256 hashes only.
 	// +optional
 	PasswordSecret *PasswordSecretRef `json:"passwordSecret,omitempty"`
-	// NoPass lets the user log in with any password. Exclusive with passwordSecret.
+	// NoPass lets the user log in with any password. Exactly one of nopass and
+	// passwordSecret must be set.
 	// +optional
 	NoPass bool `json:"nopass,omitempty"`
 	// Commands allowed and denied: categories (@read), commands (get) and subcommands

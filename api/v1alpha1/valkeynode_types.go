@@ -56,7 +56,10 @@ type ValkeyNodeSpec struct {
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 	// Config is the user configuration of the server (already validated).
 	// +optional
-	Config map[string]string `json:"config,omitempty"`
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Config Config `json:"config,omitempty"`
 	// Containers patches the pod's containers (see ValkeyCluster.spec.containers).
 	// +optional
 	Containers []corev1.Container `json:"containers,omitempty"`

@@ -1,0 +1,99 @@
+package validation
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+)
+
+func config(kv ...string) func(c *v1alpha1.ValkeyCluster) {
+	return func(c *v1alpha1.ValkeyCluster) {
+		c.Spec.Config = map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			c.Spec.Config[kv[i]] = kv[i+1]
+		}
+	}
+}
+
+func TestValidateConfig(t *testing.T) {
+	runClusterCases(t, []clusterCase{
+		{name: "seed keys", mutate: config("io-threads", "4", "maxmemory-policy", "noeviction")},
+		{name: "live keys", mutate: config("maxmemory", "1gb", "maxclients", "1000")},
+		{name: "empty value", mutate: config("save", "")},
+		{name: "value with spaces", mutate: config("save", "900 1 300 10")},
+		{name: "value with a tab", mutate: config("save", "900\t1")},
+		{name: "owned key", mutate: config("port", "7000"),
+			want: []string{`spec.config[port]: Forbidden: "port" is managed by the operator and cannot be set; the operator owns: aclfile, bind,`}},
+		{name: "owned key in another case", mutate: config("Cluster-Enabled", "no"),
+			want: []string{"spec.config[Cluster-Enabled]: Forbidden"}},
+		{name: "owned prefix family", mutate: config("tls-port", "6380"),
+			want: []string{"spec.config[tls-port]: Forbidden", "tls-*", "cluster-announce-*"}},
+		{name: "owned password", mutate: config("requirepass", "secret"), want: []string{"spec.config[requirepass]: Forbidden"}},
+		{name: "owned include", mutate: config("include", "/etc/passwd"), want: []string{"spec.config[include]: Forbidden"}},
+		{name: "malformed key", mutate: config("max memory", "1gb"),
+			want: []string{`spec.config[max memory]: Invalid value: "max memory": is not a configuration name`}},
+		{name: "empty key", mutate: config("", "x"), want: []string{"spec.config[]: Invalid value"}},
+		{name: "value with a newline", mutate: config("maxmemory-policy", "noeviction\nport 1"),
+			want: []string{"spec.config[maxmemory-policy]: Invalid value", "must not contain newlines"}},
+		{name: "value with a carriage return", mutate: config("maxmemory", "1gb\r"), want: []string{"spec.config[maxmemory]"}},
+		{name: "same key twice in two cases", mutate: config("maxmemory", "1gb", "MAXMEMORY", "2gb"),
+			want: []string{"spec.config[maxmemory]: Duplicate value"}},
+		{name: "failover timeout", mutate: config("cluster-manual-failover-timeout", "20000")},
+		{name: "failover timeout not a number", mutate: config("cluster-manual-failover-timeout", "5s"),
+			want: []string{`spec.config[cluster-manual-failover-timeout]: Invalid value: "5s": must be a whole number of milliseconds`}},
+		{name: "failover timeout zero", mutate: config("cluster-manual-failover-timeout", "0"),
+			want: []string{"spec.config[cluster-manual-failover-timeout]"}},
+	})
+}
+
+func TestOwnedKeysListNamesFamilies(t *testing.T) {
+	got := ownedKeysList()
+	for _, want := range []string{"port", "tls-*", "dir", "aclfile"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("owned key list %q lacks %q", got, want)
+		}
+	}
+}
+
+func TestGracePeriodDerivation(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		config      map[string]string
+		explicit    *int64
+		wantMinimum int64
+		wantGrace   int64
+		wantShort   bool
+		wantErr     bool
+	}{
+		{name: "defaults", wantMinimum: 15, wantGrace: 30},
+		{name: "timeout rounds up", config: map[string]string{"cluster-manual-failover-timeout": "5001"}, wantMinimum: 16, wantGrace: 30},
+		{name: "large timeout raises the grace period",
+			config: map[string]string{"CLUSTER-MANUAL-FAILOVER-TIMEOUT": "60000"}, wantMinimum: 70, wantGrace: 70},
+		{name: "explicit value honoured", explicit: ptr.To[int64](20), wantMinimum: 15, wantGrace: 20},
+		{name: "explicit short value", explicit: ptr.To[int64](5), wantMinimum: 15, wantGrace: 5, wantShort: true},
+		{name: "bad timeout", config: map[string]string{"cluster-manual-failover-timeout": "x"},
+			explicit: ptr.To[int64](5), wantErr: true, wantGrace: 5},
+		{name: "bad timeout without explicit value",
+			config: map[string]string{"cluster-manual-failover-timeout": "-1"}, wantErr: true, wantGrace: 30},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &v1alpha1.ValkeyClusterSpec{Config: tc.config, TerminationGracePeriodSeconds: tc.explicit}
+			minimum, err := MinimumGracePeriodSeconds(tc.config)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("MinimumGracePeriodSeconds error = %v, want error %v", err, tc.wantErr)
+			}
+			if !tc.wantErr && minimum != tc.wantMinimum {
+				t.Errorf("minimum = %d, want %d", minimum, tc.wantMinimum)
+			}
+			if got := GracePeriodSeconds(s); got != tc.wantGrace {
+				t.Errorf("GracePeriodSeconds = %d, want %d", got, tc.wantGrace)
+			}
+			if short, _ := GracePeriodTooShort(s); short != tc.wantShort {
+				t.Errorf("GracePeriodTooShort = %v, want %v", short, tc.wantShort)
+			}
+		})
+	}
+}

@@ -1,0 +1,86 @@
+package validation
+
+import (
+	"testing"
+
+	"k8s.io/utils/ptr"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+)
+
+func TestValidateShardsAndReplicas(t *testing.T) {
+	runClusterCases(t, []clusterCase{
+		{name: "one shard", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = 1 }},
+		{name: "most shards", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = MaxShards }},
+		{name: "unset shards mean the default", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = 0 }},
+		{name: "negative shards", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = -2 },
+			want: []string{"spec.shards: Invalid value: -2: must be between 1 and 1000"}},
+		{name: "too many shards", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = MaxShards + 1 },
+			want: []string{"spec.shards: Invalid value: 1001"}},
+		{name: "no replicas", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.ReplicasPerShard = ptr.To[int32](0) }},
+		{name: "unset replicas", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.ReplicasPerShard = nil }},
+		{name: "most replicas", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.ReplicasPerShard = ptr.To[int32](MaxReplicasPerShard) }},
+		{name: "negative replicas", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.ReplicasPerShard = ptr.To[int32](-1) },
+			want: []string{"spec.replicasPerShard: Invalid value: -1: must be between 0 and 10"}},
+		{name: "too many replicas", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.ReplicasPerShard = ptr.To[int32](11) },
+			want: []string{"spec.replicasPerShard: Invalid value: 11"}},
+	})
+}
+
+func TestValidateWorkloadType(t *testing.T) {
+	runClusterCases(t, []clusterCase{
+		{name: "StatefulSet", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = v1alpha1.WorkloadStatefulSet }},
+		{name: "Deployment", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = v1alpha1.WorkloadDeployment }},
+		{name: "Pod", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = v1alpha1.WorkloadPod }},
+		{name: "unset", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = "" }},
+		{name: "unknown", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = "DaemonSet" },
+			want: []string{`spec.workloadType: Unsupported value: "DaemonSet": supported values: "StatefulSet", "Deployment", "Pod"`}},
+		{name: "wrong case", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = "statefulset" },
+			want: []string{"spec.workloadType: Unsupported value"}},
+	})
+}
+
+func TestValidateWorkloadTypeUpdate(t *testing.T) {
+	runUpdateCases(t, []updateCase{
+		{name: "unchanged"},
+		{name: "unset equals the default StatefulSet", mutateNew: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = "" }},
+		{name: "StatefulSet to Deployment",
+			mutateNew: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = v1alpha1.WorkloadDeployment },
+			want:      []string{`spec.workloadType: Invalid value: "Deployment": is immutable (was StatefulSet)`}},
+		{name: "Pod to Deployment",
+			mutateOld: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = v1alpha1.WorkloadPod },
+			mutateNew: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = v1alpha1.WorkloadDeployment },
+			want:      []string{"spec.workloadType", "is immutable (was Pod)"}},
+	})
+}
+
+func TestValidatePDB(t *testing.T) {
+	pdb := func(m v1alpha1.PDBMode) func(c *v1alpha1.ValkeyCluster) {
+		return func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.PodDisruptionBudget = &v1alpha1.PodDisruptionBudgetSpec{Mode: m}
+		}
+	}
+	runClusterCases(t, []clusterCase{
+		{name: "omitted", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.PodDisruptionBudget = nil }},
+		{name: "Cluster", mutate: pdb(v1alpha1.PDBCluster)},
+		{name: "Disabled", mutate: pdb(v1alpha1.PDBDisabled)},
+		{name: "Shard", mutate: pdb(v1alpha1.PDBShard)},
+		{name: "empty mode", mutate: pdb("")},
+		{name: "unknown", mutate: pdb("Zone"),
+			want: []string{`spec.podDisruptionBudget.mode: Unsupported value: "Zone": supported values: "Cluster", "Disabled", "Shard"`}},
+	})
+}
+
+func TestValidateGracePeriod(t *testing.T) {
+	grace := func(s int64) func(c *v1alpha1.ValkeyCluster) {
+		return func(c *v1alpha1.ValkeyCluster) { c.Spec.TerminationGracePeriodSeconds = ptr.To(s) }
+	}
+	runClusterCases(t, []clusterCase{
+		{name: "omitted"},
+		{name: "one second (short, a warning only)", mutate: grace(1)},
+		{name: "sixty seconds", mutate: grace(60)},
+		{name: "zero", mutate: grace(0),
+			want: []string{"spec.terminationGracePeriodSeconds: Invalid value: 0: must be a positive number of seconds"}},
+		{name: "negative", mutate: grace(-5), want: []string{"spec.terminationGracePeriodSeconds"}},
+	})
+}
