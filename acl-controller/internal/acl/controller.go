@@ -1,0 +1,455 @@
+// Package acl is the acl-controller: for each ValkeyCluster it keeps the Secret of the
+// operator's own users' passwords ({cluster}-system-users), renders the aclfile of the
+// system users and spec.users into {cluster}-acl, applies it live to every member,
+// rotates the system passwords on request, and reports ACLReady on the cluster and
+// ACLApplied on each member.
+package acl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/guard"
+	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
+)
+
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Defaults of the Reconciler's settings.
+const (
+	// DefaultPropagationDelay is how long mounted copies of a Secret may lag behind it:
+	// the kubelet's sync period (1 min) plus margin.
+	DefaultPropagationDelay = 2 * time.Minute
+	// DefaultResync is how often a cluster whose members all run the current revision
+	// is checked again (one ACL USERS per member, no API write).
+	DefaultResync = 5 * time.Minute
+	// retryPending is the requeue while a member does not run the current revision.
+	retryPending = 10 * time.Second
+)
+
+// Reconciler reconciles the ACL of ValkeyClusters.
+type Reconciler struct {
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	Pool     *valkeyconn.Pool
+	// PropagationDelay is how long mounted Secrets may lag (default
+	// DefaultPropagationDelay).
+	PropagationDelay time.Duration
+	// Resync is the requeue of a settled cluster (default DefaultResync).
+	Resync time.Duration
+	// Addr returns the client address of a member (default: its pod IP, port 6379).
+	Addr func(*v1alpha1.ValkeyNode) string
+	// ExporterURL returns the reload URL of a member's exporter.
+	ExporterURL func(*v1alpha1.ValkeyNode) string
+	// HTTPClient calls the exporters (default http.DefaultClient).
+	HTTPClient *http.Client
+	// Clock returns the time (default time.Now).
+	Clock func() time.Time
+
+	verdicts verdictCache
+}
+
+func (r *Reconciler) addr(vn *v1alpha1.ValkeyNode) string {
+	if r.Addr != nil {
+		return r.Addr(vn)
+	}
+	return valkeyconn.Addr(vn.Status.PodIP)
+}
+
+func (r *Reconciler) exporterURL(vn *v1alpha1.ValkeyNode) string {
+	if r.ExporterURL != nil {
+		return r.ExporterURL(vn)
+	}
+	return defaultExporterURL(vn)
+}
+
+func (r *Reconciler) httpClient() *http.Client {
+	if r.HTTPClient != nil {
+		return r.HTTPClient
+	}
+	return http.DefaultClient
+}
+
+func (r *Reconciler) delay() time.Duration {
+	if r.PropagationDelay > 0 {
+		return r.PropagationDelay
+	}
+	return DefaultPropagationDelay
+}
+
+func (r *Reconciler) resync() time.Duration {
+	if r.Resync > 0 {
+		return r.Resync
+	}
+	return DefaultResync
+}
+
+// SetupWithManager registers the controller, its field indexes and watches.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, maxConcurrent int) error {
+	if err := addIndexes(ctx, mgr); err != nil {
+		return err
+	}
+	return builder.ControllerManagedBy(mgr).
+		Named("acl").
+		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&corev1.Secret{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret)).
+		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(clusterOfNode),
+			builder.WithPredicates(nodeChanged())).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		Complete(r)
+}
+
+// Reconcile is one pass over a cluster: guard, system users, render, publish, apply,
+// rotate, status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var vc v1alpha1.ValkeyCluster
+	if err := r.Client.Get(ctx, req.NamespacedName, &vc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !vc.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil // owner references delete the Secrets
+	}
+	if g := guard.Check(&vc); !g.Valid() {
+		log.FromContext(ctx).Info("not acting on an invalid spec", "errors", len(g.Errs))
+		return reconcile.Result{}, r.writeClusterStatus(ctx, &vc, vc.Status.ACL, g.Condition, r.keepOrUnknown(&vc, "the spec is invalid"))
+	}
+	res, err := r.pass(ctx, &vc)
+	if err != nil {
+		if serr := r.writeClusterStatus(ctx, &vc, vc.Status.ACL, r.keepOrUnknown(&vc, "the controller could not read its inputs")); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		return reconcile.Result{}, err
+	}
+	return res, nil
+}
+
+// keepOrUnknown returns the current ACLReady, or Unknown when there is none yet.
+func (r *Reconciler) keepOrUnknown(vc *v1alpha1.ValkeyCluster, why string) metav1.Condition {
+	if cur := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionACLReady); cur != nil {
+		return *cur
+	}
+	return conditions.Unknown(v1alpha1.ConditionACLReady, v1alpha1.ReasonUnknown, why, vc.Generation)
+}
+
+// pass does the work of a valid cluster.
+func (r *Reconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster) (reconcile.Result, error) {
+	system, err := r.ensureSystemUsers(ctx, vc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	aclSecret, err := r.readACLSecret(ctx, vc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	nodes, err := r.listNodes(ctx, vc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	rot := readRotation(system)
+	withIP, _ := members(nodes)
+	conns := r.reach(ctx, withIP, r.credentials(ctx, vc, system))
+
+	out, file, err := r.render(ctx, vc, system, aclSecret, rot, conns)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	published, removed, err := r.publish(ctx, vc, aclSecret, file)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	results := r.applyAll(ctx, conns, file, removed.names())
+	allApplied := everyApplied(results)
+	if allApplied {
+		if err := r.pruneRemoved(ctx, vc, published, file, removed); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	rotRes, err := r.rotate(ctx, vc, system, rot, allApplied, conns, withIP)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	out.Rotation = rotRes.describe
+	if err := r.report(ctx, vc, out, file, nodes, results); err != nil {
+		return reconcile.Result{}, err
+	}
+	return r.requeue(allApplied, rotRes), nil
+}
+
+// requeue picks the next pass: soon while a member is behind, when the rotation needs
+// it, or after the resync period.
+func (r *Reconciler) requeue(allApplied bool, rot rotationResult) reconcile.Result {
+	after := r.resync()
+	if !allApplied {
+		after = retryPending
+	}
+	if rot.after > 0 && rot.after < after {
+		after = rot.after
+	}
+	return reconcile.Result{RequeueAfter: after}
+}
+
+func everyApplied(results map[string]MemberResult) bool {
+	for _, res := range results {
+		if !res.Applied {
+			return false
+		}
+	}
+	return true
+}
+
+// credentials returns the _operator credentials to try on members: the current
+// password, then those of a running rotation. It returns nil when they are not
+// readable (for example the TLS Secret is missing): members are then not reached.
+func (r *Reconciler) credentials(ctx context.Context, vc *v1alpha1.ValkeyCluster, system *corev1.Secret) []valkeyconn.Credentials {
+	base, err := valkeyconn.ForCluster(ctx, r.Client, vc)
+	if err != nil {
+		log.FromContext(ctx).Info("cannot build the operator's credentials; members are not reached this pass", "reason", err.Error())
+		return nil
+	}
+	var out []valkeyconn.Credentials
+	for _, pw := range operatorPasswords(system.Data) {
+		out = append(out, base.WithPassword(pw))
+	}
+	return out
+}
+
+// render builds the aclfile: system users for the members' version, and each spec user
+// with its passwords, checked; a user whose passwords are missing or whose rules are
+// refused keeps its previous line (or is left out when it has none).
+func (r *Reconciler) render(ctx context.Context, vc *v1alpha1.ValkeyCluster, system, aclSecret *corev1.Secret, rot Rotation, conns []*memberConn) (renderOutcome, File, error) {
+	previous := map[string]User{}
+	if aclSecret != nil {
+		for _, u := range ParseFile(string(aclSecret.Data[v1alpha1.ACLFileKey])) {
+			previous[u.Name] = u
+		}
+	}
+	out := renderOutcome{Refused: Refusals{}, Kept: map[string]bool{}}
+	sys := SystemUsers(acceptedPasswords(system.Data, rot.Phase), minVersion(conns))
+	var users []User
+	for _, spec := range vc.Spec.Users {
+		pws, problem, err := r.userPasswords(ctx, vc.Namespace, spec)
+		if err != nil {
+			return out, File{}, err
+		}
+		if problem != nil {
+			prev, ok := previous[spec.Name]
+			if ok {
+				users = append(users, prev)
+			}
+			problem.Kept = ok
+			out.Missing = append(out.Missing, *problem)
+			continue
+		}
+		users = append(users, RenderSpecUser(spec, pws))
+	}
+	refused, err := r.validate(ctx, conns, append(append([]User(nil), sys...), users...))
+	if err != nil {
+		return out, File{}, err
+	}
+	for _, u := range sys {
+		if msg := refused[u.Name]; msg != "" {
+			return out, File{}, fmt.Errorf("the servers refuse the system user %s: %s", u.Name, msg)
+		}
+	}
+	users, err = r.fallBack(ctx, conns, users, refused, previous, &out)
+	if err != nil {
+		return out, File{}, err
+	}
+	f := NewFile(sys, users)
+	out.Revision, out.Users = f.Revision, len(f.Users)
+	return out, f, nil
+}
+
+// fallBack replaces each refused user by its previous line when that one is accepted,
+// and leaves it out otherwise.
+func (r *Reconciler) fallBack(ctx context.Context, conns []*memberConn, users []User, refused Refusals, previous map[string]User, out *renderOutcome) ([]User, error) {
+	kept := make([]User, 0, len(users))
+	for _, u := range users {
+		msg := refused[u.Name]
+		if msg == "" {
+			kept = append(kept, u)
+			continue
+		}
+		out.Refused[u.Name] = msg
+		prev, ok := previous[u.Name]
+		if !ok || prev.Line() == u.Line() {
+			continue
+		}
+		again, err := r.validate(ctx, conns, []User{prev})
+		if err != nil {
+			return nil, err
+		}
+		if again[prev.Name] == "" {
+			kept = append(kept, prev)
+			out.Kept[u.Name] = true
+		}
+	}
+	return kept, nil
+}
+
+// validate checks users on every reachable member (the server's verdict), or locally
+// when none is reachable.
+func (r *Reconciler) validate(ctx context.Context, conns []*memberConn, users []User) (Refusals, error) {
+	out := Refusals{}
+	live := false
+	for _, mc := range conns {
+		if mc.client == nil {
+			continue
+		}
+		ref, err := r.checkOn(ctx, mc, users)
+		if err != nil {
+			log.FromContext(ctx).Info("cannot check users on a member", "node", mc.node.Name, "reason", err.Error())
+			continue
+		}
+		live = true
+		for name, msg := range ref {
+			if _, seen := out[name]; !seen {
+				out[name] = msg
+			}
+		}
+	}
+	if !live {
+		return CheckLocal(users), nil
+	}
+	return out, nil
+}
+
+// publish writes the aclfile Secret and returns it with the users to delete from
+// members.
+func (r *Reconciler) publish(ctx context.Context, vc *v1alpha1.ValkeyCluster, aclSecret *corev1.Secret, f File) (*corev1.Secret, removedUsers, error) {
+	var previous []User
+	if aclSecret != nil {
+		previous = ParseFile(string(aclSecret.Data[v1alpha1.ACLFileKey]))
+	}
+	removed := nextRemoved(decodeRemoved(aclSecret), previous, f, r.now(), false, r.delay())
+	changed := aclSecret == nil || aclSecret.Annotations[annotationRevision] != f.Revision
+	published, err := r.publishACL(ctx, vc, aclSecret, f, removed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if changed {
+		log.FromContext(ctx).Info("published aclfile", "revision", f.Revision, "users", len(f.Users))
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, "Published", "Publish",
+			"aclfile revision %s with %d users published in Secret %s", f.Revision, len(f.Users), v1alpha1.ACLSecretName(vc.Name))
+	}
+	return published, removed, nil
+}
+
+// pruneRemoved forgets removed users once every member runs a revision without them
+// and mounted files had time to follow.
+func (r *Reconciler) pruneRemoved(ctx context.Context, vc *v1alpha1.ValkeyCluster, published *corev1.Secret, f File, removed removedUsers) error {
+	pruned := nextRemoved(removed, nil, f, r.now(), true, r.delay())
+	if len(pruned) == len(removed) {
+		return nil
+	}
+	_, err := r.publishACL(ctx, vc, published, f, pruned)
+	return err
+}
+
+// rotationResult is what the rotation step tells the pass.
+type rotationResult struct {
+	describe string
+	// after, when set, is when the rotation needs the next pass.
+	after time.Duration
+}
+
+// rotate advances a requested rotation and saves its state on the system users Secret.
+func (r *Reconciler) rotate(ctx context.Context, vc *v1alpha1.ValkeyCluster, system *corev1.Secret, rot Rotation, allApplied bool, conns []*memberConn, nodes []v1alpha1.ValkeyNode) (rotationResult, error) {
+	now, delay := r.now(), r.delay()
+	in := RotationInput{Requested: vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords], AllApplied: allApplied, Now: now, Delay: delay}
+	if rot.PropagationDue(now, delay) {
+		in.ClientsMoved = r.moveClients(ctx, vc, system, conns, nodes)
+	}
+	data := copyData(system.Data)
+	next, changed, err := Step(rot, data, in, GeneratePassword)
+	if err != nil {
+		return rotationResult{}, err
+	}
+	if changed {
+		if err := r.saveRotation(ctx, vc, system, data, next, rot); err != nil {
+			return rotationResult{}, err
+		}
+	}
+	res := rotationResult{describe: next.Describe(now, delay)}
+	switch {
+	case changed && next.Phase != PhaseIdle:
+		res.after = time.Millisecond // the next phase renders a new aclfile
+	case next.Phase == PhasePropagating && !next.PropagationDue(now, delay):
+		res.after = next.Since.Add(delay).Sub(now)
+	case next.Phase != PhaseIdle:
+		res.after = retryPending
+	}
+	return res, nil
+}
+
+// moveClients switches the clients that do not read the Secret themselves: the primary
+// auth of every member, and the exporters (best effort). It reports whether every
+// member took the new primary auth.
+func (r *Reconciler) moveClients(ctx context.Context, vc *v1alpha1.ValkeyCluster, system *corev1.Secret, conns []*memberConn, nodes []v1alpha1.ValkeyNode) bool {
+	logger := log.FromContext(ctx)
+	failed := r.setPrimaryAuth(ctx, conns, string(system.Data[v1alpha1.UserReplication]))
+	for node, why := range failed {
+		logger.Info("cannot set the primary auth on a member; retrying", "node", node, "reason", why)
+	}
+	if vc.Spec.Exporter.IsEnabled() {
+		for node, why := range r.reloadExporters(ctx, nodes) {
+			logger.Info("cannot reload the exporter's password file; it keeps the old password until it restarts", "node", node, "reason", why)
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, "ExporterReloadFailed", "Rotate",
+				"the exporter of member %s did not reload its password file: %s", node, why)
+		}
+	}
+	return len(failed) == 0
+}
+
+// saveRotation writes the rotation's data and state to the system users Secret.
+func (r *Reconciler) saveRotation(ctx context.Context, vc *v1alpha1.ValkeyCluster, system *corev1.Secret, data map[string][]byte, next, prev Rotation) error {
+	s := system.DeepCopy()
+	s.Data = data
+	next.write(s)
+	if err := r.Client.Update(ctx, s); err != nil {
+		return fmt.Errorf("save rotation state in Secret %s: %w", s.Name, err)
+	}
+	log.FromContext(ctx).Info("rotation of the system passwords advanced", "from", string(prev.Phase), "to", string(next.Phase), "request", next.Token)
+	switch {
+	case prev.Phase == PhaseIdle && next.Phase != PhaseIdle:
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, "RotationStarted", "Rotate", "rotation of the system users' passwords started")
+	case prev.Phase != PhaseIdle && next.Phase == PhaseIdle:
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, "RotationCompleted", "Rotate", "rotation of the system users' passwords completed")
+	}
+	return nil
+}
+
+func copyData(in map[string][]byte) map[string][]byte {
+	out := make(map[string][]byte, len(in))
+	for k, v := range in {
+		out[k] = append([]byte(nil), v...)
+	}
+	return out
+}

@@ -1,0 +1,168 @@
+package acl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/status"
+)
+
+// FieldManager is the field manager of everything this controller writes.
+const FieldManager = "acl-controller"
+
+// clusterStatus holds the ValkeyCluster status fields this controller owns.
+type clusterStatus struct {
+	ACL        *v1alpha1.ACLStatus `json:"acl,omitempty"`
+	Conditions []metav1.Condition  `json:"conditions,omitempty"`
+}
+
+// nodeStatus holds the ValkeyNode status fields this controller owns.
+type nodeStatus struct {
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// renderOutcome is what the pass learnt about the users, for ACLReady.
+type renderOutcome struct {
+	Revision string
+	Users    int
+	Missing  []passwordProblem
+	// Refused users, and whether their previous rules were kept (else left out).
+	Refused Refusals
+	Kept    map[string]bool
+	// Rotation describes a running rotation ("" when none).
+	Rotation string
+}
+
+// ACLReadyCondition computes the ACLReady condition of a cluster (pure).
+func ACLReadyCondition(o renderOutcome, gen int64) metav1.Condition {
+	var parts []string
+	for _, p := range o.Missing {
+		parts = append(parts, p.String()+" ("+fallbackText(p.Kept)+")")
+	}
+	missing := len(parts) > 0
+	for _, name := range sortedKeys(o.Refused) {
+		parts = append(parts, fmt.Sprintf("user %s: refused by Valkey: %s (%s)", name, o.Refused[name], fallbackText(o.Kept[name])))
+	}
+	switch {
+	case missing:
+		return conditions.New(v1alpha1.ConditionACLReady, false, v1alpha1.ReasonPasswordMissing, strings.Join(parts, "; "), gen)
+	case len(parts) > 0:
+		return conditions.New(v1alpha1.ConditionACLReady, false, v1alpha1.ReasonUserRefused, strings.Join(parts, "; "), gen)
+	case o.Rotation != "":
+		return conditions.New(v1alpha1.ConditionACLReady, true, v1alpha1.ReasonRotating, o.Rotation, gen)
+	}
+	msg := fmt.Sprintf("aclfile revision %s with %d users is published", o.Revision, o.Users)
+	return conditions.New(v1alpha1.ConditionACLReady, true, v1alpha1.ReasonACLRendered, msg, gen)
+}
+
+// ACLAppliedCondition computes the ACLApplied condition of a member (pure). res is nil
+// when the member has no pod IP yet.
+func ACLAppliedCondition(res *MemberResult, revision string, gen int64) metav1.Condition {
+	switch {
+	case res == nil:
+		return conditions.New(v1alpha1.ConditionACLApplied, false, v1alpha1.ReasonACLPending, "waiting for the pod IP", gen)
+	case res.Applied:
+		return conditions.New(v1alpha1.ConditionACLApplied, true, v1alpha1.ReasonACLApplied, "the server runs aclfile revision "+revision, gen)
+	default:
+		return conditions.New(v1alpha1.ConditionACLApplied, false, v1alpha1.ReasonACLPending, "aclfile revision "+revision+" is not live yet: "+res.Message, gen)
+	}
+}
+
+// fallbackText says what became of a user that could not be rendered.
+func fallbackText(kept bool) string {
+	if kept {
+		return "its previous rules stay in force"
+	}
+	return "it is left out"
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// writeClusterStatus applies the owned status of the cluster when it changed. acl nil
+// keeps no status.acl (nothing published yet).
+func (r *Reconciler) writeClusterStatus(ctx context.Context, vc *v1alpha1.ValkeyCluster, acl *v1alpha1.ACLStatus, conds ...metav1.Condition) error {
+	types := make([]string, 0, len(conds))
+	for _, c := range conds {
+		types = append(types, c.Type)
+	}
+	before := clusterStatus{ACL: vc.Status.ACL, Conditions: conditions.Owned(vc.Status.Conditions, types...)}
+	after := clusterStatus{ACL: acl, Conditions: conditions.Resolve(vc.Status.Conditions, r.now(), conds...)}
+	// A pass that does not send InvalidSpec while this controller still owns it (from
+	// an invalid spec) writes anyway, to give it up: the entry then goes, or stays with
+	// the value of the other controllers that own it.
+	release := !slices.Contains(types, v1alpha1.ConditionInvalidSpec) && ownsCondition(vc, v1alpha1.ConditionInvalidSpec)
+	if !release && !conditions.Changed(before.Conditions, after.Conditions) && status.Equal(before.ACL, after.ACL) {
+		return nil
+	}
+	return status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), after)
+}
+
+// ownsCondition reports whether this controller's field manager owns the status
+// condition typ of obj.
+func ownsCondition(obj metav1.Object, typ string) bool {
+	key := fmt.Sprintf(`"k:{\"type\":\"%s\"}"`, typ)
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == FieldManager && mf.Subresource == "status" && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), key) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeNodeStatus applies ACLApplied on a member when it changed.
+func (r *Reconciler) writeNodeStatus(ctx context.Context, vn *v1alpha1.ValkeyNode, cond metav1.Condition) error {
+	before := conditions.Owned(vn.Status.Conditions, cond.Type)
+	after := conditions.Resolve(vn.Status.Conditions, r.now(), cond)
+	if !conditions.Changed(before, after) {
+		return nil
+	}
+	return status.Apply(ctx, r.Client, FieldManager, vn, v1alpha1.GroupVersion.WithKind("ValkeyNode"), nodeStatus{Conditions: after})
+}
+
+// now returns the reconciler's clock.
+func (r *Reconciler) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock()
+	}
+	return time.Now()
+}
+
+// report writes ACLReady and status.acl on the cluster and ACLApplied on each member,
+// and emits a Warning event when ACLReady turns to a new problem.
+func (r *Reconciler) report(ctx context.Context, vc *v1alpha1.ValkeyCluster, o renderOutcome, f File, nodes []v1alpha1.ValkeyNode, results map[string]MemberResult) error {
+	ready := ACLReadyCondition(o, vc.Generation)
+	if old := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionACLReady); ready.Status == metav1.ConditionFalse &&
+		(old == nil || old.Status != ready.Status || old.Message != ready.Message) {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ready.Reason, "Render", "%s", ready.Message)
+	}
+	acl := &v1alpha1.ACLStatus{
+		SecretName:            v1alpha1.ACLSecretName(vc.Name),
+		SystemUsersSecretName: v1alpha1.SystemUsersSecretName(vc.Name),
+		Revision:              f.Revision,
+	}
+	var errs []error
+	if err := r.writeClusterStatus(ctx, vc, acl, ready); err != nil {
+		errs = append(errs, err)
+	}
+	for i := range nodes {
+		vn := &nodes[i]
+		var res *MemberResult
+		if got, ok := results[vn.Name]; ok {
+			res = &got
+		}
+		if err := r.writeNodeStatus(ctx, vn, ACLAppliedCondition(res, f.Revision, vn.Generation)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,101 @@
+package acl
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+)
+
+func TestACLReadyCondition(t *testing.T) {
+	tests := []struct {
+		name   string
+		in     renderOutcome
+		status metav1.ConditionStatus
+		reason string
+		msg    string
+	}{
+		{"rendered", renderOutcome{Revision: "abc", Users: 6}, metav1.ConditionTrue, v1alpha1.ReasonACLRendered,
+			"aclfile revision abc with 6 users is published"},
+		{"rotating", renderOutcome{Revision: "abc", Rotation: "rotating ..."}, metav1.ConditionTrue, v1alpha1.ReasonRotating, "rotating ..."},
+		{"missing key", renderOutcome{Missing: []passwordProblem{{User: "alice", Secret: "s", Key: "k", Kept: true}}}, metav1.ConditionFalse, v1alpha1.ReasonPasswordMissing,
+			"user alice: Secret s has no key k (its previous rules stay in force)"},
+		{"missing secret", renderOutcome{Missing: []passwordProblem{{User: "alice", Secret: "s", SecretMissing: true}}}, metav1.ConditionFalse, v1alpha1.ReasonPasswordMissing,
+			"user alice: Secret s not found (it is left out)"},
+		{"refused, kept", renderOutcome{Refused: Refusals{"carol": "bad rule"}, Kept: map[string]bool{"carol": true}}, metav1.ConditionFalse, v1alpha1.ReasonUserRefused,
+			"user carol: refused by Valkey: bad rule (its previous rules stay in force)"},
+		{"refused, left out, sorted", renderOutcome{Refused: Refusals{"zed": "z", "carol": "c"}}, metav1.ConditionFalse, v1alpha1.ReasonUserRefused,
+			"user carol: refused by Valkey: c (it is left out); user zed: refused by Valkey: z (it is left out)"},
+		{"missing wins the reason", renderOutcome{Missing: []passwordProblem{{User: "a", Secret: "s", Key: "k"}}, Refused: Refusals{"b": "x"}}, metav1.ConditionFalse, v1alpha1.ReasonPasswordMissing,
+			"user a: Secret s has no key k (it is left out); user b: refused by Valkey: x (it is left out)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ACLReadyCondition(tt.in, 3)
+			if c.Type != v1alpha1.ConditionACLReady || c.Status != tt.status || c.Reason != tt.reason || c.Message != tt.msg || c.ObservedGeneration != 3 {
+				t.Fatalf("got %s %s %q (gen %d)", c.Status, c.Reason, c.Message, c.ObservedGeneration)
+			}
+		})
+	}
+}
+
+func TestACLAppliedCondition(t *testing.T) {
+	if c := ACLAppliedCondition(nil, "r1", 1); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonACLPending {
+		t.Errorf("no pod IP: %+v", c)
+	}
+	if c := ACLAppliedCondition(&MemberResult{Applied: true}, "r1", 1); c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonACLApplied || c.Message != "the server runs aclfile revision r1" {
+		t.Errorf("applied: %+v", c)
+	}
+	if c := ACLAppliedCondition(&MemberResult{Message: "cannot reach"}, "r1", 1); c.Status != metav1.ConditionFalse || c.Message != "aclfile revision r1 is not live yet: cannot reach" {
+		t.Errorf("pending: %+v", c)
+	}
+}
+
+func TestNextRemoved(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	f := File{Users: []User{{Name: "alice"}, {Name: "bob"}}}
+	prev := []User{{Name: "alice"}, {Name: "carol"}}
+	got := nextRemoved(removedUsers{"dave": now.Add(-time.Hour), "bob": now.Add(-time.Hour)}, prev, f, now, false, time.Minute)
+	if len(got) != 2 || !got["carol"].Equal(now) || got["dave"].IsZero() {
+		t.Fatalf("got %v (bob is back, carol removed now, dave kept)", got)
+	}
+	pruned := nextRemoved(got, nil, f, now.Add(30*time.Second), true, time.Minute)
+	if len(pruned) != 1 || pruned["carol"].IsZero() {
+		t.Fatalf("pruned %v: dave is old enough, carol is not", pruned)
+	}
+	enc := pruned.encode()
+	if enc != `{"carol":"2026-01-01T00:00:00Z"}` {
+		t.Fatalf("encode %s", enc)
+	}
+}
+
+func TestApplyOps(t *testing.T) {
+	f := File{Users: []User{{Name: "default", Rules: []string{"off"}}, {Name: "alice", Rules: []string{"on", "nopass"}}}, Revision: "r2"}
+	ops := applyOps(f, []string{"default", "alice", "carol", "manual", MarkerName("r1")}, []string{"carol", "gone"})
+	var got []string
+	for _, op := range ops {
+		if op.Delete {
+			got = append(got, "del "+op.Name)
+		} else {
+			got = append(got, "set "+op.Name+" "+strings.Join(op.Rules, " "))
+		}
+	}
+	want := []string{"set default reset off", "set alice reset on nopass", "del carol", "del " + MarkerName("r1"), "set " + MarkerName("r2") + " reset off"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("ops\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestOwnsCondition(t *testing.T) {
+	vc := &v1alpha1.ValkeyCluster{}
+	vc.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "cluster-controller", Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{}}}}`)},
+		{Manager: FieldManager, Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"InvalidSpec\"}":{}}}}`)},
+	}
+	if !ownsCondition(vc, v1alpha1.ConditionInvalidSpec) || ownsCondition(vc, v1alpha1.ConditionReady) {
+		t.Fatal("ownership misread")
+	}
+}
