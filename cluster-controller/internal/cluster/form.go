@@ -1,0 +1,210 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+const slotCount = valkey.SlotCount
+
+// gone reports whether a member's pod is dead for good: with workloadType Pod nothing
+// restarts it, so the member is replaced. Other workloads bring their pod back.
+func gone(m *member) bool {
+	c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady)
+	return m.node.Spec.WorkloadType == v1alpha1.WorkloadPod && c != nil && c.Status == "False" &&
+		(c.Reason == v1alpha1.ReasonPodTerminated || c.Reason == v1alpha1.ReasonPodMissing)
+}
+
+// reconcileMembers keeps 1+replicasPerShard members in every shard of the spec: it retires
+// members whose pod is gone for good and creates the missing ones. Shards beyond the
+// spec are left to scaling, surplus members to scaling and rolling.
+func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Duration, error) {
+	for _, m := range s.topo.members {
+		if !m.leaving() && gone(m) {
+			c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady)
+			if err := r.retire(ctx, s.vc, m, "its pod is gone: "+c.Message); err != nil {
+				return 0, err
+			}
+			now := metav1.NewTime(s.topo.now)
+			m.node.DeletionTimestamp = &now // counted as leaving for the rest of the pass
+		}
+	}
+	created := 0
+	for sh := int32(0); sh < s.shards(); sh++ {
+		want := int(1 + s.replicas())
+		for n := len(s.active(sh)); n < want; n++ {
+			if _, err := r.createMember(ctx, s.vc, sh, fmt.Sprintf("shard %d has %d of %d members", sh, n, want)); err != nil {
+				return 0, err
+			}
+			created++
+		}
+	}
+	if created > 0 {
+		s.progress(v1alpha1.ReasonCreatingMembers, "created %d members", created)
+		// The new members have no pods yet: nothing else can use them this pass, and the
+		// watch on their status brings the next pass.
+		return 0, nil
+	}
+	var waiting []string
+	for _, m := range s.topo.members {
+		if !m.leaving() && !m.reachable {
+			waiting = append(waiting, m.name())
+		}
+	}
+	if len(waiting) > 0 {
+		s.progress(v1alpha1.ReasonWaitingForPods, "waiting for the servers of %s", strings.Join(waiting, ", "))
+	}
+	return 0, nil
+}
+
+// anchor is the reachable member that knows most of the cluster: new members are met from
+// it, so gossip spreads them to everyone.
+func (s *scope) anchor() *member {
+	var best *member
+	for _, m := range s.topo.reachable() {
+		if m.leaving() {
+			continue
+		}
+		if best == nil || len(m.view) > len(best.view) {
+			best = m
+		}
+	}
+	return best
+}
+
+// reconcileMeet makes the anchor meet every member it does not know (or knows at an old
+// address: a pod recreated with its volume keeps its node ID and changes its IP).
+func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration, error) {
+	a := s.anchor()
+	if a == nil {
+		return 0, nil
+	}
+	c, err := r.client(ctx, s, a)
+	if err != nil {
+		return 0, err
+	}
+	var met []string
+	for _, m := range s.topo.reachable() {
+		if m == a || m.leaving() || meetPending(a, m) {
+			continue
+		}
+		if err := c.Meet(ctx, m.ip(), 6379, busPort); err != nil {
+			return 0, fmt.Errorf("meet %s from %s: %w", m.name(), a.name(), err)
+		}
+		met = append(met, m.name())
+	}
+	if len(met) > 0 {
+		log.FromContext(ctx).Info("met members", "anchor", a.name(), "members", met)
+		s.progress(v1alpha1.ReasonMeetingMembers, "introducing %s to the cluster", strings.Join(met, ", "))
+	} else if !s.topo.formed() {
+		s.progress(v1alpha1.ReasonMeetingMembers, "waiting for the members to learn of each other")
+	}
+	return 0, nil
+}
+
+// meetPending reports whether the anchor already knows m at its current address, or is in
+// the middle of a handshake with that address.
+func meetPending(a, m *member) bool {
+	for _, n := range a.view {
+		if n.IP != m.ip() {
+			continue
+		}
+		if n.Handshake || n.ID == m.id() {
+			return true
+		}
+	}
+	return false
+}
+
+// candidate is the member that is (or is to become) the primary of shard sh.
+func (s *scope) candidate(sh int32) *member {
+	if p := s.topo.primaryOf(sh); p != nil {
+		return p
+	}
+	for _, m := range s.active(sh) {
+		if m.reachable {
+			return m
+		}
+	}
+	return nil
+}
+
+// reconcileSlots gives a new cluster its slots: once every shard has a server up, each
+// shard's primary gets its contiguous even share, all in one pass.
+func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duration, error) {
+	if !clusterEmpty(s.topo) {
+		return 0, nil
+	}
+	primaries := make([]*member, s.shards())
+	for sh := range primaries {
+		if primaries[sh] = s.candidate(int32(sh)); primaries[sh] == nil {
+			s.progress(v1alpha1.ReasonWaitingForPods, "waiting for a server in every shard before assigning slots")
+			return 0, nil
+		}
+	}
+	for sh, p := range primaries {
+		c, err := r.client(ctx, s, p)
+		if err != nil {
+			return 0, err
+		}
+		ranges := evenSlotsFor(s.shards(), int32(sh))
+		if err := c.AddSlotsRange(ctx, ranges); err != nil {
+			return 0, fmt.Errorf("assign slots %s to %s: %w", valkey.FormatRanges(ranges), p.name(), err)
+		}
+		p.self.Slots = ranges // the rest of the pass sees the primary it just made
+		p.self.Primary = true
+	}
+	r.event(s.vc, nil, eventNormal, "SlotsAssigned", "AssignSlots", "assigned the 16384 slots to %d shards", s.shards())
+	s.progress(v1alpha1.ReasonAssigningSlots, "assigned the slots; waiting for the cluster to agree")
+	return 0, nil
+}
+
+// reconcileReplicas makes every other member of a shard replicate the shard's primary.
+func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (time.Duration, error) {
+	var pending []string
+	for sh := int32(0); sh < s.shards(); sh++ {
+		p := s.candidate(sh)
+		if p == nil {
+			continue
+		}
+		for _, m := range s.active(sh) {
+			if m == p || !m.reachable || (m.self.Replica && m.self.PrimaryID == p.id()) {
+				continue
+			}
+			if len(m.slots()) > 0 {
+				continue // a second primary with slots in one shard: never turn it into a replica here
+			}
+			if !m.knows(p.id()) {
+				pending = append(pending, m.name())
+				continue
+			}
+			c, err := r.client(ctx, s, m)
+			if err != nil {
+				return 0, err
+			}
+			if err := c.Replicate(ctx, p.id()); err != nil {
+				if valkey.IsServerError(err) {
+					pending = append(pending, m.name())
+					log.FromContext(ctx).Info("replicate refused for now", "member", m.name(), "error", err.Error())
+					continue
+				}
+				return 0, fmt.Errorf("replicate %s to %s: %w", m.name(), p.name(), err)
+			}
+			log.FromContext(ctx).Info("replica follows its primary", "member", m.name(), "primary", p.name())
+			pending = append(pending, m.name())
+		}
+	}
+	if len(pending) > 0 {
+		s.progress(v1alpha1.ReasonReplicating, "setting up replication of %s", strings.Join(pending, ", "))
+	}
+	return 0, nil
+}

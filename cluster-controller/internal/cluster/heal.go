@@ -1,0 +1,261 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+const (
+	// defaultNodeTimeout is cluster-node-timeout as the operator renders it by default.
+	defaultNodeTimeout = 5000 * time.Millisecond
+	// takeoverMargin is added to twice the node timeout before the operator concludes that
+	// Valkey's own failover will not happen (quorum lost) and forces one.
+	takeoverMargin = 2 * time.Second
+)
+
+// nodeTimeout is the cluster's cluster-node-timeout.
+func nodeTimeout(vc *v1alpha1.ValkeyCluster) time.Duration {
+	if v, ok := vc.Spec.Config["cluster-node-timeout"]; ok {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	return defaultNodeTimeout
+}
+
+// lostPrimary is a primary that owns slots and does not answer, with the replicas that
+// still follow it.
+type lostPrimary struct {
+	id       string
+	slots    []valkey.SlotRange
+	replicas []*member
+	// silentFor is how long ago the replicas last heard from it.
+	silentFor time.Duration
+}
+
+// lostPrimaries finds primaries with slots that reachable replicas follow but that the
+// replicas see as failing.
+func (t *topology) lostPrimaries() []lostPrimary {
+	byID := map[string]*lostPrimary{}
+	for _, m := range t.reachable() {
+		if !m.self.Replica || m.self.PrimaryID == "" {
+			continue
+		}
+		if p := t.byID(m.self.PrimaryID); p != nil && p.reachable {
+			continue
+		}
+		e, ok := m.entry(m.self.PrimaryID)
+		if !ok || !(e.Fail || e.PFail) || len(e.Slots) == 0 {
+			continue
+		}
+		lp := byID[e.ID]
+		if lp == nil {
+			lp = &lostPrimary{id: e.ID, slots: e.Slots}
+			byID[e.ID] = lp
+		}
+		lp.replicas = append(lp.replicas, m)
+		silent := t.now.Sub(time.UnixMilli(e.PongRecv))
+		if e.PongRecv == 0 {
+			silent = t.now.Sub(time.UnixMilli(e.PingSent))
+		}
+		if lp.silentFor == 0 || silent < lp.silentFor {
+			lp.silentFor = silent
+		}
+	}
+	out := make([]lostPrimary, 0, len(byID))
+	for _, lp := range byID {
+		out = append(out, *lp)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// reconcileHeal handles what Valkey cannot handle alone: a failover that does not happen
+// because a majority of primaries is gone (quorum lost), and slots whose data is gone.
+func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration, error) {
+	limit := 2*nodeTimeout(s.vc) + takeoverMargin
+	var wait time.Duration
+	for _, lp := range s.topo.lostPrimaries() {
+		if lp.silentFor < limit {
+			s.progress(v1alpha1.ReasonFailingOver, "primary %s is not answering; waiting for Valkey's failover", shortID(lp.id))
+			wait = requeueWait
+			continue
+		}
+		best := mostCaughtUp(lp.replicas)
+		c, err := r.client(ctx, s, best)
+		if err != nil {
+			return 0, err
+		}
+		if err := c.Failover(ctx, valkey.FailoverTakeover); err != nil {
+			return 0, fmt.Errorf("takeover by %s: %w", best.name(), err)
+		}
+		r.Metrics.failover(s.vc, best.shard(), "takeover")
+		r.event(s.vc, best.node, eventWarning, "Takeover", "Failover",
+			"primary %s of slots %s did not answer for %s and no failover happened (quorum lost): %s took over without a vote",
+			shortID(lp.id), valkey.FormatRanges(lp.slots), lp.silentFor.Round(time.Second), best.name())
+		s.progress(v1alpha1.ReasonFailingOver, "%s took over the slots of a lost primary", best.name())
+		wait = requeueFast
+	}
+	if wait > 0 {
+		return 0, nil
+	}
+	return 0, r.reassignLostSlots(ctx, s)
+}
+
+// mostCaughtUp returns the replica with the highest replication offset.
+func mostCaughtUp(ms []*member) *member {
+	best := ms[0]
+	for _, m := range ms[1:] {
+		if m.repl.Offset > best.repl.Offset {
+			best = m
+		}
+	}
+	return best
+}
+
+// reassignLostSlots gives slots nobody serves any more (their only holder died without a
+// replica and its data cannot come back) to a shard of the spec, empty: the data is lost,
+// and serving the slots again beats a cluster that refuses every request.
+func (r *Reconciler) reassignLostSlots(ctx context.Context, s *scope) error {
+	if clusterEmpty(s.topo) || s.topo.openSlots() {
+		return nil
+	}
+	var owned []valkey.SlotRange
+	for _, rs := range s.topo.ownedSlots() {
+		owned = append(owned, rs...)
+	}
+	lost := valkey.SubtractRanges([]valkey.SlotRange{{Start: 0, End: slotCount - 1}}, valkey.NormalizeRanges(owned))
+	if len(lost) == 0 {
+		return nil
+	}
+	target := s.slotlessPrimary()
+	if target == nil {
+		s.progress(v1alpha1.ReasonSlotsUncovered, "slots %s are not served; waiting for a primary to give them to", valkey.FormatRanges(lost))
+		return nil
+	}
+	c, err := r.client(ctx, s, target)
+	if err != nil {
+		return err
+	}
+	if err := c.AddSlotsRange(ctx, lost); err != nil {
+		return fmt.Errorf("give lost slots %s to %s: %w", valkey.FormatRanges(lost), target.name(), err)
+	}
+	r.event(s.vc, target.node, eventWarning, "SlotsReassigned", "AssignSlots",
+		"slots %s had no server left and their data cannot come back: given, empty, to %s (shard %d)",
+		valkey.FormatRanges(lost), target.name(), target.shard())
+	s.progress(v1alpha1.ReasonDataLost, "slots %s were lost with their data and given to shard %d", valkey.FormatRanges(lost), target.shard())
+	return nil
+}
+
+// slotlessPrimary is the primary of the lowest shard of the spec that holds no slots.
+func (s *scope) slotlessPrimary() *member {
+	for sh := int32(0); sh < s.shards(); sh++ {
+		p := s.candidate(sh)
+		if p != nil && p.reachable && !p.leaving() && len(p.slots()) == 0 && !p.self.Replica {
+			return p
+		}
+	}
+	return nil
+}
+
+// reconcileStrangers makes every member forget the nodes Valkey knows and no member is:
+// the old identity of a member whose pod came back empty, or a node that was never ours.
+// A node that a replica still follows is kept: its replicas need it known to fail over.
+func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Duration, error) {
+	var forget []string
+	for _, id := range s.topo.strangers() {
+		if s.topo.followed(id) || s.topo.mayBeMember(id) {
+			continue
+		}
+		forget = append(forget, id)
+	}
+	if len(forget) == 0 {
+		return 0, nil
+	}
+	if err := r.forgetEverywhere(ctx, s, forget...); err != nil {
+		return 0, err
+	}
+	ids := make([]string, len(forget))
+	for i, id := range forget {
+		ids[i] = shortID(id)
+	}
+	r.event(s.vc, nil, eventWarning, "NodesForgotten", "Forget", "forgot nodes no member owns: %s", strings.Join(ids, ", "))
+	s.progress(v1alpha1.ReasonForgettingNodes, "forgot %d nodes no member owns", len(forget))
+	return 0, nil
+}
+
+// followed reports whether a reachable member replicates node id.
+func (t *topology) followed(id string) bool {
+	for _, m := range t.reachable() {
+		if m.self.Replica && m.self.PrimaryID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// mayBeMember reports whether node id sits at the address of a member whose server did
+// not answer this pass: it may be that member, so it is not forgotten.
+func (t *topology) mayBeMember(id string) bool {
+	for _, m := range t.members {
+		if m.reachable || m.ip() == "" {
+			continue
+		}
+		for _, v := range t.reachable() {
+			if e, ok := v.entry(id); ok && e.IP == m.ip() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// forgetEverywhere sends CLUSTER FORGET for each id to every reachable member but the
+// node itself. Valkey bans a forgotten node for 60 s, so all members must forget it
+// within that time; they are asked together.
+func (r *Reconciler) forgetEverywhere(ctx context.Context, s *scope, ids ...string) error {
+	var errs []string
+	for _, m := range s.topo.reachable() {
+		c, err := r.client(ctx, s, m)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		for _, id := range ids {
+			if id == m.id() {
+				continue
+			}
+			if _, known := m.entry(id); !known {
+				continue
+			}
+			if err := c.Forget(ctx, id); err != nil {
+				msg, _ := valkey.ServerMessage(err)
+				if strings.Contains(msg, "Unknown node") {
+					continue
+				}
+				errs = append(errs, fmt.Sprintf("%s: %v", m.name(), err))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		log.FromContext(ctx).Info("some members did not forget", "errors", errs)
+		return fmt.Errorf("forget %d nodes: %s", len(ids), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}

@@ -1,0 +1,142 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// reconcileLeaving walks every member being deleted through its exit: a primary with slots
+// first fails over to a replica of its shard in sync (the one client-visible failover);
+// then the member forgets the cluster and the cluster forgets it; then its finalizer goes
+// and Kubernetes removes its pod. Replicas leave before primaries.
+func (r *Reconciler) reconcileLeaving(ctx context.Context, s *scope) (time.Duration, error) {
+	var leaving []*member
+	for _, m := range s.topo.members {
+		if m.leaving() && controllerutil.ContainsFinalizer(m.node, memberFinalizer) {
+			leaving = append(leaving, m)
+		}
+	}
+	sort.SliceStable(leaving, func(i, j int) bool { return !leaving[i].isPrimary() && leaving[j].isPrimary() })
+	var wait time.Duration
+	for _, m := range leaving {
+		w, err := r.leave(ctx, s, m)
+		if err != nil {
+			return 0, err
+		}
+		if w > 0 && (wait == 0 || w < wait) {
+			wait = w
+		}
+	}
+	// Other phases go on while a member waits for its handover (a successor may be needed).
+	_ = wait
+	return 0, nil
+}
+
+func (r *Reconciler) leave(ctx context.Context, s *scope, m *member) (time.Duration, error) {
+	id := m.id()
+	if id == "" {
+		return 0, r.releaseFinalizer(ctx, m.node) // it never joined
+	}
+	if m.reachable {
+		return r.leaveReachable(ctx, s, m)
+	}
+	// A dead member: if it still owns slots that a replica could take, wait for the failover
+	// (Valkey's, or the operator's takeover in the heal phase).
+	if s.topo.followed(id) {
+		s.progress(v1alpha1.ReasonFailingOver, "waiting for the replicas of departed %s to take over", m.name())
+		return requeueWait, nil
+	}
+	if err := r.forgetEverywhere(ctx, s, id); err != nil {
+		return 0, err
+	}
+	r.event(s.vc, m.node, eventNormal, "MemberLeft", "Forget", "member %s (%s) is gone and was forgotten by every member", m.name(), shortID(id))
+	return 0, r.releaseFinalizer(ctx, m.node)
+}
+
+func (r *Reconciler) leaveReachable(ctx context.Context, s *scope, m *member) (time.Duration, error) {
+	if m.isPrimary() && len(m.slots()) > 0 {
+		return r.handOver(ctx, s, m)
+	}
+	if s.topo.followed(m.id()) {
+		// Its replicas move to the shard's new primary first (replicas phase).
+		s.progress(v1alpha1.ReasonReplacingMember, "waiting for the replicas of %s to follow another primary", m.name())
+		return requeueWait, nil
+	}
+	c, err := r.client(ctx, s, m)
+	if err != nil {
+		return 0, err
+	}
+	// The member forgets the cluster first, so it cannot gossip itself back in.
+	if _, err := c.Do(ctx, "CLUSTER", "RESET", "SOFT"); err != nil {
+		log.FromContext(ctx).Info("reset of leaving member failed; forgetting it anyway", "member", m.name(), "error", err.Error())
+	}
+	if err := r.forgetEverywhere(ctx, s, m.id()); err != nil {
+		return 0, err
+	}
+	r.event(s.vc, m.node, eventNormal, "MemberLeft", "Forget", "member %s left the cluster", m.name())
+	return 0, r.releaseFinalizer(ctx, m.node)
+}
+
+// handOver fails a leaving primary over to the best replica of its shard that is in sync.
+// With none, the shard first gets a successor (the members phase creates it, since a
+// leaving member does not count).
+func (r *Reconciler) handOver(ctx context.Context, s *scope, p *member) (time.Duration, error) {
+	var best *member
+	for _, m := range s.topo.shards[p.shard()] {
+		if m != p && !m.leaving() && synced(m, p) && (best == nil || m.repl.Offset > best.repl.Offset) {
+			best = m
+		}
+	}
+	if best == nil {
+		s.progress(v1alpha1.ReasonReplacingMember, "primary %s is leaving: waiting for a replica of shard %d in sync to take over", p.name(), p.shard())
+		return requeueWait, nil
+	}
+	if err := r.failover(ctx, s, best, fmt.Sprintf("primary %s is leaving", p.name())); err != nil {
+		return 0, err
+	}
+	return requeueFast, nil
+}
+
+// annotationFailoverAt records on a replica's ValkeyNode when the operator asked it to
+// take over, so a pass that comes before the failover completed does not ask again (and a
+// failover is counted once), even across an operator restart.
+const annotationFailoverAt = "valkey.io/failover-requested-at"
+
+// failover runs the one planned, client-visible failover of a shard: CLUSTER FAILOVER on
+// a replica in sync (no FORCE, no TAKEOVER), so no acknowledged write is lost.
+func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, why string) error {
+	if at, err := time.Parse(time.RFC3339Nano, replica.node.Annotations[annotationFailoverAt]); err == nil {
+		if s.topo.now.Sub(at) < time.Duration(manualFailoverTimeoutMs(s.vc))*time.Millisecond+2*time.Second {
+			s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to complete its takeover of shard %d", replica.name(), replica.shard())
+			return nil
+		}
+	}
+	patch := client.MergeFrom(replica.node.DeepCopy())
+	if replica.node.Annotations == nil {
+		replica.node.Annotations = map[string]string{}
+	}
+	replica.node.Annotations[annotationFailoverAt] = s.topo.now.UTC().Format(time.RFC3339Nano)
+	if err := r.Patch(ctx, replica.node, patch); err != nil {
+		return fmt.Errorf("record failover on %s: %w", replica.name(), err)
+	}
+	c, err := r.client(ctx, s, replica)
+	if err != nil {
+		return err
+	}
+	if err := c.Failover(ctx, valkey.FailoverDefault); err != nil {
+		return fmt.Errorf("failover to %s: %w", replica.name(), err)
+	}
+	r.Metrics.failover(s.vc, replica.shard(), "planned")
+	r.event(s.vc, replica.node, eventNormal, "Failover", "Failover", "%s takes over shard %d: %s", replica.name(), replica.shard(), why)
+	s.progress(v1alpha1.ReasonFailingOver, "%s takes over shard %d", replica.name(), replica.shard())
+	return nil
+}

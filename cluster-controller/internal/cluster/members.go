@@ -1,0 +1,184 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"math/big"
+	"sort"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// memberFinalizer holds a ValkeyNode that is being deleted until its server has handed
+// over its slots and every other member has forgotten it.
+const memberFinalizer = "valkey.io/member"
+
+// Defaults that shape the derived grace period (see the reference's graceful shutdown).
+const (
+	defaultGracePeriodSeconds    = 30
+	defaultManualFailoverTimeout = 5000 // ms, Valkey's default
+	gracePeriodHeadroomSeconds   = 10
+)
+
+// manualFailoverTimeoutMs is cluster-manual-failover-timeout from the user's config.
+func manualFailoverTimeoutMs(vc *v1alpha1.ValkeyCluster) int64 {
+	if v, ok := vc.Spec.Config["cluster-manual-failover-timeout"]; ok {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+			return ms
+		}
+	}
+	return defaultManualFailoverTimeout
+}
+
+// minimumGracePeriod is what a primary needs to hand over its slots before SIGKILL.
+func minimumGracePeriod(vc *v1alpha1.ValkeyCluster) int64 {
+	return (manualFailoverTimeoutMs(vc)+999)/1000 + gracePeriodHeadroomSeconds
+}
+
+// gracePeriod is the pods' termination grace period: the user's value as is, or the
+// larger of Kubernetes' default and what a failover needs.
+func gracePeriod(vc *v1alpha1.ValkeyCluster) int64 {
+	if vc.Spec.TerminationGracePeriodSeconds != nil {
+		return *vc.Spec.TerminationGracePeriodSeconds
+	}
+	return max(defaultGracePeriodSeconds, minimumGracePeriod(vc))
+}
+
+// desiredSpec is the ValkeyNode spec a member of shard s should have now. Revision is
+// left at zero: the caller keeps the member's own or starts at 1.
+func desiredSpec(vc *v1alpha1.ValkeyCluster, s int32) v1alpha1.ValkeyNodeSpec {
+	sp := vc.Spec
+	exporter := *sp.Exporter.DeepCopy()
+	exporter.Enabled = ptr.To(sp.Exporter.IsEnabled())
+	exporter.Image = sp.Exporter.ImageOrDefault()
+	spec := v1alpha1.ValkeyNodeSpec{
+		ClusterName:                   vc.Name,
+		ShardIndex:                    s,
+		WorkloadType:                  sp.Workload(),
+		Image:                         sp.ImageOrDefault(),
+		ImagePullSecrets:              sp.ImagePullSecrets,
+		Resources:                     sp.Resources,
+		Config:                        sp.Config,
+		Containers:                    sp.Containers,
+		Exporter:                      exporter,
+		Persistence:                   sp.Persistence,
+		Scheduling:                    sp.Scheduling,
+		TerminationGracePeriodSeconds: ptr.To(gracePeriod(vc)),
+		ACLSecretName:                 v1alpha1.ACLSecretName(vc.Name),
+		SystemUsersSecretName:         v1alpha1.SystemUsersSecretName(vc.Name),
+	}
+	if vc.Status.ACL != nil {
+		spec.ACLSecretName = vc.Status.ACL.SecretName
+		spec.SystemUsersSecretName = vc.Status.ACL.SystemUsersSecretName
+	}
+	if sp.TLS != nil {
+		spec.TLSSecretName = v1alpha1.TLSSecretName(vc.Name)
+	}
+	return *spec.DeepCopy()
+}
+
+// newMemberName is {cluster}-{5 random characters}: identity lives in labels.
+func newMemberName(cluster string) (string, error) {
+	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
+	b := make([]byte, 5)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", err
+		}
+		b[i] = alphabet[n.Int64()]
+	}
+	return cluster + "-" + string(b), nil
+}
+
+// createMember creates a ValkeyNode for shard s.
+func (r *Reconciler) createMember(ctx context.Context, vc *v1alpha1.ValkeyCluster, s int32, why string) (*v1alpha1.ValkeyNode, error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		name, err := newMemberName(vc.Name)
+		if err != nil {
+			return nil, err
+		}
+		vn := &v1alpha1.ValkeyNode{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:       name,
+				Namespace:  vc.Namespace,
+				Labels:     v1alpha1.ShardLabels(vc.Name, s),
+				Finalizers: []string{memberFinalizer},
+			},
+			Spec: desiredSpec(vc, s),
+		}
+		vn.Spec.Revision = 1
+		if err := controllerutil.SetControllerReference(vc, vn, r.Scheme); err != nil {
+			return nil, err
+		}
+		err = r.Create(ctx, vn)
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create member of shard %d: %w", s, err)
+		}
+		r.event(vc, nil, eventNormal, "MemberCreated", "Create", "created member %s for shard %d (%s)", name, s, why)
+		return vn, nil
+	}
+	return nil, fmt.Errorf("create member of shard %d: no free name after 5 attempts", s)
+}
+
+// listMembers returns the ValkeyNodes the cluster owns.
+func (r *Reconciler) listMembers(ctx context.Context, vc *v1alpha1.ValkeyCluster) ([]*v1alpha1.ValkeyNode, error) {
+	var list v1alpha1.ValkeyNodeList
+	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels(v1alpha1.ClusterLabels(vc.Name))); err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	var out []*v1alpha1.ValkeyNode
+	for i := range list.Items {
+		vn := &list.Items[i]
+		if metav1.IsControlledBy(vn, vc) {
+			out = append(out, vn)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return olderThan(out[i], out[j]) })
+	return out, nil
+}
+
+// retire deletes a member; its finalizer keeps it until it has left the Valkey cluster.
+func (r *Reconciler) retire(ctx context.Context, vc *v1alpha1.ValkeyCluster, m *member, why string) error {
+	if m.leaving() {
+		return nil
+	}
+	if err := r.Delete(ctx, m.node); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("retire member %s: %w", m.name(), err)
+	}
+	r.event(vc, m.node, eventNormal, "MemberRetiring", "Retire", "retiring member %s of shard %d: %s", m.name(), m.shard(), why)
+	return nil
+}
+
+// releaseFinalizer lets the API server delete a member that has left.
+func (r *Reconciler) releaseFinalizer(ctx context.Context, vn *v1alpha1.ValkeyNode) error {
+	if !controllerutil.ContainsFinalizer(vn, memberFinalizer) {
+		return nil
+	}
+	patch := client.MergeFrom(vn.DeepCopy())
+	controllerutil.RemoveFinalizer(vn, memberFinalizer)
+	if err := r.Patch(ctx, vn, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("release member %s: %w", vn.Name, err)
+	}
+	return nil
+}
+
+// clusterEmpty reports whether no slot is served by anyone: a cluster being formed.
+func clusterEmpty(t *topology) bool { return t.coveredSlots() == 0 }
+
+// evenSlotsFor returns the slots shard s gets in a fresh cluster of n shards.
+func evenSlotsFor(n, s int32) []valkey.SlotRange {
+	return valkey.EvenRanges(int(n))[s]
+}

@@ -1,0 +1,252 @@
+// Package cluster reconciles ValkeyClusters: it creates the members (ValkeyNodes), forms
+// the Valkey cluster, assigns and moves slots, keeps replicas following their shard's
+// primary, heals, rolls and scales, and reports it all in the cluster's status.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// FieldOwner is the field manager of everything this controller writes.
+const FieldOwner = "cluster-controller"
+
+// Requeue intervals. Progress on the Kubernetes side comes from watches; these cover
+// what only Valkey can tell (gossip converging, a replica catching up, a failover), which
+// has no event to watch.
+const (
+	requeueFast   = 250 * time.Millisecond
+	requeueWait   = time.Second
+	requeueSteady = 30 * time.Second
+)
+
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Reconciler reconciles ValkeyClusters.
+type Reconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	Pool     *valkeyconn.Pool
+	Metrics  *Metrics
+	// Now is the clock (tests replace it).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller: ValkeyClusters, and the objects it owns,
+// whose changes (a member's pod becoming ready, a member deleted) drive the next pass.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.ValkeyCluster{}).
+		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(clusterOfMember)).
+		Owns(&corev1.Service{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// clusterOfMember maps a ValkeyNode to its cluster, also after the cluster is gone (its
+// members must then be released).
+func clusterOfMember(_ context.Context, o client.Object) []reconcile.Request {
+	vn, ok := o.(*v1alpha1.ValkeyNode)
+	if !ok || vn.Spec.ClusterName == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: vn.Namespace, Name: vn.Spec.ClusterName}}}
+}
+
+// Reconcile runs one pass over a cluster.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	vc := &v1alpha1.ValkeyCluster{}
+	if err := r.Get(ctx, req.NamespacedName, vc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
+	}
+	logger := log.FromContext(ctx).WithValues("cluster", req.NamespacedName.String())
+	ctx = log.IntoContext(ctx, logger)
+	if !vc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
+	}
+
+	s, err := r.newScope(ctx, vc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res, runErr := r.run(ctx, s)
+	if err := r.writeStatus(ctx, s, runErr); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		logger.Error(runErr, "reconcile pass failed")
+		if res.RequeueAfter == 0 || res.RequeueAfter > requeueWait {
+			res.RequeueAfter = requeueWait
+		}
+		return res, nil
+	}
+	return res, nil
+}
+
+// run executes the phases of a pass in order; a phase that must wait for the cluster to
+// settle stops the pass and says when to look again.
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !s.guard.Valid() {
+		s.progress(v1alpha1.ReasonInvalid, "the spec is invalid: the operator does not act on it")
+		return ctrl.Result{}, nil
+	}
+	if len(s.immutable) > 0 {
+		s.progress(v1alpha1.ReasonImmutableField, "the spec changes fields that cannot change after creation, so the operator does not act on it: %s", s.immutable.ToAggregate().Error())
+		return ctrl.Result{}, nil
+	}
+	phases := []struct {
+		name string
+		fn   func(context.Context, *scope) (time.Duration, error)
+	}{
+		{"services", r.reconcileServices},
+		{"disruption budgets", r.reconcilePDBs},
+		{"leaving members", r.reconcileLeaving},
+		{"members", r.reconcileMembers},
+		{"meet", r.reconcileMeet},
+		{"slots", r.reconcileSlots},
+		{"replicas", r.reconcileReplicas},
+		{"heal", r.reconcileHeal},
+		{"forget", r.reconcileStrangers},
+		{"config", r.reconcileLiveConfig},
+		{"roll", r.reconcileRoll},
+		{"scale", r.reconcileScale},
+	}
+	for _, p := range phases {
+		wait, err := p.fn(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("%s: %w", p.name, err)
+		}
+		if wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if s.ready() {
+		return ctrl.Result{RequeueAfter: requeueSteady}, nil
+	}
+	return ctrl.Result{RequeueAfter: requeueWait}, nil
+}
+
+// releaseOrphans lets go of the members of a cluster that is deleted: nothing is left to
+// hand over to.
+func (r *Reconciler) releaseOrphans(ctx context.Context, key client.ObjectKey) error {
+	var list v1alpha1.ValkeyNodeList
+	if err := r.List(ctx, &list, client.InNamespace(key.Namespace), client.MatchingLabels(v1alpha1.ClusterLabels(key.Name))); err != nil {
+		return err
+	}
+	var errs []error
+	for i := range list.Items {
+		vn := &list.Items[i]
+		if !vn.DeletionTimestamp.IsZero() {
+			errs = append(errs, r.releaseFinalizer(ctx, vn))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// observe asks every member with a running pod for its view of the cluster, all members
+// at once, each bounded by its own timeout, so one dead pod costs one timeout, not a
+// worker.
+func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, cred valkeyconn.Credentials) []*member {
+	members := make([]*member, len(nodes))
+	var wg sync.WaitGroup
+	for i, vn := range nodes {
+		m := &member{node: vn}
+		members[i] = m
+		if vn.Status.PodIP == "" || !conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionPodReady) {
+			m.err = errors.New("pod not ready")
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.observeMember(ctx, m, cred)
+		}()
+	}
+	wg.Wait()
+	return members
+}
+
+func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyconn.Credentials) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	addr := valkeyconn.Addr(m.ip())
+	c, err := r.Pool.Client(ctx, addr, cred)
+	if err != nil {
+		m.err = err
+		return
+	}
+	fail := func(err error) {
+		m.err = err
+		r.Pool.Drop(addr)
+	}
+	view, err := c.ClusterNodes(ctx)
+	if err != nil {
+		fail(err)
+		return
+	}
+	info, err := c.Info(ctx, "replication", "server", "cluster")
+	if err != nil {
+		fail(err)
+		return
+	}
+	ci, err := c.ClusterInfo(ctx)
+	if err != nil {
+		fail(err)
+		return
+	}
+	m.view = view
+	for _, n := range view {
+		if n.Myself {
+			m.self = n
+		}
+	}
+	m.repl = valkey.ParseReplication(info)
+	m.version, _ = valkey.VersionFromInfo(info)
+	m.state = ci["cluster_state"]
+	m.reachable = m.self.ID != ""
+	if !m.reachable {
+		m.err = errors.New("CLUSTER NODES has no line for the server itself")
+	}
+}
+
+// client returns the client of a reachable member.
+func (r *Reconciler) client(ctx context.Context, s *scope, m *member) (*valkey.Client, error) {
+	return r.Pool.Client(ctx, valkeyconn.Addr(m.ip()), s.cred)
+}

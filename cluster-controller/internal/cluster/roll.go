@@ -1,0 +1,211 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+)
+
+// outdated reports whether a member needs a new pod to match the spec, and why.
+func (s *scope) outdated(m *member) (bool, string) {
+	d := diffSpec(m.node.Spec, desiredSpec(s.vc, m.shard()), m.liveVersion())
+	return d.roll, strings.Join(d.fields, ", ")
+}
+
+// settled reports whether the topology allows a planned change: every shard of the spec
+// has its primary, nobody is leaving and no primary is lost.
+func (s *scope) settled() bool {
+	if clusterEmpty(s.topo) || s.topo.openSlots() || len(s.topo.lostPrimaries()) > 0 {
+		return false
+	}
+	for _, m := range s.topo.members {
+		if m.leaving() {
+			return false
+		}
+	}
+	for sh := int32(0); sh < s.shards(); sh++ {
+		if p := s.topo.primaryOf(sh); p == nil || len(p.slots()) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// reconcileRoll brings members whose pod must change (image, resources, non-live config,
+// containers, exporter, scheduling, grace period) in line with the spec, one shard at a
+// time, with at most one client-visible failover per shard.
+func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope) (time.Duration, error) {
+	// A member that never became active holds nothing: replace it at once (this is also
+	// how a roll blocked by a bad spec resumes once the spec is fixed).
+	for _, m := range s.topo.members {
+		if m.leaving() || m.node.Status.Lifecycle == v1alpha1.LifecycleActive || len(m.slots()) > 0 {
+			continue
+		}
+		if out, why := s.outdated(m); out && !clusterEmpty(s.topo) {
+			if err := r.retire(ctx, s.vc, m, "it never joined and its spec is outdated ("+why+")"); err != nil {
+				return 0, err
+			}
+			return requeueFast, nil
+		}
+	}
+	shard, ok := s.nextShardToRoll()
+	if !ok {
+		return 0, nil
+	}
+	if !s.settled() {
+		// Scaling or healing first; the roll starts once every shard serves its slots.
+		s.progress(v1alpha1.ReasonRolling, "shard %d needs a roll; waiting for the cluster to settle first", shard)
+		return 0, nil
+	}
+	if s.inPlace() {
+		return r.rollInPlace(ctx, s, shard)
+	}
+	return r.rollByReplacement(ctx, s, shard)
+}
+
+// nextShardToRoll is the lowest shard with an outdated member.
+func (s *scope) nextShardToRoll() (int32, bool) {
+	for sh := int32(0); sh < s.shards(); sh++ {
+		for _, m := range s.active(sh) {
+			if out, _ := s.outdated(m); out {
+				return sh, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// inPlace: members with volumes in StatefulSets are rolled in place, keeping their
+// volume, when the shard has a replica to fail over to. Without replicas a replacement
+// keeps the shard's slots served during the roll.
+func (s *scope) inPlace() bool {
+	return s.vc.Spec.Persistence != nil && s.vc.Spec.Workload() == v1alpha1.WorkloadStatefulSet && s.replicas() > 0
+}
+
+// rollByReplacement: add an up-to-date successor, wait until it is in sync, retire an
+// outdated replica; when only the primary is outdated, fail over to an up-to-date replica
+// in sync (the shard's one failover), and the old primary, now a replica, is retired.
+func (r *Reconciler) rollByReplacement(ctx context.Context, s *scope, sh int32) (time.Duration, error) {
+	members := s.active(sh)
+	p := s.topo.primaryOf(sh)
+	var outdatedReplicas []*member
+	var freshSynced []*member
+	var freshWaiting []*member
+	primaryOutdated := false
+	for _, m := range members {
+		out, _ := s.outdated(m)
+		switch {
+		case out && m == p:
+			primaryOutdated = true
+		case out:
+			outdatedReplicas = append(outdatedReplicas, m)
+		case m != p && synced(m, p):
+			freshSynced = append(freshSynced, m)
+		case m != p:
+			freshWaiting = append(freshWaiting, m)
+		}
+	}
+	if len(freshWaiting) > 0 {
+		return r.waitForSuccessor(s, sh, freshWaiting[0])
+	}
+	want := int(1 + s.replicas())
+	if len(members) <= want {
+		if _, err := r.createMember(ctx, s.vc, sh, "successor for a rolling update"); err != nil {
+			return 0, err
+		}
+		s.progress(v1alpha1.ReasonRolling, "shard %d: creating a successor with the new spec", sh)
+		return requeueWait, nil
+	}
+	if len(outdatedReplicas) > 0 {
+		m := outdatedReplicas[0]
+		if err := r.retire(ctx, s.vc, m, "replaced by an up-to-date replica in sync"); err != nil {
+			return 0, err
+		}
+		s.progress(v1alpha1.ReasonRolling, "shard %d: retiring outdated replica %s", sh, m.name())
+		return requeueFast, nil
+	}
+	if primaryOutdated && len(freshSynced) > 0 {
+		best := mostCaughtUp(freshSynced)
+		if err := r.failover(ctx, s, best, "rolling update of shard "+fmt.Sprint(sh)); err != nil {
+			return 0, err
+		}
+		return requeueFast, nil
+	}
+	s.progress(v1alpha1.ReasonRolling, "shard %d: waiting for an up-to-date replica in sync", sh)
+	return requeueWait, nil
+}
+
+// waitForSuccessor reports a successor that is not in sync yet, and a roll that cannot
+// progress because the successor's pod cannot run.
+func (r *Reconciler) waitForSuccessor(s *scope, sh int32, m *member) (time.Duration, error) {
+	if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil && c.Status != metav1.ConditionTrue {
+		switch c.Reason {
+		case v1alpha1.ReasonPodUnschedulable, v1alpha1.ReasonImagePullBackOff, v1alpha1.ReasonCrashLoop, v1alpha1.ReasonPodTerminated:
+			s.blocked = m.name()
+			s.progress(v1alpha1.ReasonRollBlocked, "shard %d: the roll is blocked: successor %s cannot run (%s: %s); the old members keep serving",
+				sh, m.name(), c.Reason, c.Message)
+			return requeueSteady, nil
+		}
+	}
+	s.progress(v1alpha1.ReasonRolling, "shard %d: waiting for successor %s to sync", sh, m.name())
+	return requeueWait, nil
+}
+
+// rollInPlace restarts one member of the shard at a time on its own volume: replicas
+// first, then (after the shard's one failover) the old primary.
+func (r *Reconciler) rollInPlace(ctx context.Context, s *scope, sh int32) (time.Duration, error) {
+	p := s.topo.primaryOf(sh)
+	var outdatedReplica *member
+	var freshSynced []*member
+	for _, m := range s.active(sh) {
+		if m.node.Status.Revision != m.node.Spec.Revision || (m != p && !synced(m, p)) {
+			s.progress(v1alpha1.ReasonRolling, "shard %d: waiting for %s to come back in sync", sh, m.name())
+			if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil && c.Status != metav1.ConditionTrue &&
+				(c.Reason == v1alpha1.ReasonImagePullBackOff || c.Reason == v1alpha1.ReasonCrashLoop || c.Reason == v1alpha1.ReasonPodUnschedulable) {
+				s.blocked = m.name()
+				s.step.reason = v1alpha1.ReasonRollBlocked
+				s.step.message = fmt.Sprintf("shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.name(), c.Reason, c.Message)
+			}
+			return requeueWait, nil
+		}
+		out, _ := s.outdated(m)
+		switch {
+		case out && m != p && outdatedReplica == nil:
+			outdatedReplica = m
+		case !out && m != p:
+			freshSynced = append(freshSynced, m)
+		}
+	}
+	if outdatedReplica != nil {
+		return requeueWait, r.authorizeRoll(ctx, s, outdatedReplica)
+	}
+	if len(freshSynced) > 0 {
+		best := mostCaughtUp(freshSynced)
+		return requeueFast, r.failover(ctx, s, best, "rolling update of shard "+fmt.Sprint(sh))
+	}
+	s.progress(v1alpha1.ReasonRolling, "shard %d: waiting for an up-to-date replica in sync", sh)
+	return requeueWait, nil
+}
+
+// authorizeRoll writes the new spec into a member and raises its revision: the
+// node-controller then replaces its pod, keeping its volume.
+func (r *Reconciler) authorizeRoll(ctx context.Context, s *scope, m *member) error {
+	_, why := s.outdated(m)
+	patch := client.MergeFrom(m.node.DeepCopy())
+	want := desiredSpec(s.vc, m.shard())
+	want.Revision = m.node.Spec.Revision + 1
+	m.node.Spec = want
+	if err := r.Patch(ctx, m.node, patch); err != nil {
+		return fmt.Errorf("authorise the roll of %s: %w", m.name(), err)
+	}
+	r.event(s.vc, m.node, eventNormal, "MemberRolling", "Roll", "restarting %s on its volume with the new spec (%s)", m.name(), why)
+	s.progress(v1alpha1.ReasonRolling, "shard %d: restarting %s with the new spec", m.shard(), m.name())
+	return nil
+}

@@ -1,0 +1,393 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// Slot migration pacing: one pass moves slots for at most migrationBudget, then writes
+// status and comes back, so progress is visible and a spec change is seen between
+// batches. Keys move keysPerMigrate at a time.
+const (
+	migrationBudget = 5 * time.Second
+	keysPerMigrate  = 200
+	migrateTimeout  = 10 * time.Second
+)
+
+// reconcileScale moves slots until every shard of the spec holds an even share and the
+// shards beyond the spec hold none, then retires what the spec no longer asks for:
+// members of removed shards, and surplus replicas (never a primary).
+func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duration, error) {
+	if clusterEmpty(s.topo) || len(s.topo.lostPrimaries()) > 0 {
+		return 0, nil
+	}
+	if wait, err := r.finishOpenSlots(ctx, s); err != nil || wait > 0 {
+		return wait, err
+	}
+	if wait, err := r.rebalance(ctx, s); err != nil || wait > 0 {
+		return wait, err
+	}
+	if wait, err := r.retireRemovedShards(ctx, s); err != nil || wait > 0 {
+		return wait, err
+	}
+	return r.retireSurplusReplicas(ctx, s)
+}
+
+// primaries returns the primary of every shard of the spec, or false while one has none
+// (a new shard still forming).
+func (s *scope) primaries() ([]*member, bool) {
+	out := make([]*member, s.shards())
+	for sh := range out {
+		p := s.candidate(int32(sh))
+		if p == nil || !p.reachable || p.leaving() || p.self.Replica || !s.topo.formedWith(p) {
+			return nil, false
+		}
+		out[sh] = p
+	}
+	return out, true
+}
+
+// formedWith reports whether every reachable member knows m.
+func (t *topology) formedWith(m *member) bool {
+	for _, o := range t.reachable() {
+		if o != m && !o.knows(m.id()) {
+			return false
+		}
+	}
+	return true
+}
+
+// rebalance plans the fewest slot moves that leave each shard of the spec within one slot
+// of an even share and moves them.
+func (r *Reconciler) rebalance(ctx context.Context, s *scope) (time.Duration, error) {
+	targets, ok := s.primaries()
+	if !ok {
+		if s.topo.coveredSlots() == slotCount && s.needsRebalance() {
+			s.progress(v1alpha1.ReasonScalingOut, "waiting for the new shards' primaries to join")
+			return requeueWait, nil
+		}
+		return 0, nil
+	}
+	current := map[string][]valkey.SlotRange{}
+	for id, rs := range s.topo.ownedSlots() {
+		current[id] = rs
+	}
+	ids := make([]string, len(targets))
+	for i, p := range targets {
+		ids[i] = p.id()
+		if _, ok := current[p.id()]; !ok {
+			current[p.id()] = nil
+		}
+	}
+	moves := valkey.PlanMoves(current, ids)
+	if len(moves) == 0 {
+		return 0, nil
+	}
+	reason := v1alpha1.ReasonScalingOut
+	if len(s.topo.shards) > int(s.shards()) {
+		reason = v1alpha1.ReasonScalingIn
+	}
+	total := 0
+	for _, mv := range moves {
+		total += valkey.CountSlots(mv.Slots)
+	}
+	s.progress(reason, "moving %d slots in %d moves", total, len(moves))
+	deadline := time.Now().Add(migrationBudget)
+	for _, mv := range moves {
+		from, to := s.topo.byID(mv.From), s.topo.byID(mv.To)
+		if from == nil || to == nil || !from.reachable || !to.reachable {
+			return requeueWait, nil
+		}
+		done, err := r.moveSlots(ctx, s, from, to, mv.Slots, deadline)
+		if err != nil {
+			return 0, err
+		}
+		if !done {
+			return requeueFast, nil
+		}
+	}
+	r.event(s.vc, nil, eventNormal, "SlotsMoved", "MigrateSlots", "moved %d slots to balance %d shards", total, s.shards())
+	return requeueFast, nil
+}
+
+// needsRebalance reports whether a shard of the spec has no slots or a removed shard
+// still has some.
+func (s *scope) needsRebalance() bool {
+	for sh := range s.topo.shards {
+		p := s.topo.primaryOf(sh)
+		has := p != nil && len(p.slots()) > 0
+		if (sh < s.shards()) != has {
+			return true
+		}
+	}
+	return false
+}
+
+// allAtLeast9 reports whether every reachable member runs Valkey 9.0 or later, where a
+// slot range moves atomically with CLUSTER MIGRATESLOTS.
+func (s *scope) allAtLeast9() bool {
+	for _, m := range s.topo.members {
+		if !m.reachable || !m.version.AtLeast(9, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// moveSlots moves ranges from one primary to another until done or the deadline.
+func (r *Reconciler) moveSlots(ctx context.Context, s *scope, from, to *member, ranges []valkey.SlotRange, deadline time.Time) (bool, error) {
+	if s.allAtLeast9() {
+		return r.migrateAtomically(ctx, s, from, to, ranges)
+	}
+	for _, rg := range ranges {
+		for slot := rg.Start; slot <= rg.End; slot++ {
+			if time.Now().After(deadline) {
+				return false, nil
+			}
+			if err := r.migrateSlot(ctx, s, from, to, slot); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, nil
+}
+
+// migrateSlot moves one slot with keys: the target imports it, the source marks it
+// migrating, keys move in batches (clients get ASK redirects for moved keys meanwhile),
+// then both, and every other primary, are told the new owner.
+func (r *Reconciler) migrateSlot(ctx context.Context, s *scope, from, to *member, slot int) error {
+	src, err := r.client(ctx, s, from)
+	if err != nil {
+		return err
+	}
+	dst, err := r.client(ctx, s, to)
+	if err != nil {
+		return err
+	}
+	if from.self.Migrating[slot] != to.id() {
+		if err := dst.SetSlotImporting(ctx, slot, from.id()); err != nil {
+			return err
+		}
+		if err := src.SetSlotMigrating(ctx, slot, to.id()); err != nil {
+			return err
+		}
+	}
+	return r.drainAndAssign(ctx, s, src, dst, from, to, slot)
+}
+
+// drainAndAssign moves the keys still in slot from src to dst and gives the slot to dst.
+func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *valkey.Client, from, to *member, slot int) error {
+	for {
+		keys, err := src.GetKeysInSlot(ctx, slot, keysPerMigrate)
+		if err != nil {
+			return err
+		}
+		if len(keys) == 0 {
+			break
+		}
+		if err := src.Migrate(ctx, valkey.MigrateArgs{
+			Host: to.ip(), Port: valkeyconn.Port, Keys: keys, Timeout: migrateTimeout,
+			Username: s.cred.Username, Password: s.cred.Password, Replace: true,
+		}); err != nil {
+			return fmt.Errorf("migrate %d keys of slot %d to %s: %w", len(keys), slot, to.name(), err)
+		}
+	}
+	// The target first, so it owns the slot before the source stops redirecting to it.
+	if err := dst.SetSlotNode(ctx, slot, to.id()); err != nil {
+		return err
+	}
+	if err := src.SetSlotNode(ctx, slot, to.id()); err != nil {
+		return err
+	}
+	for _, m := range s.topo.reachable() {
+		if m == from || m == to || !m.isPrimary() {
+			continue
+		}
+		if c, err := r.client(ctx, s, m); err == nil {
+			_ = c.SetSlotNode(ctx, slot, to.id()) // gossip would tell it too; this is faster
+		}
+	}
+	return nil
+}
+
+// migrateAtomically starts CLUSTER MIGRATESLOTS on the source (Valkey 9.0+) and reports
+// done once the source lists the job as finished.
+func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *member, ranges []valkey.SlotRange) (bool, error) {
+	src, err := r.client(ctx, s, from)
+	if err != nil {
+		return false, err
+	}
+	jobs, err := src.SlotMigrations(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, j := range jobs {
+		if !j.Done() {
+			return false, nil // one running: wait for it
+		}
+	}
+	if err := src.MigrateSlots(ctx, ranges, to.id()); err != nil {
+		return false, err
+	}
+	log.FromContext(ctx).Info("atomic slot migration started", "from", from.name(), "to", to.name(), "slots", valkey.FormatRanges(ranges))
+	return false, nil
+}
+
+// finishOpenSlots completes any slot left importing or migrating (by an interrupted pass,
+// an operator restart or a spec change halfway): the slot goes to its importing side,
+// which already holds part of its keys. Finishing is always safe; undoing is not.
+func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Duration, error) {
+	if s.allAtLeast9() {
+		for _, m := range s.topo.reachable() {
+			c, err := r.client(ctx, s, m)
+			if err != nil {
+				return 0, err
+			}
+			jobs, err := c.SlotMigrations(ctx)
+			if err != nil {
+				return 0, err
+			}
+			for _, j := range jobs {
+				if !j.Done() {
+					s.progress(v1alpha1.ReasonMigratingSlots, "an atomic slot migration is running on %s", m.name())
+					return requeueWait, nil
+				}
+			}
+		}
+	}
+	for _, m := range s.topo.reachable() {
+		slots := make([]int, 0, len(m.self.Migrating))
+		for slot := range m.self.Migrating {
+			slots = append(slots, slot)
+		}
+		sort.Ints(slots)
+		for _, slot := range slots {
+			to := s.topo.byID(m.self.Migrating[slot])
+			if to == nil || !to.reachable {
+				s.progress(v1alpha1.ReasonMigratingSlots, "slot %d is migrating to a member that does not answer", slot)
+				return requeueWait, nil
+			}
+			src, err := r.client(ctx, s, m)
+			if err != nil {
+				return 0, err
+			}
+			dst, err := r.client(ctx, s, to)
+			if err != nil {
+				return 0, err
+			}
+			if to.self.Importing[slot] != m.id() {
+				if err := dst.SetSlotImporting(ctx, slot, m.id()); err != nil {
+					return 0, err
+				}
+			}
+			if err := r.drainAndAssign(ctx, s, src, dst, m, to, slot); err != nil {
+				return 0, err
+			}
+			s.progress(v1alpha1.ReasonMigratingSlots, "finished the migration of slot %d", slot)
+		}
+	}
+	// An importing side without a migrating source: the source already gave the slot
+	// away or never started; close it on the side that owns it.
+	for _, m := range s.topo.reachable() {
+		for slot := range m.self.Importing {
+			if owner := s.topo.ownerOf(slot); owner != nil && owner.reachable && owner.self.Migrating[slot] == "" {
+				c, err := r.client(ctx, s, m)
+				if err != nil {
+					return 0, err
+				}
+				if err := c.SetSlotNode(ctx, slot, owner.id()); err != nil {
+					return 0, err
+				}
+				s.progress(v1alpha1.ReasonMigratingSlots, "closed the import of slot %d", slot)
+			}
+		}
+	}
+	if s.step.reason == v1alpha1.ReasonMigratingSlots {
+		return requeueFast, nil
+	}
+	return 0, nil
+}
+
+// ownerOf returns the member serving slot, by its own report.
+func (t *topology) ownerOf(slot int) *member {
+	for _, m := range t.reachable() {
+		if m.isPrimary() && valkey.ContainsSlot(m.slots(), slot) {
+			return m
+		}
+	}
+	return nil
+}
+
+// retireRemovedShards retires the members of shards beyond the spec once their primary
+// holds no slots: replicas and primary leave together; the leaving phase orders them.
+func (r *Reconciler) retireRemovedShards(ctx context.Context, s *scope) (time.Duration, error) {
+	var retired int
+	for sh, members := range s.topo.shards {
+		if sh < s.shards() {
+			continue
+		}
+		if p := s.topo.primaryOf(sh); p != nil && len(p.slots()) > 0 {
+			continue // still draining
+		}
+		for _, m := range members {
+			if m.leaving() {
+				continue
+			}
+			if err := r.retire(ctx, s.vc, m, fmt.Sprintf("shard %d is removed (spec.shards is %d)", sh, s.shards())); err != nil {
+				return 0, err
+			}
+			retired++
+		}
+	}
+	if retired > 0 {
+		s.progress(v1alpha1.ReasonScalingIn, "retiring %d members of removed shards", retired)
+		return requeueFast, nil
+	}
+	return 0, nil
+}
+
+// retireSurplusReplicas retires replicas beyond replicasPerShard, never a primary:
+// replicas not in sync first, then the newest.
+func (r *Reconciler) retireSurplusReplicas(ctx context.Context, s *scope) (time.Duration, error) {
+	var retired int
+	for sh := int32(0); sh < s.shards(); sh++ {
+		members := s.active(sh)
+		surplus := len(members) - int(1+s.replicas())
+		if surplus <= 0 {
+			continue
+		}
+		p := s.topo.primaryOf(sh)
+		var replicas []*member
+		for _, m := range members {
+			if m != p && len(m.slots()) == 0 {
+				replicas = append(replicas, m)
+			}
+		}
+		sort.SliceStable(replicas, func(i, j int) bool {
+			si, sj := synced(replicas[i], p), synced(replicas[j], p)
+			if si != sj {
+				return !si
+			}
+			return olderThan(replicas[j].node, replicas[i].node)
+		})
+		for i := 0; i < surplus && i < len(replicas); i++ {
+			if err := r.retire(ctx, s.vc, replicas[i], fmt.Sprintf("shard %d has more than %d replicas", sh, s.replicas())); err != nil {
+				return 0, err
+			}
+			retired++
+		}
+	}
+	if retired > 0 {
+		s.progress(v1alpha1.ReasonRemovingReplicas, "retiring %d surplus replicas", retired)
+		return requeueFast, nil
+	}
+	return 0, nil
+}

@@ -1,0 +1,169 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/guard"
+	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
+)
+
+// scope is everything one pass knows: read at its start, never carried to the next pass.
+type scope struct {
+	vc    *v1alpha1.ValkeyCluster
+	guard guard.Result
+	// immutable lists changes of fields that cannot change after creation.
+	immutable field.ErrorList
+	// credErr is set when the operator's credentials are not published yet.
+	credErr error
+	cred    valkeyconn.Credentials
+	topo    *topology
+	// step is what the pass is doing or waiting for: Progressing's reason and message.
+	step struct{ reason, message string }
+	// blocked names a roll that cannot progress.
+	blocked string
+}
+
+// newScope reads the cluster's members, the operator's credentials and the servers' views.
+func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*scope, error) {
+	nodes, err := r.listMembers(ctx, vc)
+	if err != nil {
+		return nil, err
+	}
+	s := &scope{vc: vc}
+	s.guard = guard.Check(vc)
+	if prev := previousSpec(vc, nodes); prev != nil {
+		s.immutable = guard.CheckUpdate(prev, vc)
+	}
+	s.cred, s.credErr = valkeyconn.ForCluster(ctx, r.Client, vc)
+	var members []*member
+	if s.credErr == nil {
+		members = r.observe(ctx, nodes, s.cred)
+	} else {
+		for _, vn := range nodes {
+			members = append(members, &member{node: vn, err: s.credErr})
+		}
+		if !errors.Is(s.credErr, valkeyconn.ErrNotReady) {
+			log.FromContext(ctx).Error(s.credErr, "read the operator's credentials")
+		}
+	}
+	s.topo = newTopology(members, r.Now())
+	return s, nil
+}
+
+// previousSpec rebuilds the immutable parts of the spec the members were created with,
+// so the guard can refuse an update the webhook would have refused.
+func previousSpec(vc *v1alpha1.ValkeyCluster, nodes []*v1alpha1.ValkeyNode) *v1alpha1.ValkeyCluster {
+	for _, vn := range nodes {
+		if !vn.DeletionTimestamp.IsZero() {
+			continue
+		}
+		prev := vc.DeepCopy()
+		prev.Spec.WorkloadType = vn.Spec.WorkloadType
+		prev.Spec.Persistence = vn.Spec.Persistence.DeepCopy()
+		if vn.Spec.TLSSecretName == "" {
+			prev.Spec.TLS = nil
+		} else if prev.Spec.TLS == nil {
+			prev.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: vn.Spec.TLSSecretName}}
+		}
+		return prev
+	}
+	return nil
+}
+
+// mayAct reports whether the controller may change anything for this spec.
+func (s *scope) mayAct() bool { return s.guard.Valid() && len(s.immutable) == 0 }
+
+// progress records what the pass is doing; the first call of a pass wins, as the phases
+// run in the order that matters.
+func (s *scope) progress(reason, format string, args ...any) {
+	if s.step.reason == "" {
+		s.step.reason = reason
+		s.step.message = fmt.Sprintf(format, args...)
+	}
+}
+
+// shards is the number of shards the spec asks for.
+func (s *scope) shards() int32 { return s.vc.Spec.ShardCount() }
+
+// replicas is the number of replicas per shard the spec asks for.
+func (s *scope) replicas() int32 { return s.vc.Spec.Replicas() }
+
+// active lists the members of shard sh that are not leaving.
+func (s *scope) active(sh int32) []*member {
+	var out []*member
+	for _, m := range s.topo.shards[sh] {
+		if !m.leaving() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// ready reports whether the cluster is as the spec asks and healthy.
+func (s *scope) ready() bool {
+	return s.step.reason == "" && s.shardsReady() == s.shards() && s.topo.coveredSlots() == slotCount &&
+		!s.topo.openSlots() && s.topo.formed() && s.allStateOK() && s.membersUpToDate()
+}
+
+// membersUpToDate reports whether every member belongs to a shard of the spec, runs the
+// spec's pod and has the spec's live settings applied.
+func (s *scope) membersUpToDate() bool {
+	for _, m := range s.topo.members {
+		if m.leaving() {
+			return false
+		}
+		if m.shard() >= s.shards() {
+			return false
+		}
+		if out, _ := s.outdated(m); out || diffSpec(m.node.Spec, desiredSpec(s.vc, m.shard()), m.liveVersion()).live {
+			return false
+		}
+		if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionConfigApplied); c != nil &&
+			(c.Status != metav1.ConditionTrue || c.ObservedGeneration != m.node.Generation) {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *scope) allStateOK() bool {
+	for _, m := range s.topo.members {
+		if !m.leaving() && (!m.reachable || m.state != "ok") {
+			return false
+		}
+	}
+	return true
+}
+
+// shardReady reports whether shard sh has its primary with slots and all its replicas in sync.
+func (s *scope) shardReady(sh int32) bool {
+	p := s.topo.primaryOf(sh)
+	if p == nil || p.leaving() || len(p.slots()) == 0 {
+		return false
+	}
+	var syncedReplicas int32
+	for _, m := range s.active(sh) {
+		if m != p && synced(m, p) {
+			syncedReplicas++
+		}
+	}
+	return syncedReplicas >= s.replicas() && int32(len(s.active(sh))) == 1+s.replicas()
+}
+
+func (s *scope) shardsReady() int32 {
+	var n int32
+	for sh := int32(0); sh < s.shards(); sh++ {
+		if s.shardReady(sh) {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,326 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/status"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// clusterStatus holds the ValkeyCluster status fields this controller owns.
+type clusterStatus struct {
+	ObservedGeneration int64                  `json:"observedGeneration,omitempty"`
+	State              v1alpha1.ClusterState  `json:"state,omitempty"`
+	ReadyShards        int32                  `json:"readyShards"`
+	Shards             []v1alpha1.ShardStatus `json:"shards,omitempty"`
+	Conditions         []metav1.Condition     `json:"conditions"`
+}
+
+// clusterConditionTypes are the ValkeyCluster conditions this controller owns.
+var clusterConditionTypes = []string{
+	v1alpha1.ConditionReady, v1alpha1.ConditionProgressing, v1alpha1.ConditionDegraded,
+	v1alpha1.ConditionClusterFormed, v1alpha1.ConditionSlotsAssigned,
+	v1alpha1.ConditionConfigurationWarning, v1alpha1.ConditionPodUnschedulable, v1alpha1.ConditionInvalidSpec,
+}
+
+// memberStatus holds the ValkeyNode status fields this controller owns.
+type memberStatus struct {
+	NodeID     string             `json:"nodeID,omitempty"`
+	Lifecycle  v1alpha1.Lifecycle `json:"lifecycle,omitempty"`
+	Conditions []metav1.Condition `json:"conditions"`
+}
+
+var memberConditionTypes = []string{v1alpha1.ConditionJoined, v1alpha1.ConditionSynced}
+
+// writeStatus applies the cluster's and every member's status, skipping unchanged ones.
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) error {
+	var errs []error
+	for _, m := range s.topo.members {
+		errs = append(errs, r.writeMemberStatus(ctx, s, m))
+	}
+	vc := s.vc
+	want := computeClusterStatus(s, runErr)
+	want.Conditions = conditions.Resolve(vc.Status.Conditions, s.topo.now, want.Conditions...)
+	r.warnOnTransitions(s, want.Conditions)
+	have := clusterStatus{
+		ObservedGeneration: vc.Status.ObservedGeneration, State: vc.Status.State, ReadyShards: vc.Status.ReadyShards,
+		Shards: vc.Status.Shards, Conditions: conditions.Owned(vc.Status.Conditions, clusterConditionTypes...),
+	}
+	if !status.Equal(have, want) {
+		errs = append(errs, status.Apply(ctx, r.Client, FieldOwner, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want))
+	}
+	return errors.Join(errs...)
+}
+
+// warnOnTransitions emits the events users expect when a condition turns bad.
+func (r *Reconciler) warnOnTransitions(s *scope, next []metav1.Condition) {
+	for _, c := range next {
+		old := conditions.Get(s.vc.Status.Conditions, c.Type)
+		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
+			continue
+		}
+		switch {
+		case c.Type == v1alpha1.ConditionConfigurationWarning && c.Status == metav1.ConditionTrue:
+			r.event(s.vc, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
+		case c.Type == v1alpha1.ConditionDegraded && c.Status == metav1.ConditionTrue:
+			r.event(s.vc, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
+		case c.Type == v1alpha1.ConditionInvalidSpec && c.Status == metav1.ConditionTrue:
+			r.event(s.vc, nil, eventWarning, "InvalidSpec", "Validate", "%s", c.Message)
+		case c.Type == v1alpha1.ConditionReady && c.Reason == v1alpha1.ReasonImmutableField:
+			r.event(s.vc, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
+		case c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionTrue:
+			r.event(s.vc, nil, eventNormal, "Ready", "Observe", "%s", c.Message)
+		}
+	}
+}
+
+func computeClusterStatus(s *scope, runErr error) clusterStatus {
+	vc := s.vc
+	gen := vc.Generation
+	st := clusterStatus{ObservedGeneration: vc.Status.ObservedGeneration}
+	if runErr == nil && s.mayAct() {
+		st.ObservedGeneration = gen
+	}
+	st.Shards = shardStatuses(s)
+	st.ReadyShards = s.shardsReady()
+	ready := s.mayAct() && s.credErr == nil && runErr == nil && s.ready()
+	degraded := degradedCondition(s, gen)
+
+	progressing := conditions.New(v1alpha1.ConditionProgressing, false, v1alpha1.ReasonReconciled, "the cluster is as the spec asks", gen)
+	readyCond := conditions.New(v1alpha1.ConditionReady, true, v1alpha1.ReasonClusterReady,
+		fmt.Sprintf("%d shards with %d replicas each serve all %d slots", s.shards(), s.replicas(), slotCount), gen)
+	if !ready {
+		reason, msg := s.step.reason, s.step.message
+		switch {
+		case !s.guard.Valid():
+			reason, msg = v1alpha1.ReasonInvalid, "the spec is invalid (see InvalidSpec)"
+		case len(s.immutable) > 0:
+			reason, msg = s.step.reason, s.step.message
+		case s.credErr != nil:
+			reason, msg = v1alpha1.ReasonWaitingForACL, "waiting for the acl-controller to publish the operator's credentials"
+		case runErr != nil:
+			reason, msg = v1alpha1.ReasonReconcileError, runErr.Error()
+		case reason == "":
+			reason, msg = v1alpha1.ReasonWaitingForSync, fmt.Sprintf("%d of %d shards ready", st.ReadyShards, s.shards())
+		}
+		readyCond = conditions.New(v1alpha1.ConditionReady, false, reason, msg, gen)
+		if s.mayAct() {
+			progressing = conditions.New(v1alpha1.ConditionProgressing, true, reason, msg, gen)
+		} else {
+			progressing = conditions.New(v1alpha1.ConditionProgressing, false, reason, msg, gen)
+		}
+	}
+	st.Conditions = []metav1.Condition{
+		readyCond, progressing, degraded, formedCondition(s, gen), slotsCondition(s, gen),
+		graceCondition(vc, gen), unschedulableCondition(s, gen), s.guard.Condition,
+	}
+	st.State = clusterState(s, ready, degraded)
+	return st
+}
+
+func clusterState(s *scope, ready bool, degraded metav1.Condition) v1alpha1.ClusterState {
+	switch {
+	case !s.mayAct():
+		return v1alpha1.StateInvalid
+	case ready:
+		return v1alpha1.StateReady
+	case clusterEmpty(s.topo):
+		return v1alpha1.StateCreating
+	case degraded.Status == metav1.ConditionTrue:
+		return v1alpha1.StateDegraded
+	}
+	switch s.step.reason {
+	case v1alpha1.ReasonScalingOut, v1alpha1.ReasonScalingIn, v1alpha1.ReasonMigratingSlots,
+		v1alpha1.ReasonAddingReplicas, v1alpha1.ReasonRemovingReplicas:
+		return v1alpha1.StateScaling
+	}
+	return v1alpha1.StateUpdating
+}
+
+func degradedCondition(s *scope, gen int64) metav1.Condition {
+	if s.credErr != nil || clusterEmpty(s.topo) {
+		return conditions.New(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonWaiting, "the cluster is being created", gen)
+	}
+	if lost := s.topo.lostPrimaries(); len(lost) > 0 {
+		ids := make([]string, len(lost))
+		for i, lp := range lost {
+			ids[i] = fmt.Sprintf("%s (slots %s)", shortID(lp.id), valkey.FormatRanges(lp.slots))
+		}
+		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonPrimaryLost,
+			"primaries not answering: "+strings.Join(ids, ", "), gen)
+	}
+	if covered := s.topo.coveredSlots(); covered < slotCount {
+		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonSlotsUncovered,
+			fmt.Sprintf("%d of %d slots have no primary: requests to them fail", slotCount-covered, slotCount), gen)
+	}
+	var missing, unsynced []string
+	for sh := int32(0); sh < s.shards(); sh++ {
+		p := s.topo.primaryOf(sh)
+		n := int32(0)
+		for _, m := range s.active(sh) {
+			if m != p && synced(m, p) {
+				n++
+			} else if m != p {
+				unsynced = append(unsynced, m.name())
+			}
+		}
+		if p == nil {
+			missing = append(missing, fmt.Sprintf("shard %d has no primary", sh))
+		} else if n < s.replicas() {
+			missing = append(missing, fmt.Sprintf("shard %d has %d of %d replicas in sync", sh, n, s.replicas()))
+		}
+	}
+	if len(missing) > 0 {
+		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonMissingReplicas, strings.Join(missing, "; "), gen)
+	}
+	return conditions.New(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonClusterReady,
+		"every shard has its primary and all its replicas in sync", gen)
+}
+
+func formedCondition(s *scope, gen int64) metav1.Condition {
+	var missing []string
+	for _, m := range s.topo.members {
+		if !m.leaving() && !m.reachable {
+			missing = append(missing, m.name())
+		}
+	}
+	switch {
+	case len(missing) > 0:
+		return conditions.New(v1alpha1.ConditionClusterFormed, false, v1alpha1.ReasonMembersMissing,
+			"members not answering yet: "+strings.Join(missing, ", "), gen)
+	case !s.topo.formed():
+		return conditions.New(v1alpha1.ConditionClusterFormed, false, v1alpha1.ReasonMeetingMembers,
+			"the members do not all know each other yet", gen)
+	}
+	return conditions.New(v1alpha1.ConditionClusterFormed, true, v1alpha1.ReasonAllMembersKnown,
+		fmt.Sprintf("all %d members know each other", len(s.topo.reachable())), gen)
+}
+
+func slotsCondition(s *scope, gen int64) metav1.Condition {
+	covered := s.topo.coveredSlots()
+	switch {
+	case covered < slotCount:
+		return conditions.New(v1alpha1.ConditionSlotsAssigned, false, v1alpha1.ReasonSlotsUncovered,
+			fmt.Sprintf("%d of %d slots assigned", covered, slotCount), gen)
+	case s.topo.openSlots():
+		return conditions.New(v1alpha1.ConditionSlotsAssigned, false, v1alpha1.ReasonOpenSlots,
+			"slots are being migrated", gen)
+	}
+	return conditions.New(v1alpha1.ConditionSlotsAssigned, true, v1alpha1.ReasonAllSlotsAssigned,
+		fmt.Sprintf("all %d slots are assigned", slotCount), gen)
+}
+
+// graceCondition warns when the user's grace period is too short for a primary to hand
+// its slots over on SIGTERM; the value is honoured anyway.
+func graceCondition(vc *v1alpha1.ValkeyCluster, gen int64) metav1.Condition {
+	if g := vc.Spec.TerminationGracePeriodSeconds; g != nil && *g < minimumGracePeriod(vc) {
+		return conditions.New(v1alpha1.ConditionConfigurationWarning, true, v1alpha1.ReasonGracePeriodTooShort,
+			fmt.Sprintf("terminationGracePeriodSeconds %d is below %d s (cluster-manual-failover-timeout %d ms + %d s): a primary may be killed before its replica takes over",
+				*g, minimumGracePeriod(vc), manualFailoverTimeoutMs(vc), gracePeriodHeadroomSeconds), gen)
+	}
+	return conditions.New(v1alpha1.ConditionConfigurationWarning, false, v1alpha1.ReasonNoWarnings, "no configuration warnings", gen)
+}
+
+func unschedulableCondition(s *scope, gen int64) metav1.Condition {
+	var msgs []string
+	for _, m := range s.topo.members {
+		if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil &&
+			c.Status != metav1.ConditionTrue && c.Reason == v1alpha1.ReasonPodUnschedulable && !m.leaving() {
+			msgs = append(msgs, fmt.Sprintf("%s: %s", m.name(), c.Message))
+		}
+	}
+	if len(msgs) > 0 {
+		return conditions.New(v1alpha1.ConditionPodUnschedulable, true, v1alpha1.ReasonUnschedulable, strings.Join(msgs, "; "), gen)
+	}
+	return conditions.New(v1alpha1.ConditionPodUnschedulable, false, v1alpha1.ReasonScheduled, "every member's pod is scheduled", gen)
+}
+
+// shardStatuses lists each shard as the servers report it.
+func shardStatuses(s *scope) []v1alpha1.ShardStatus {
+	var indexes []int32
+	for sh := range s.topo.shards {
+		indexes = append(indexes, sh)
+	}
+	sort.Slice(indexes, func(i, j int) bool { return indexes[i] < indexes[j] })
+	var out []v1alpha1.ShardStatus
+	for _, sh := range indexes {
+		st := v1alpha1.ShardStatus{Index: sh}
+		p := s.topo.primaryOf(sh)
+		if p != nil {
+			st.Primary = p.name()
+			for _, r := range p.slots() {
+				st.Slots = append(st.Slots, r.String())
+			}
+		}
+		for _, m := range s.topo.shards[sh] {
+			if m != p && p != nil && m.reachable && m.self.Replica && m.self.PrimaryID == p.id() {
+				st.Replicas = append(st.Replicas, m.name())
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// writeMemberStatus applies the member's node ID, lifecycle, Joined and Synced.
+func (r *Reconciler) writeMemberStatus(ctx context.Context, s *scope, m *member) error {
+	want := computeMemberStatus(s, m)
+	want.Conditions = conditions.Resolve(m.node.Status.Conditions, s.topo.now, want.Conditions...)
+	have := memberStatus{NodeID: m.node.Status.NodeID, Lifecycle: m.node.Status.Lifecycle,
+		Conditions: conditions.Owned(m.node.Status.Conditions, memberConditionTypes...)}
+	if status.Equal(have, want) {
+		return nil
+	}
+	return status.Apply(ctx, r.Client, FieldOwner, m.node, v1alpha1.GroupVersion.WithKind("ValkeyNode"), want)
+}
+
+func computeMemberStatus(s *scope, m *member) memberStatus {
+	gen := m.node.Generation
+	st := memberStatus{NodeID: m.id(), Lifecycle: m.node.Status.Lifecycle}
+	p := s.topo.primaryOf(m.shard())
+	a := s.anchor()
+	known := m.reachable && a != nil && (a == m || a.knows(m.id()))
+	isPrimary := p == m
+	follows := m.reachable && p != nil && m.self.Replica && m.self.PrimaryID == p.id()
+	joined := conditions.New(v1alpha1.ConditionJoined, false, v1alpha1.ReasonNotJoined, "", gen)
+	switch {
+	case !m.reachable:
+		joined.Message = "the server is not reachable"
+		if m.err != nil {
+			joined.Message = "the server is not reachable: " + m.err.Error()
+		}
+	case known && (isPrimary || follows):
+		joined = conditions.New(v1alpha1.ConditionJoined, true, v1alpha1.ReasonJoined, "part of the cluster in shard "+fmt.Sprint(m.shard()), gen)
+	default:
+		joined.Message = "not yet part of the cluster in its shard"
+	}
+	syncedCond := conditions.New(v1alpha1.ConditionSynced, false, v1alpha1.ReasonSyncing, "replication has not caught up", gen)
+	switch {
+	case isPrimary:
+		syncedCond = conditions.New(v1alpha1.ConditionSynced, true, v1alpha1.ReasonIsPrimary, "the member is the shard's primary", gen)
+	case synced(m, p):
+		syncedCond = conditions.New(v1alpha1.ConditionSynced, true, v1alpha1.ReasonSynced, "linked to its primary and caught up", gen)
+	case follows && !m.repl.LinkUp:
+		syncedCond.Reason, syncedCond.Message = v1alpha1.ReasonLinkDown, "the replication link to the primary is down"
+	case !follows:
+		syncedCond.Reason, syncedCond.Message = v1alpha1.ReasonNotJoined, "not replicating the shard's primary"
+	}
+	switch {
+	case m.leaving():
+		st.Lifecycle = v1alpha1.LifecycleLeaving
+	case joined.Status == metav1.ConditionTrue && syncedCond.Status == metav1.ConditionTrue:
+		st.Lifecycle = v1alpha1.LifecycleActive
+	case st.Lifecycle != v1alpha1.LifecycleActive:
+		st.Lifecycle = v1alpha1.LifecycleJoining
+	}
+	st.Conditions = []metav1.Condition{joined, syncedCond}
+	return st
+}

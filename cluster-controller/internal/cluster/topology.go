@@ -1,0 +1,240 @@
+package cluster
+
+import (
+	"sort"
+	"time"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// member is one ValkeyNode of the cluster with what its server reported this pass.
+type member struct {
+	node *v1alpha1.ValkeyNode
+	// reachable: the server answered this pass.
+	reachable bool
+	// err is why it did not, for status messages.
+	err error
+	// self is the server's own line of CLUSTER NODES.
+	self valkey.ClusterNode
+	// view is the server's CLUSTER NODES.
+	view []valkey.ClusterNode
+	// state is cluster_state from CLUSTER INFO.
+	state string
+	// repl is INFO replication.
+	repl valkey.Replication
+	// version of the server.
+	version valkey.Version
+}
+
+func (m *member) name() string  { return m.node.Name }
+func (m *member) shard() int32  { return m.node.Spec.ShardIndex }
+func (m *member) ip() string    { return m.node.Status.PodIP }
+func (m *member) leaving() bool { return !m.node.DeletionTimestamp.IsZero() }
+
+// id is the member's Valkey node ID as its server reports it, or as last recorded.
+func (m *member) id() string {
+	if m.reachable && m.self.ID != "" {
+		return m.self.ID
+	}
+	return m.node.Status.NodeID
+}
+
+// isPrimary reports whether the server says it is a primary.
+func (m *member) isPrimary() bool { return m.reachable && m.self.Primary }
+
+// slots the member's server says it serves.
+func (m *member) slots() []valkey.SlotRange {
+	if !m.reachable {
+		return nil
+	}
+	return m.self.Slots
+}
+
+// knows reports whether the member's view holds a connected, settled entry for id.
+func (m *member) knows(id string) bool {
+	for _, n := range m.view {
+		if n.ID == id {
+			return !n.Handshake && !n.NoAddr
+		}
+	}
+	return false
+}
+
+// entry returns the member's view of node id.
+func (m *member) entry(id string) (valkey.ClusterNode, bool) {
+	for _, n := range m.view {
+		if n.ID == id {
+			return n, true
+		}
+	}
+	return valkey.ClusterNode{}, false
+}
+
+// topology is the cluster as the members' servers report it this pass. Nothing of it is
+// remembered between passes: the operator restarting at any point rebuilds it the same.
+type topology struct {
+	members []*member
+	// shards maps a shard index to its members, oldest first.
+	shards map[int32][]*member
+	now    time.Time
+}
+
+func newTopology(members []*member, now time.Time) *topology {
+	t := &topology{members: members, shards: map[int32][]*member{}, now: now}
+	sort.SliceStable(members, func(i, j int) bool { return olderThan(members[i].node, members[j].node) })
+	for _, m := range members {
+		t.shards[m.shard()] = append(t.shards[m.shard()], m)
+	}
+	return t
+}
+
+func olderThan(a, b *v1alpha1.ValkeyNode) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// reachable lists the members whose servers answered.
+func (t *topology) reachable() []*member {
+	var out []*member
+	for _, m := range t.members {
+		if m.reachable {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// byID finds the member whose server has node ID id.
+func (t *topology) byID(id string) *member {
+	if id == "" {
+		return nil
+	}
+	for _, m := range t.members {
+		if m.id() == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// primaryOf returns the member serving shard s as primary: the member of the shard that
+// owns slots; else the one the shard's replicas follow; else nil.
+func (t *topology) primaryOf(s int32) *member {
+	var best *member
+	for _, m := range t.shards[s] {
+		if m.isPrimary() && len(m.slots()) > 0 {
+			if best == nil || m.self.ConfigEpoch > best.self.ConfigEpoch {
+				best = m
+			}
+		}
+	}
+	if best != nil {
+		return best
+	}
+	for _, m := range t.shards[s] {
+		if m.reachable && m.self.Replica {
+			if p := t.byID(m.self.PrimaryID); p != nil && p.shard() == s && p.isPrimary() {
+				return p
+			}
+		}
+	}
+	return nil
+}
+
+// ownedSlots returns the slots each node ID serves, by consensus of the reachable members'
+// views: an owner's own report wins; owners that did not answer are taken from the view
+// of the member with the highest epoch for them.
+func (t *topology) ownedSlots() map[string][]valkey.SlotRange {
+	out := map[string][]valkey.SlotRange{}
+	epochs := map[string]uint64{}
+	for _, m := range t.reachable() {
+		for _, n := range m.view {
+			if !n.Primary || len(n.Slots) == 0 {
+				continue
+			}
+			if n.Myself || n.ConfigEpoch > epochs[n.ID] || out[n.ID] == nil {
+				if !n.Myself {
+					if self := t.byID(n.ID); self != nil && self.reachable {
+						continue // the owner speaks for itself
+					}
+				}
+				out[n.ID] = n.Slots
+				epochs[n.ID] = n.ConfigEpoch
+			}
+		}
+	}
+	return out
+}
+
+// coveredSlots counts the slots some primary serves.
+func (t *topology) coveredSlots() int {
+	var all []valkey.SlotRange
+	for _, r := range t.ownedSlots() {
+		all = append(all, r...)
+	}
+	return valkey.CountSlots(valkey.NormalizeRanges(all))
+}
+
+// openSlots reports whether any reachable member has a slot importing or migrating.
+func (t *topology) openSlots() bool {
+	for _, m := range t.reachable() {
+		if len(m.self.Importing) > 0 || len(m.self.Migrating) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// known reports whether every reachable member knows every other reachable member.
+func (t *topology) formed() bool {
+	r := t.reachable()
+	for _, a := range r {
+		for _, b := range r {
+			if a != b && !a.knows(b.id()) {
+				return false
+			}
+		}
+	}
+	return len(r) > 0
+}
+
+// strangers returns the node IDs some member knows that belong to no ValkeyNode: stale
+// entries of replaced pods, or nodes that were never ours.
+func (t *topology) strangers() []string {
+	ours := map[string]bool{}
+	for _, m := range t.members {
+		if id := m.id(); id != "" {
+			ours[id] = true
+		}
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range t.reachable() {
+		for _, n := range m.view {
+			if !ours[n.ID] && !seen[n.ID] && !n.Myself {
+				seen[n.ID] = true
+				out = append(out, n.ID)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// synced reports whether replica m is linked to primary p and caught up.
+func synced(m, p *member) bool {
+	if m == nil || p == nil || !m.reachable || !p.reachable || m == p {
+		return false
+	}
+	if !m.self.Replica || m.self.PrimaryID != p.id() || !m.repl.LinkUp || m.repl.SyncInProgress {
+		return false
+	}
+	return p.repl.Offset-m.repl.Offset <= syncLagBytes
+}
+
+// syncLagBytes is how far behind its primary a replica may be and count as in sync: a
+// write in flight, not a backlog.
+const syncLagBytes = 1 << 20

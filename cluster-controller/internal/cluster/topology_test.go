@@ -1,0 +1,198 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// fakeMember builds a member whose server reports the given CLUSTER NODES lines (its own
+// line flagged myself), as a real server would.
+type fakeMember struct {
+	name    string
+	shard   int32
+	ip      string
+	id      string
+	primary string // primary's ID for a replica
+	slots   string // "0-5460"
+	offset  int64
+	linkUp  bool
+	down    bool // server does not answer
+	leaving bool
+}
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topology {
+	t.Helper()
+	var nodes []valkey.ClusterNode
+	for _, f := range fms {
+		n := valkey.ClusterNode{ID: f.id, IP: f.ip, Port: 6379, BusPort: 16379, Connected: true, PongRecv: t0.UnixMilli()}
+		if f.primary != "" {
+			n.Replica, n.PrimaryID = true, f.primary
+		} else {
+			n.Primary = true
+		}
+		if f.slots != "" {
+			rs, err := valkey.ParseRanges(f.slots)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n.Slots = rs
+		}
+		if f.down {
+			n.PFail, n.Connected = true, false
+			n.PongRecv = t0.Add(-time.Minute).UnixMilli()
+		}
+		nodes = append(nodes, n)
+	}
+	nodes = append(nodes, extra...)
+	var members []*member
+	for i, f := range fms {
+		vn := &v1alpha1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{
+			Name: f.name, CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Second)),
+		}}
+		vn.Spec.ShardIndex = f.shard
+		vn.Status.PodIP = f.ip
+		vn.Status.NodeID = f.id
+		if f.leaving {
+			now := metav1.NewTime(t0)
+			vn.DeletionTimestamp = &now
+		}
+		m := &member{node: vn, reachable: !f.down}
+		if !f.down {
+			for _, n := range nodes {
+				v := n
+				if n.ID == f.id {
+					v.Myself = true
+					m.self = v
+				}
+				m.view = append(m.view, v)
+			}
+			m.state = "ok"
+			m.repl = valkey.Replication{Role: valkey.RolePrimary, Offset: f.offset}
+			if f.primary != "" {
+				m.repl = valkey.Replication{Role: valkey.RoleReplica, LinkUp: f.linkUp, Offset: f.offset}
+			}
+			m.version = valkey.Version{Major: 8, Minor: 0, Patch: 1}
+		}
+		members = append(members, m)
+	}
+	return newTopology(members, t0)
+}
+
+func threeByOne() []fakeMember {
+	return []fakeMember{
+		{name: "a", shard: 0, ip: "10.0.0.1", id: "A", slots: "0-5461", offset: 100},
+		{name: "b", shard: 1, ip: "10.0.0.2", id: "B", slots: "5462-10922", offset: 100},
+		{name: "c", shard: 2, ip: "10.0.0.3", id: "C", slots: "10923-16383", offset: 100},
+		{name: "a2", shard: 0, ip: "10.0.0.4", id: "A2", primary: "A", offset: 100, linkUp: true},
+		{name: "b2", shard: 1, ip: "10.0.0.5", id: "B2", primary: "B", offset: 90, linkUp: true},
+		{name: "c2", shard: 2, ip: "10.0.0.6", id: "C2", primary: "C", offset: 100, linkUp: false},
+	}
+}
+
+func TestPrimaryOfAndSync(t *testing.T) {
+	topo := build(t, threeByOne())
+	for sh, want := range []string{"a", "b", "c"} {
+		if p := topo.primaryOf(int32(sh)); p == nil || p.name() != want {
+			t.Errorf("primary of shard %d = %v, want %s", sh, p, want)
+		}
+	}
+	if !synced(topo.byID("A2"), topo.byID("A")) {
+		t.Error("a2 is linked and caught up: want synced")
+	}
+	if !synced(topo.byID("B2"), topo.byID("B")) {
+		t.Error("b2 lags by 10 bytes: still synced")
+	}
+	if synced(topo.byID("C2"), topo.byID("C")) {
+		t.Error("c2's link is down: want not synced")
+	}
+	if got := topo.coveredSlots(); got != slotCount {
+		t.Errorf("covered = %d", got)
+	}
+	if !topo.formed() {
+		t.Error("every member knows every other: want formed")
+	}
+}
+
+func TestPrimaryOfNewShardIsTheOneItsReplicasFollow(t *testing.T) {
+	fms := append(threeByOne(),
+		fakeMember{name: "d", shard: 3, ip: "10.0.0.7", id: "D"},
+		fakeMember{name: "d2", shard: 3, ip: "10.0.0.8", id: "D2", primary: "D", linkUp: true},
+	)
+	topo := build(t, fms)
+	if p := topo.primaryOf(3); p == nil || p.name() != "d" {
+		t.Fatalf("primary of new shard = %v, want d", p)
+	}
+}
+
+func TestStrangersAndFollowed(t *testing.T) {
+	dead := valkey.ClusterNode{ID: "OLD", IP: "10.0.0.99", Port: 6379, Primary: true, Fail: true}
+	topo := build(t, threeByOne(), dead)
+	got := topo.strangers()
+	if len(got) != 1 || got[0] != "OLD" {
+		t.Fatalf("strangers = %v, want [OLD]", got)
+	}
+	if topo.followed("OLD") {
+		t.Error("nobody follows OLD")
+	}
+	if !topo.followed("A") {
+		t.Error("a2 follows A")
+	}
+}
+
+func TestStrangerAtTheAddressOfASilentMemberIsKept(t *testing.T) {
+	fms := threeByOne()
+	fms[5].down = true // c2 does not answer
+	fms[5].id = ""     // and its ID was never recorded
+	other := valkey.ClusterNode{ID: "C2REAL", IP: "10.0.0.6", Port: 6379, Replica: true, PrimaryID: "C"}
+	topo := build(t, fms, other)
+	if !topo.mayBeMember("C2REAL") {
+		t.Fatal("a node at the address of a silent member may be that member")
+	}
+}
+
+func TestLostPrimaries(t *testing.T) {
+	fms := threeByOne()
+	fms[0].down = true // a (primary of shard 0) is gone
+	topo := build(t, fms)
+	lost := topo.lostPrimaries()
+	if len(lost) != 1 || lost[0].id != "A" || len(lost[0].replicas) != 1 || lost[0].replicas[0].name() != "a2" {
+		t.Fatalf("lost = %+v", lost)
+	}
+	if lost[0].silentFor < 59*time.Second {
+		t.Errorf("silentFor = %s, want about a minute", lost[0].silentFor)
+	}
+}
+
+func TestOwnedSlotsPrefersTheOwnersOwnReport(t *testing.T) {
+	topo := build(t, threeByOne())
+	owned := topo.ownedSlots()
+	if got := valkey.FormatRanges(owned["A"]); got != "0-5461" {
+		t.Errorf("A owns %s", got)
+	}
+	if len(owned) != 3 {
+		t.Errorf("owners = %d, want 3", len(owned))
+	}
+}
+
+func TestEvenSlots(t *testing.T) {
+	for _, n := range []int32{1, 2, 3, 5, 6} {
+		total := 0
+		for s := int32(0); s < n; s++ {
+			total += valkey.CountSlots(evenSlotsFor(n, s))
+		}
+		if total != slotCount {
+			t.Errorf("%d shards cover %d slots", n, total)
+		}
+	}
+	if got := fmt.Sprint(evenSlotsFor(3, 0)); got != "[0-5461]" {
+		t.Errorf("shard 0 of 3 = %s", got)
+	}
+}

@@ -1,0 +1,155 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// liveVersion is the server version that decides which keys are live for a member: its
+// own when known, else the oldest supported.
+func (m *member) liveVersion() valkey.Version {
+	if m.reachable && m.version.Major > 0 {
+		return m.version
+	}
+	return valkey.Version{Major: 8, Minor: 0}
+}
+
+// specDiff says how a member's spec differs from what the cluster asks now.
+type specDiff struct {
+	// live: only keys the server takes with CONFIG SET, or a volume that grows.
+	live bool
+	// roll: anything that needs a new pod.
+	roll bool
+	// fields names what differs, for messages.
+	fields []string
+}
+
+// diffSpec compares a member's spec with the desired one for its server version.
+func diffSpec(have, want v1alpha1.ValkeyNodeSpec, v valkey.Version) specDiff {
+	var d specDiff
+	if !configEqual(have.Config, want.Config) {
+		if onlyLiveKeysDiffer(have.Config, want.Config, v) {
+			d.live = true
+		} else {
+			d.roll = true
+		}
+		d.fields = append(d.fields, "config")
+	}
+	if have.Persistence != nil && want.Persistence != nil && have.Persistence.Size.Cmp(want.Persistence.Size) != 0 {
+		d.live = true
+		d.fields = append(d.fields, "persistence.size")
+	}
+	// Everything else shapes the pod.
+	h, w := podShaping(have), podShaping(want)
+	hv, wv := reflect.ValueOf(h), reflect.ValueOf(w)
+	for i := 0; i < hv.NumField(); i++ {
+		if !reflect.DeepEqual(hv.Field(i).Interface(), wv.Field(i).Interface()) {
+			d.roll = true
+			d.fields = append(d.fields, hv.Type().Field(i).Name)
+		}
+	}
+	return d
+}
+
+// podShapingFields are the spec fields whose change needs a new pod.
+type podShapingFields struct {
+	Image, TLSSecretName, ACLSecretName, SystemUsersSecretName string
+	WorkloadType                                               v1alpha1.WorkloadType
+	Resources                                                  any
+	ImagePullSecrets, Containers, Scheduling                   any
+	Exporter                                                   any
+	GracePeriod                                                any
+	StorageClass                                               any
+}
+
+func podShaping(s v1alpha1.ValkeyNodeSpec) podShapingFields {
+	f := podShapingFields{
+		Image: s.Image, TLSSecretName: s.TLSSecretName, ACLSecretName: s.ACLSecretName,
+		SystemUsersSecretName: s.SystemUsersSecretName, WorkloadType: s.WorkloadType,
+		Resources: normalize(s.Resources), ImagePullSecrets: normalize(s.ImagePullSecrets),
+		Containers: normalize(s.Containers), Scheduling: normalize(s.Scheduling), Exporter: normalize(s.Exporter),
+		GracePeriod: normalize(s.TerminationGracePeriodSeconds),
+	}
+	if s.Persistence != nil {
+		f.StorageClass = normalize(s.Persistence.StorageClassName)
+	}
+	return f
+}
+
+// normalize turns a value into its JSON form so that nil and empty compare equal.
+func normalize(v any) any { return jsonString(v) }
+
+func configEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func onlyLiveKeysDiffer(a, b map[string]string, v valkey.Version) bool {
+	for _, k := range changedKeys(a, b) {
+		if !valkey.IsLiveKey(k, v) {
+			return false
+		}
+	}
+	return true
+}
+
+func changedKeys(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			out = append(out, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// reconcileLiveConfig hands live changes to the members without a roll: config keys the
+// server takes with CONFIG SET (the node-controller applies them and reports
+// ConfigApplied) and a volume size that grows.
+func (r *Reconciler) reconcileLiveConfig(ctx context.Context, s *scope) (time.Duration, error) {
+	var updated []string
+	for _, m := range s.topo.members {
+		if m.leaving() {
+			continue
+		}
+		want := desiredSpec(s.vc, m.shard())
+		d := diffSpec(m.node.Spec, want, m.liveVersion())
+		if !d.live || d.roll {
+			continue
+		}
+		patch := client.MergeFrom(m.node.DeepCopy())
+		m.node.Spec.Config = want.Config
+		m.node.Spec.Persistence = want.Persistence
+		if err := r.Patch(ctx, m.node, patch); err != nil {
+			return 0, fmt.Errorf("update live settings of %s: %w", m.name(), err)
+		}
+		updated = append(updated, m.name())
+	}
+	if len(updated) > 0 {
+		r.event(s.vc, nil, eventNormal, "LiveConfigUpdated", "Configure", "live settings handed to %s", strings.Join(updated, ", "))
+		s.progress(v1alpha1.ReasonReconciled, "applying live settings on %d members", len(updated))
+	}
+	return 0, nil
+}

@@ -1,0 +1,37 @@
+// Command cluster-controller reconciles ValkeyClusters: members, topology, slots,
+// failover, rolls and scaling. It coordinates with the other controllers only through
+// status conditions (see docs/status-contract.md).
+package main
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/cluster"
+	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
+)
+
+func main() {
+	operator.Main(operator.Component{
+		Name: cluster.FieldOwner,
+		// Only the Secrets the operator created (the system users' passwords, certificates
+		// are read by the tls-controller): users' Secrets never enter this process.
+		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: operator.ManagedSecrets()},
+		Setup: func(_ context.Context, mgr ctrl.Manager, f operator.Flags) error {
+			r := &cluster.Reconciler{
+				Client:   mgr.GetClient(),
+				Scheme:   mgr.GetScheme(),
+				Recorder: mgr.GetEventRecorder(cluster.FieldOwner),
+				Pool:     &valkeyconn.Pool{},
+				Metrics:  cluster.NewMetrics(metrics.Registry),
+			}
+			return r.SetupWithManager(mgr, f.MaxConcurrentReconciles)
+		},
+	})
+}
