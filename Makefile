@@ -95,7 +95,9 @@ local-build: $(LOCALKUBE) ## Build the Kubernetes, etcd and CoreDNS binaries (ca
 .PHONY: operator-binaries
 operator-binaries:
 	@mkdir -p $(BIN)/operator
-	@for c in $(COMPONENTS); do (cd $$c && GOWORK=off go build -trimpath -ldflags='-s -w' -o $(BIN)/operator/$$c .); done
+	@for c in $(COMPONENTS); do \
+		if ! compgen -G "$$c/*.go" >/dev/null; then echo "operator-binaries: skip $$c (no Go files yet)"; continue; fi; \
+		(cd $$c && GOWORK=off go build -trimpath -ldflags='-s -w' -o $(BIN)/operator/$$c .); done
 
 .PHONY: images
 images: $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator); load them into a running local cluster

@@ -131,10 +131,15 @@ func (r *Rotator) injectCABundle(ctx context.Context, trust []byte) error {
 		return fmt.Errorf("get validating webhook configuration %s: %w", r.WebhookConfiguration, err)
 	}
 	patched := cfg.DeepCopy()
+	fail := admissionregistrationv1.Fail
 	for i := range patched.Webhooks {
 		patched.Webhooks[i].ClientConfig.CABundle = trust
+		// The chart installs the configuration failing open: until the API server can
+		// verify us, refusing every write would block the cluster. From now on it can,
+		// so the webhooks fail closed.
+		patched.Webhooks[i].FailurePolicy = &fail
 	}
-	if sameCABundles(cfg, patched) {
+	if sameCABundles(cfg, patched) && failClosed(cfg) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(cfg, client.MergeFromWithOptimisticLock{})
@@ -143,6 +148,16 @@ func (r *Rotator) injectCABundle(ctx context.Context, trust []byte) error {
 	}
 	log.FromContext(ctx).Info("set caBundle", "validatingWebhookConfiguration", r.WebhookConfiguration)
 	return nil
+}
+
+// failClosed reports whether every webhook of the configuration fails closed.
+func failClosed(c *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
+	for _, w := range c.Webhooks {
+		if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Fail {
+			return false
+		}
+	}
+	return true
 }
 
 // sameCABundles reports whether two versions of a configuration trust the same CAs.

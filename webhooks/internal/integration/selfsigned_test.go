@@ -38,7 +38,8 @@ func selfSignedSetup(t *testing.T) *admissionregistrationv1.ValidatingWebhookCon
 		ObjectMeta: metav1.ObjectMeta{Name: "self-signed-test"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name: "nothing.example.com", AdmissionReviewVersions: []string{"v1"},
-			SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone),
+			SideEffects:   ptr.To(admissionregistrationv1.SideEffectClassNone),
+			FailurePolicy: ptr.To(admissionregistrationv1.Ignore), // as the chart installs it
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 				Namespace: certNamespace, Name: "hooks", Path: ptr.To("/nothing")}},
 			Rules: []admissionregistrationv1.RuleWithOperations{{
@@ -141,6 +142,9 @@ func servingCA(configName string, secretKey types.NamespacedName, addr string) (
 	bundle := cfg.Webhooks[0].ClientConfig.CABundle
 	if len(ca) == 0 || !bytes.Contains(bundle, ca) {
 		return nil, fmt.Errorf("caBundle does not hold the Secret's CA yet")
+	}
+	if fp := cfg.Webhooks[0].FailurePolicy; fp == nil || *fp != admissionregistrationv1.Fail {
+		return nil, fmt.Errorf("the webhook does not fail closed yet")
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(bundle)

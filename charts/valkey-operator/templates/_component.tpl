@@ -1,0 +1,164 @@
+{{/*
+One operator component: ServiceAccount, ClusterRoleBinding (to the ClusterRole generated
+from the component's RBAC markers), Deployment and metrics Service.
+Call with (dict "root" $ "key" "clusterController" "name" "cluster-controller" "args" (list ...) "ports" (list ...) "volumes" ... ).
+*/}}
+{{- define "valkey-operator.component" -}}
+{{- $root := .root -}}{{- $c := index $root.Values .key -}}{{- $name := .name -}}
+{{- $fullname := include "valkey-operator.componentName" (list $root $name) -}}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ $fullname }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "valkey-operator.labels" (list $root $name) | nindent 4 }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ $fullname }}
+  labels:
+    {{- include "valkey-operator.labels" (list $root $name) | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {{ $fullname }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ $fullname }}
+    namespace: {{ $root.Release.Namespace }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ $fullname }}
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "valkey-operator.labels" (list $root $name) | nindent 4 }}
+spec:
+  replicas: {{ $c.replicas }}
+  selector:
+    matchLabels:
+      {{- include "valkey-operator.selectorLabels" (list $root $name) | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "valkey-operator.labels" (list $root $name) | nindent 8 }}
+      annotations:
+        kubectl.kubernetes.io/default-container: manager
+        {{- with $c.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+    spec:
+      serviceAccountName: {{ $fullname }}
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        runAsGroup: 65532
+        seccompProfile:
+          type: RuntimeDefault
+      terminationGracePeriodSeconds: 10
+      containers:
+        - name: manager
+          image: {{ include "valkey-operator.image" (list $root $c) }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          command: ["/usr/local/bin/{{ $name }}"]
+          args:
+            - --metrics-bind-address=:8080
+            - --health-probe-bind-address=:8081
+            - --leader-elect={{ $c.leaderElection }}
+            - --zap-log-level={{ $c.logLevel }}
+            {{- range .args }}
+            - {{ . }}
+            {{- end }}
+            {{- range $c.extraArgs }}
+            - {{ . }}
+            {{- end }}
+          env:
+            - name: POD_NAMESPACE
+              valueFrom:
+                fieldRef:
+                  fieldPath: metadata.namespace
+          ports:
+            - name: metrics
+              containerPort: 8080
+            - name: health
+              containerPort: 8081
+            {{- range .ports }}
+            - name: {{ .name }}
+              containerPort: {{ .port }}
+            {{- end }}
+          livenessProbe:
+            httpGet:
+              path: /healthz
+              port: health
+            periodSeconds: 10
+          readinessProbe:
+            httpGet:
+              path: /readyz
+              port: health
+            periodSeconds: 2
+          {{- with $c.resources }}
+          resources:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities:
+              drop: ["ALL"]
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+            {{- with .volumeMounts }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+      volumes:
+        - name: tmp
+          emptyDir: {}
+        {{- with .volumes }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+      {{- with $c.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $c.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $c.affinity }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ $fullname }}-metrics
+  namespace: {{ $root.Release.Namespace }}
+  labels:
+    {{- include "valkey-operator.labels" (list $root $name) | nindent 4 }}
+spec:
+  selector:
+    {{- include "valkey-operator.selectorLabels" (list $root $name) | nindent 4 }}
+  ports:
+    - name: metrics
+      port: 8080
+      targetPort: metrics
+{{- end -}}
+
+{{/* Arguments every controller (not the webhooks) takes. */}}
+{{- define "valkey-operator.controllerArgs" -}}
+{{- $root := index . 0 -}}{{- $c := index . 1 -}}
+{{- $args := list (printf "--max-concurrent-reconciles=%d" (int $c.maxConcurrentReconciles)) -}}
+{{- with $root.Values.watchNamespaces -}}
+{{- $args = append $args (printf "--watch-namespaces=%s" (join "," .)) -}}
+{{- end -}}
+{{- toJson $args -}}
+{{- end -}}
