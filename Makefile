@@ -78,8 +78,12 @@ lint: $(TOOLS_BIN)/staticcheck ## staticcheck every module, and gofmt
 	@test -z "$$(gofmt -l $(MODULES))" || { echo "gofmt needed:"; gofmt -l $(MODULES); exit 1; }
 	@for m in $(MODULES); do echo "staticcheck $$m"; (cd $$m && GOWORK=off $(TOOLS_BIN)/staticcheck ./...); done
 
+.PHONY: chart-test
+chart-test: $(TOOLS_BIN)/helm ## helm lint, rendering of every toggle combination, minimal RBAC
+	cd e2e && GOWORK=off go test -count=1 ./charttest/
+
 .PHONY: unit
-unit: ## Unit and integration tests of every module (real Valkey servers and a real API server where needed)
+unit: tools ## Unit and integration tests of every module (real Valkey servers and a real API server where needed)
 	@for m in $(MODULES); do echo "test $$m"; (cd $$m && GOWORK=off go test -count=1 ./...); done
 
 ##@ Local Kubernetes

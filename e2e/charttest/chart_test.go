@@ -1,0 +1,333 @@
+// Package charttest renders the Helm chart with helm itself for each combination of
+// toggles a user can set, and asserts what comes out: which objects exist, what the
+// webhook configuration looks like in each certificate mode, and that every ClusterRole is
+// the minimum the code asks for (no wildcard, no Secret access where the design says none).
+package charttest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+var components = map[string]string{
+	"clusterController": "cluster-controller",
+	"nodeController":    "node-controller",
+	"aclController":     "acl-controller",
+	"tlsController":     "tls-controller",
+	"webhooks":          "webhooks",
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
+			return dir
+		}
+		if parent := filepath.Dir(dir); parent != dir {
+			dir = parent
+			continue
+		}
+		t.Fatal("no go.work above the test")
+	}
+}
+
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := repoRoot(t)
+	bin := filepath.Join(root, "hack", "tools", "bin", "helm")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("helm is not installed at %s: run `make tools`", bin)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = root
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+// render runs helm template with --set pairs and returns the objects by "Kind/name".
+func render(t *testing.T, sets ...string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", "vko", "charts/valkey-operator", "--namespace", "vko"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	out, err := helm(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := map[string]*unstructured.Unstructured{}
+	for _, doc := range strings.Split(out, "\n---") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatalf("parse rendered YAML: %v\n%s", err, doc)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: m}
+		objs[u.GetKind()+"/"+u.GetName()] = u
+	}
+	return objs
+}
+
+func TestLint(t *testing.T) {
+	if out, err := helm(t, "lint", "--strict", "charts/valkey-operator"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+func TestDefaultsRenderEveryComponent(t *testing.T) {
+	objs := render(t)
+	for _, name := range components {
+		for _, kind := range []string{"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"} {
+			if objs[kind+"/vko-"+name] == nil {
+				t.Errorf("missing %s/vko-%s", kind, name)
+			}
+		}
+		if objs["Service/vko-"+name+"-metrics"] == nil {
+			t.Errorf("missing metrics Service of %s", name)
+		}
+	}
+	for _, crd := range []string{"valkeyclusters.valkey.io", "valkeynodes.valkey.io"} {
+		c := objs["CustomResourceDefinition/"+crd]
+		if c == nil {
+			t.Fatalf("missing CRD %s", crd)
+		}
+		if c.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %s is not kept on uninstall by default", crd)
+		}
+	}
+}
+
+func TestEachComponentCanBeTurnedOff(t *testing.T) {
+	for key, name := range components {
+		t.Run(key, func(t *testing.T) {
+			objs := render(t, key+".enabled=false")
+			for id := range objs {
+				if strings.HasSuffix(id, "/vko-"+name) || strings.HasSuffix(id, "/vko-"+name+"-metrics") {
+					t.Errorf("%s rendered with %s.enabled=false", id, key)
+				}
+			}
+			for other, otherName := range components {
+				if other != key && objs["Deployment/vko-"+otherName] == nil {
+					t.Errorf("turning off %s removed %s", key, otherName)
+				}
+			}
+			if key == "webhooks" && objs["ValidatingWebhookConfiguration/vko-webhooks"] != nil {
+				t.Error("a webhook configuration without webhooks would block every write")
+			}
+		})
+	}
+}
+
+func TestCRDsToggles(t *testing.T) {
+	if objs := render(t, "crds.enabled=false"); objs["CustomResourceDefinition/valkeyclusters.valkey.io"] != nil {
+		t.Error("crds.enabled=false still renders the CRDs")
+	}
+	objs := render(t, "crds.keep=false")
+	if c := objs["CustomResourceDefinition/valkeyclusters.valkey.io"]; c == nil || c.GetAnnotations()["helm.sh/resource-policy"] != "" {
+		t.Error("crds.keep=false must drop the keep policy")
+	}
+}
+
+func webhookPolicies(t *testing.T, objs map[string]*unstructured.Unstructured) []string {
+	t.Helper()
+	cfg := objs["ValidatingWebhookConfiguration/vko-webhooks"]
+	if cfg == nil {
+		t.Fatal("no webhook configuration")
+	}
+	hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
+	var out []string
+	for _, h := range hooks {
+		p, _, _ := unstructured.NestedString(h.(map[string]any), "failurePolicy")
+		out = append(out, p)
+	}
+	return out
+}
+
+func deploymentArgs(objs map[string]*unstructured.Unstructured, name string) string {
+	d := objs["Deployment/vko-"+name]
+	if d == nil {
+		return ""
+	}
+	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	args, _, _ := unstructured.NestedStringSlice(cs[0].(map[string]any), "args")
+	return strings.Join(args, " ")
+}
+
+func TestCertificateModes(t *testing.T) {
+	t.Run("selfSigned", func(t *testing.T) {
+		objs := render(t)
+		if got := webhookPolicies(t, objs); strings.Join(got, ",") != "Ignore,Ignore" {
+			t.Errorf("self-signed policies = %v: must fail open until the CA is injected", got)
+		}
+		if a := deploymentArgs(objs, "webhooks"); !strings.Contains(a, "--cert-mode=self-signed") || !strings.Contains(a, "--cert-secret=vko/vko-webhooks-cert") {
+			t.Errorf("args = %s", a)
+		}
+		if objs["Certificate/vko-webhooks"] != nil {
+			t.Error("self-signed mode needs no cert-manager Certificate")
+		}
+	})
+	t.Run("certManager", func(t *testing.T) {
+		objs := render(t, "webhooks.certificates.mode=certManager")
+		if objs["Certificate/vko-webhooks"] == nil || objs["Issuer/vko-webhooks"] == nil {
+			t.Fatal("certManager mode needs a Certificate and an Issuer")
+		}
+		cfg := objs["ValidatingWebhookConfiguration/vko-webhooks"]
+		if cfg.GetAnnotations()["cert-manager.io/inject-ca-from"] != "vko/vko-webhooks" {
+			t.Error("the CA must be injected by cert-manager")
+		}
+		if got := webhookPolicies(t, objs); strings.Join(got, ",") != "Fail,Fail" {
+			t.Errorf("policies = %v", got)
+		}
+		withIssuer := render(t, "webhooks.certificates.mode=certManager", "webhooks.certificates.issuerRef.name=corp", "webhooks.certificates.issuerRef.kind=ClusterIssuer")
+		if withIssuer["Issuer/vko-webhooks"] != nil {
+			t.Error("an issuerRef replaces the self-signed Issuer")
+		}
+	})
+	t.Run("external", func(t *testing.T) {
+		objs := render(t, "webhooks.certificates.mode=external", "webhooks.certificates.secretName=mine", "webhooks.certificates.caBundle=Q0E=")
+		if a := deploymentArgs(objs, "webhooks"); !strings.Contains(a, "--cert-mode=external") || !strings.Contains(a, "--cert-dir=/certs") {
+			t.Errorf("args = %s", a)
+		}
+		d := objs["Deployment/vko-webhooks"]
+		vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+		found := false
+		for _, v := range vols {
+			if name, _, _ := unstructured.NestedString(v.(map[string]any), "secret", "secretName"); name == "mine" {
+				found = true
+			}
+		}
+		if !found {
+			t.Error("the external Secret is not mounted")
+		}
+	})
+}
+
+func TestWatchNamespacesAndImages(t *testing.T) {
+	objs := render(t, "watchNamespaces={a,b}", "image.tag=v1", "nodeController.image.repository=other/node")
+	if a := deploymentArgs(objs, "cluster-controller"); !strings.Contains(a, "--watch-namespaces=a,b") {
+		t.Errorf("args = %s", a)
+	}
+	image := func(name string) string {
+		d := objs["Deployment/vko-"+name]
+		cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		img, _, _ := unstructured.NestedString(cs[0].(map[string]any), "image")
+		return img
+	}
+	if got := image("cluster-controller"); got != "ghcr.io/valkey-operator/valkey-operator:v1" {
+		t.Errorf("shared image = %s", got)
+	}
+	if got := image("node-controller"); got != "ghcr.io/other/node:v1" {
+		t.Errorf("overridden image = %s", got)
+	}
+}
+
+func TestPodSecurityIsRestricted(t *testing.T) {
+	objs := render(t)
+	for _, name := range components {
+		d := objs["Deployment/vko-"+name]
+		spec, _, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec")
+		if v, _, _ := unstructured.NestedBool(spec, "securityContext", "runAsNonRoot"); !v {
+			t.Errorf("%s: runAsNonRoot", name)
+		}
+		if v, _, _ := unstructured.NestedString(spec, "securityContext", "seccompProfile", "type"); v != "RuntimeDefault" {
+			t.Errorf("%s: seccomp %q", name, v)
+		}
+		cs, _, _ := unstructured.NestedSlice(spec, "containers")
+		c := cs[0].(map[string]any)
+		if v, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !v {
+			t.Errorf("%s: readOnlyRootFilesystem", name)
+		}
+		if v, _, _ := unstructured.NestedBool(c, "securityContext", "allowPrivilegeEscalation"); v {
+			t.Errorf("%s: allowPrivilegeEscalation", name)
+		}
+		if v, _, _ := unstructured.NestedStringSlice(c, "securityContext", "capabilities", "drop"); len(v) != 1 || v[0] != "ALL" {
+			t.Errorf("%s: capabilities drop %v", name, v)
+		}
+	}
+}
+
+func TestSchemaRefusesUnknownKeys(t *testing.T) {
+	if _, err := helm(t, "template", "vko", "charts/valkey-operator", "--set", "clusterControler.enabled=false"); err == nil {
+		t.Error("a misspelt key must be refused by values.schema.json")
+	}
+	if _, err := helm(t, "template", "vko", "charts/valkey-operator", "--set", "webhooks.certificates.mode=magic"); err == nil {
+		t.Error("an unknown certificate mode must be refused")
+	}
+}
+
+// rules flattens a ClusterRole into "group/resource:verb" strings.
+func rules(t *testing.T, role *unstructured.Unstructured) []string {
+	t.Helper()
+	rs, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	var out []string
+	for _, r := range rs {
+		m := r.(map[string]any)
+		groups, _, _ := unstructured.NestedStringSlice(m, "apiGroups")
+		resources, _, _ := unstructured.NestedStringSlice(m, "resources")
+		verbs, _, _ := unstructured.NestedStringSlice(m, "verbs")
+		for _, g := range groups {
+			for _, res := range resources {
+				for _, v := range verbs {
+					out = append(out, g+"/"+res+":"+v)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestClusterRolesAreMinimal(t *testing.T) {
+	objs := render(t)
+	for _, name := range components {
+		role := objs["ClusterRole/vko-"+name]
+		if role == nil {
+			t.Fatalf("no ClusterRole for %s", name)
+		}
+		for _, r := range rules(t, role) {
+			if strings.Contains(r, "*") {
+				t.Errorf("%s: wildcard rule %s", name, r)
+			}
+			parts := strings.SplitN(r, ":", 2)
+			res, verb := parts[0], parts[1]
+			// Only the node-controller makes pods, workloads and volumes.
+			if name != "node-controller" && (verb == "create" || verb == "delete") &&
+				(res == "/pods" || res == "apps/statefulsets" || res == "apps/deployments" || res == "/persistentvolumeclaims") {
+				t.Errorf("%s may %s %s: only the node-controller makes pods, workloads and volumes", name, verb, res)
+			}
+			// Only the acl- and tls-controllers make or change Secrets besides the webhooks' own.
+			if res == "/secrets" && (verb == "create" || verb == "update" || verb == "patch" || verb == "delete") &&
+				name != "acl-controller" && name != "tls-controller" && name != "webhooks" {
+				t.Errorf("%s may %s Secrets", name, verb)
+			}
+		}
+	}
+	// The webhooks touch nothing they do not validate or serve with.
+	for _, r := range rules(t, objs["ClusterRole/vko-webhooks"]) {
+		res := strings.SplitN(r, ":", 2)[0]
+		switch res {
+		case "/secrets", "admissionregistration.k8s.io/validatingwebhookconfigurations", "coordination.k8s.io/leases", "events.k8s.io/events", "/events":
+		default:
+			t.Errorf("webhooks: unexpected rule %s", r)
+		}
+	}
+}
