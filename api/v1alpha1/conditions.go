@@ -160,7 +160,7 @@ const (
 	// certificate or unencrypted private key.
 	ReasonMalformed = "Malformed"
 	// ReasonSecretNameConflict (TLSReady): the operator cannot keep its copy of the
-	// certificate ({cluster}-tls) because a Secret of that name is not its own (for
+	// certificate ({cluster}-tls-accepted) because a Secret of that name is not its own (for
 	// example spec.tls.certificate.secretName names it).
 	ReasonSecretNameConflict = "SecretNameConflict"
 )

@@ -44,7 +44,7 @@ func SystemUsersSecretName(cluster string) string { return cluster + "-system-us
 // TLSSecretName is the name of the operator's copy of a cluster's certificate: the
 // tls-controller writes the user's Secret into it only once it passes every check, and
 // the pods mount it, so a bad certificate never reaches a running member.
-func TLSSecretName(cluster string) string { return cluster + "-tls" }
+func TLSSecretName(cluster string) string { return cluster + "-tls-accepted" }
 
 // HeadlessServiceName is the name of the headless Service of a cluster's members.
 func HeadlessServiceName(cluster string) string { return cluster + "-nodes" }

@@ -1,0 +1,311 @@
+package certs
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"fmt"
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+)
+
+// The operator's copy of a certificate ({cluster}-tls-accepted) holds the three keys the pods
+// mount and, during a CA change, the CAs members may still serve certificates of; its
+// annotations carry the state of the rollout.
+const (
+	// KeyPreviousCA holds the CAs of earlier revisions while the rollout of a new
+	// ca.crt is not complete. Pods do not mount it; the controller trusts it when it
+	// connects, so it reaches members that still serve a certificate of the old CA.
+	KeyPreviousCA = "previous-ca.crt"
+	// AnnotationSource names the user's Secret the copy was taken from.
+	AnnotationSource = "valkey.io/tls-source"
+	// AnnotationRevision is the revision of the copied content.
+	AnnotationRevision = "valkey.io/tls-revision"
+	// AnnotationReloadAfter is set when the served leaf cannot show that a member
+	// loaded a revision (ca.crt or the chain changed but not the leaf, or the revision
+	// came before the previous one was rolled out): members count as serving it only
+	// after a reload at or after this time (RFC 3339), when the kubelet has surely
+	// updated every pod's files.
+	AnnotationReloadAfter = "valkey.io/tls-reload-after"
+	// AnnotationRolledOut is the revision every member was seen serving.
+	AnnotationRolledOut = "valkey.io/tls-rolled-out"
+)
+
+// served is the operator's copy as the pass read it.
+type served struct {
+	secret *corev1.Secret
+	// cert is the parsed copy; nil when the copy cannot be parsed (it always can, unless
+	// someone edited it).
+	cert        *Certificate
+	reloadAfter time.Time
+}
+
+// revision returns the copy's revision, "" when there is no copy.
+func (s *served) revision() string {
+	if s == nil || s.secret == nil {
+		return ""
+	}
+	return s.secret.Annotations[AnnotationRevision]
+}
+
+// rolledOut reports whether every member was seen serving the copy's revision.
+func (s *served) rolledOut() bool {
+	return s.revision() != "" && s.secret.Annotations[AnnotationRolledOut] == s.revision()
+}
+
+// trust returns the CAs the controller accepts from members: ca.crt and the CAs of
+// earlier revisions whose rollout is not complete.
+func (s *served) trust() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AppendCertsFromPEM(s.secret.Data[KeyCA])
+	p.AppendCertsFromPEM(s.secret.Data[KeyPreviousCA])
+	return p
+}
+
+// readSecret returns the Secret name of the cluster's namespace, nil when it does not
+// exist.
+func (r *Reconciler) readSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	var s corev1.Secret
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read Secret %s: %w", name, err)
+	}
+	return &s, nil
+}
+
+// readServed reads the operator's copy. A Secret of that name that the cluster does not
+// control is reported as a conflict and never touched.
+func (r *Reconciler) readServed(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*served, string, error) {
+	name := v1alpha1.TLSSecretName(vc.Name)
+	s, err := r.readSecret(ctx, vc.Namespace, name)
+	if err != nil || s == nil {
+		return nil, "", err
+	}
+	if !metav1.IsControlledBy(s, vc) {
+		return nil, fmt.Sprintf("Secret %s exists and is not the operator's copy of this cluster's certificate; "+
+			"the operator keeps the accepted certificate under that name, so rename the certificate Secret (or delete the other one)", name), nil
+	}
+	out := &served{secret: s}
+	out.cert, _ = Parse(s.Data)
+	if t, err := time.Parse(time.RFC3339, s.Annotations[AnnotationReloadAfter]); err == nil {
+		out.reloadAfter = t
+	}
+	return out, "", nil
+}
+
+// copyContent is the data and annotations the copy must hold for an accepted Secret.
+type copyContent struct {
+	Data        map[string][]byte
+	Annotations map[string]string
+	// NewRevision reports that the content to serve changes.
+	NewRevision bool
+}
+
+// nextCopy computes the copy for the accepted data of Secret source, given the current
+// copy prev (nil when none): the three keys; the CAs members may still serve
+// certificates of while the rollout is incomplete; and, when the leaf cannot show the
+// revision (see leafProves), the time after which a reload surely reads the new files.
+func nextCopy(prev *served, accepted *Certificate, data map[string][]byte, source string, now time.Time, delay time.Duration) copyContent {
+	out := copyContent{
+		Data:        map[string][]byte{KeyCA: data[KeyCA], KeyCert: data[KeyCert], KeyKey: data[KeyKey]},
+		Annotations: map[string]string{AnnotationSource: source, AnnotationRevision: accepted.Revision},
+	}
+	if prev == nil {
+		out.NewRevision = true
+		return out
+	}
+	old := prev.secret
+	if prev.revision() == accepted.Revision {
+		// Same content (the Secret was renamed, or only its other keys changed): the
+		// rollout state stays.
+		maps.Copy(out.Annotations, pick(old.Annotations, AnnotationReloadAfter, AnnotationRolledOut))
+		if p := old.Data[KeyPreviousCA]; len(p) > 0 {
+			out.Data[KeyPreviousCA] = p
+		}
+		return out
+	}
+	out.NewRevision = true
+	if p := previousCAs(old, prev.rolledOut(), data[KeyCA]); len(p) > 0 {
+		out.Data[KeyPreviousCA] = p
+	}
+	if !leafProves(prev, accepted) {
+		out.Annotations[AnnotationReloadAfter] = formatTime(ceilSecond(now.Add(delay)))
+	}
+	return out
+}
+
+// leafProves reports whether a member showing the leaf of next has surely loaded all of
+// next's files. valkey-server reads tls.crt before ca.crt, and the kubelet swaps a
+// volume's files at once, so a member that loaded a new leaf loaded the ca.crt beside it
+// too. That holds when the leaf is new and every member was seen serving the previous
+// revision (so no member still runs an older revision that had the same leaf).
+func leafProves(prev *served, next *Certificate) bool {
+	return prev.cert != nil && prev.cert.Fingerprint != next.Fingerprint && prev.rolledOut()
+}
+
+// ceilSecond rounds t up to a whole second, so the annotation (which has no fraction)
+// never names a time before t.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
+}
+
+// previousCAs are the CAs members may still trust or serve certificates of: the old
+// ca.crt and, when its rollout was not complete, the CAs before it.
+func previousCAs(old *corev1.Secret, rolledOut bool, newCA []byte) []byte {
+	var b []byte
+	if !bytes.Equal(old.Data[KeyCA], newCA) {
+		b = append(b, old.Data[KeyCA]...)
+	}
+	if !rolledOut {
+		b = append(b, old.Data[KeyPreviousCA]...)
+	}
+	return b
+}
+
+func pick(m map[string]string, keys ...string) map[string]string {
+	out := map[string]string{}
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// publish writes the accepted certificate into the copy when its content differs, and
+// reports whether the revision to serve changed.
+func (r *Reconciler) publish(ctx context.Context, s *scope) error {
+	want := nextCopy(s.served, s.outcome.Verdict.Cert, s.source.Data, s.source.Name, s.now, r.delay())
+	if s.served != nil && copyUpToDate(s.served.secret, want) {
+		return nil
+	}
+	sec, err := r.writeCopy(ctx, s.vc, s.served, want)
+	if err != nil {
+		return err
+	}
+	if want.NewRevision {
+		r.announce(ctx, s)
+	}
+	s.served = &served{secret: sec, cert: s.outcome.Verdict.Cert}
+	if t, err := time.Parse(time.RFC3339, want.Annotations[AnnotationReloadAfter]); err == nil {
+		s.served.reloadAfter = t
+	}
+	return nil
+}
+
+// copyUpToDate reports whether the copy already holds want.
+func copyUpToDate(s *corev1.Secret, want copyContent) bool {
+	if len(s.Data) != len(want.Data) {
+		return false
+	}
+	for k, v := range want.Data {
+		if !bytes.Equal(s.Data[k], v) {
+			return false
+		}
+	}
+	for k, v := range want.Annotations {
+		if s.Annotations[k] != v {
+			return false
+		}
+	}
+	for _, k := range []string{AnnotationReloadAfter, AnnotationRolledOut} {
+		if _, ok := want.Annotations[k]; !ok && s.Annotations[k] != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// writeCopy creates or updates the copy with want, labelled as the cluster's and
+// controlled by it (deleted with it).
+func (r *Reconciler) writeCopy(ctx context.Context, vc *v1alpha1.ValkeyCluster, prev *served, want copyContent) (*corev1.Secret, error) {
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: vc.Namespace, Name: v1alpha1.TLSSecretName(vc.Name)},
+		Type: corev1.SecretTypeTLS}
+	if prev != nil {
+		sec = prev.secret.DeepCopy()
+	}
+	if sec.Labels == nil {
+		sec.Labels = map[string]string{}
+	}
+	maps.Copy(sec.Labels, v1alpha1.ClusterLabels(vc.Name))
+	if sec.Annotations == nil {
+		sec.Annotations = map[string]string{}
+	}
+	delete(sec.Annotations, AnnotationReloadAfter)
+	delete(sec.Annotations, AnnotationRolledOut)
+	maps.Copy(sec.Annotations, want.Annotations)
+	sec.Data = want.Data
+	if err := controllerutil.SetControllerReference(vc, sec, r.Scheme); err != nil {
+		return nil, fmt.Errorf("own Secret %s: %w", sec.Name, err)
+	}
+	if prev == nil {
+		if err := r.Client.Create(ctx, sec); err != nil {
+			return nil, fmt.Errorf("create Secret %s: %w", sec.Name, err)
+		}
+		return sec, nil
+	}
+	if err := r.Client.Update(ctx, sec); err != nil {
+		return nil, fmt.Errorf("update Secret %s: %w", sec.Name, err)
+	}
+	return sec, nil
+}
+
+// announce logs and records a newly accepted certificate, and warns when the CA changes
+// without a transition: the new CAs do not trust the certificate members served until
+// now, or the old CAs do not trust the new one.
+func (r *Reconciler) announce(ctx context.Context, s *scope) {
+	c := s.outcome.Verdict.Cert
+	log.FromContext(ctx).Info("certificate accepted", "secret", s.source.Name, "revision", c.Revision,
+		"fingerprint", c.Fingerprint, "notAfter", formatTime(c.Leaf.NotAfter))
+	r.Recorder.Eventf(s.vc, nil, corev1.EventTypeNormal, "CertificateAccepted", "Accept",
+		"certificate from Secret %s accepted (revision %s, fingerprint %s, expires %s); Secret %s updated, members reload it live",
+		s.source.Name, c.Revision, c.Fingerprint, formatTime(c.Leaf.NotAfter), v1alpha1.TLSSecretName(s.vc.Name))
+	if s.served == nil || s.served.cert == nil {
+		return
+	}
+	old := s.served.cert
+	if trusts(c.Roots, old, s.now) && trusts(old.Roots, c, s.now) {
+		return
+	}
+	log.FromContext(ctx).Info("the CA changed without a transition bundle", "secret", s.source.Name, "revision", c.Revision)
+	r.Recorder.Eventf(s.vc, nil, corev1.EventTypeWarning, "CAChangedWithoutBundle", "Accept",
+		"the new ca.crt and the previous one do not trust each other's certificate: until every member serves revision %s, "+
+			"new cluster bus and replication links between members that reloaded and members that did not are refused (existing links stay up); "+
+			"change a CA in steps with both CAs in ca.crt", c.Revision)
+}
+
+// trusts reports whether roots verify c's chain (any usage) at now.
+func trusts(roots []*x509.Certificate, c *Certificate, now time.Time) bool {
+	_, err := c.Leaf.Verify(x509.VerifyOptions{Roots: certPool(roots), Intermediates: certPool(c.Intermediates),
+		CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	return err == nil
+}
+
+// markRolledOut records on the copy that every member serves its revision, and forgets
+// the CAs of earlier revisions.
+func (r *Reconciler) markRolledOut(ctx context.Context, s *scope) error {
+	sec := s.served.secret.DeepCopy()
+	sec.Annotations[AnnotationRolledOut] = s.served.revision()
+	delete(sec.Annotations, AnnotationReloadAfter)
+	delete(sec.Data, KeyPreviousCA)
+	if err := r.Client.Update(ctx, sec); err != nil {
+		return fmt.Errorf("record rollout on Secret %s: %w", sec.Name, err)
+	}
+	s.served.secret = sec
+	s.served.reloadAfter = time.Time{}
+	return nil
+}

@@ -1,0 +1,205 @@
+package certs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/status"
+)
+
+// FieldManager is the field manager of everything this controller writes.
+const FieldManager = "tls-controller"
+
+// clusterStatus holds the ValkeyCluster status fields this controller owns.
+type clusterStatus struct {
+	TLS        *v1alpha1.TLSStatus `json:"tls,omitempty"`
+	Conditions []metav1.Condition  `json:"conditions,omitempty"`
+}
+
+// nodeStatus holds the ValkeyNode status fields this controller owns.
+type nodeStatus struct {
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// checkOutcome is what the pass learnt about the user's certificate Secret.
+type checkOutcome struct {
+	// Source is the Secret spec.tls.certificate.secretName names.
+	Source string
+	// Missing: the Secret does not exist.
+	Missing bool
+	// Conflict, when set, says why the operator cannot keep its copy.
+	Conflict string
+	// Verdict of the checks (when the Secret exists and there is no conflict).
+	Verdict Verdict
+}
+
+// ReadyCondition computes TLSReady (pure). current is the certificate members serve (the
+// operator's copy), nil when none was accepted yet.
+func ReadyCondition(o checkOutcome, current *Certificate, gen int64) metav1.Condition {
+	var reason, msg string
+	switch {
+	case o.Conflict != "":
+		reason, msg = v1alpha1.ReasonSecretNameConflict, o.Conflict
+	case o.Missing:
+		reason, msg = v1alpha1.ReasonSecretMissing, fmt.Sprintf("Secret %s does not exist", o.Source)
+	case o.Verdict.Refusal != nil:
+		reason, msg = o.Verdict.Refusal.Reason, fmt.Sprintf("Secret %s is refused: %s", o.Source, o.Verdict.Refusal.Message)
+	default:
+		return acceptedCondition(o, gen)
+	}
+	return conditions.New(v1alpha1.ConditionTLSReady, false, reason, msg+"; "+fallback(current), gen)
+}
+
+// acceptedCondition is TLSReady for a certificate that passed every check; missing
+// client names make it a warning (reason NamesMissing), not a refusal.
+func acceptedCondition(o checkOutcome, gen int64) metav1.Condition {
+	c := o.Verdict.Cert
+	msg := fmt.Sprintf("the certificate of Secret %s (fingerprint %s, expires %s) passed every check",
+		o.Source, c.Fingerprint, formatTime(c.Leaf.NotAfter))
+	if len(o.Verdict.MissingNames) == 0 {
+		return conditions.New(v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonCertificateValid, msg, gen)
+	}
+	msg += fmt.Sprintf("; warning: it does not cover %s, so clients that check the host name cannot use these names",
+		joinWords(o.Verdict.MissingNames))
+	return conditions.New(v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonNamesMissing, msg, gen)
+}
+
+// fallback says what members use while the Secret is refused.
+func fallback(current *Certificate) string {
+	if current == nil {
+		return "no certificate was accepted before, so members cannot start until this is fixed"
+	}
+	return fmt.Sprintf("members keep serving the certificate accepted before (fingerprint %s)", current.Fingerprint)
+}
+
+// AppliedCondition computes TLSApplied of a member (pure). res is the member's result,
+// nil when there is no accepted certificate yet.
+func AppliedCondition(res *memberResult, revision, fingerprint string, gen int64) metav1.Condition {
+	switch {
+	case res == nil:
+		return conditions.Unknown(v1alpha1.ConditionTLSApplied, v1alpha1.ReasonCertificatePending, "no certificate has been accepted yet", gen)
+	case res.Served:
+		return conditions.New(v1alpha1.ConditionTLSApplied, true, v1alpha1.ReasonCertificateServed,
+			fmt.Sprintf("the server serves certificate revision %s (fingerprint %s)", revision, fingerprint), gen)
+	}
+	return conditions.New(v1alpha1.ConditionTLSApplied, false, v1alpha1.ReasonCertificatePending,
+		fmt.Sprintf("certificate revision %s is not served yet: %s", revision, res.Message), gen)
+}
+
+// tlsStatus describes the certificate members serve (the operator's copy) for
+// status.tls; nil when there is none.
+func tlsStatus(s *served, names []string) *v1alpha1.TLSStatus {
+	if s == nil || s.cert == nil {
+		return nil
+	}
+	return &v1alpha1.TLSStatus{
+		SecretName:   s.secret.Annotations[AnnotationSource],
+		Revision:     s.revision(),
+		Fingerprint:  s.cert.Fingerprint,
+		NotAfter:     metav1.NewTime(s.cert.Leaf.NotAfter.UTC()),
+		MissingNames: MissingNames(s.cert.Leaf, names),
+	}
+}
+
+// report writes TLSReady, CertificateExpiring and status.tls on the cluster and
+// TLSApplied on each member, with the events of what changed.
+func (r *Reconciler) report(ctx context.Context, s *scope) error {
+	vc := s.vc
+	ready := ReadyCondition(s.outcome, s.servedCert(), vc.Generation)
+	expiring := r.expiringCondition(s)
+	r.clusterEvents(vc, ready, expiring)
+	var errs []error
+	if err := r.writeClusterStatus(ctx, vc, tlsStatus(s.served, s.names), ready, expiring); err != nil {
+		errs = append(errs, err)
+	}
+	for i := range s.nodes {
+		if err := r.reportNode(ctx, s, &s.nodes[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// expiringCondition computes CertificateExpiring for the served certificate, Unknown
+// when none was accepted, and keeps the time of its next change in the scope.
+func (r *Reconciler) expiringCondition(s *scope) metav1.Condition {
+	cert := s.servedCert()
+	if cert == nil {
+		return conditions.Unknown(v1alpha1.ConditionCertificateExpiring, v1alpha1.ReasonUnknown, "no certificate has been accepted yet", s.vc.Generation)
+	}
+	c, next := ExpiringCondition(cert.Leaf.NotAfter, s.now, r.expiryWarning(), s.vc.Generation)
+	s.requeue(next)
+	return c
+}
+
+// clusterEvents records a refusal and an expiry warning when they are new.
+func (r *Reconciler) clusterEvents(vc *v1alpha1.ValkeyCluster, ready, expiring metav1.Condition) {
+	if old := conditions.Get(vc.Status.Conditions, ready.Type); ready.Status == metav1.ConditionFalse && (old == nil || old.Message != ready.Message) {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ready.Reason, "Check", "%s", ready.Message)
+	}
+	if old := conditions.Get(vc.Status.Conditions, expiring.Type); expiring.Status == metav1.ConditionTrue && (old == nil || old.Reason != expiring.Reason) {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, "CertificateExpiring", "Check", "%s", expiring.Message)
+	}
+}
+
+// reportNode writes TLSApplied of one member, with an event when a reload made it serve
+// the revision or when the server refused a reload.
+func (r *Reconciler) reportNode(ctx context.Context, s *scope, vn *v1alpha1.ValkeyNode) error {
+	var cond metav1.Condition
+	res, ok := s.results[vn.Name]
+	if s.servedCert() == nil || !ok {
+		cond = AppliedCondition(nil, "", "", vn.Generation)
+	} else {
+		cond = AppliedCondition(&res, s.served.revision(), s.served.cert.Fingerprint, vn.Generation)
+	}
+	old := conditions.Get(vn.Status.Conditions, cond.Type)
+	if old == nil || old.Status != cond.Status || old.Message != cond.Message {
+		switch {
+		case res.Served && res.Reloaded:
+			r.Recorder.Eventf(vn, nil, corev1.EventTypeNormal, "CertificateReloaded", "Reload",
+				"the server reloaded its certificate live and serves revision %s", s.served.revision())
+		case res.RefusedByServer != "":
+			r.Recorder.Eventf(vn, nil, corev1.EventTypeWarning, "ReloadRefused", "Reload",
+				"the server refused to reload its certificate files and keeps the certificate it had: %s", res.RefusedByServer)
+		}
+	}
+	return r.writeNodeStatus(ctx, vn, cond)
+}
+
+// writeClusterStatus applies the owned status of the cluster when it changed.
+func (r *Reconciler) writeClusterStatus(ctx context.Context, vc *v1alpha1.ValkeyCluster, tls *v1alpha1.TLSStatus, conds ...metav1.Condition) error {
+	types := make([]string, 0, len(conds))
+	for _, c := range conds {
+		types = append(types, c.Type)
+	}
+	before := clusterStatus{TLS: vc.Status.TLS, Conditions: conditions.Owned(vc.Status.Conditions, types...)}
+	after := clusterStatus{TLS: tls, Conditions: conditions.Resolve(vc.Status.Conditions, r.now(), conds...)}
+	if !conditions.Changed(before.Conditions, after.Conditions) && status.Equal(before.TLS, after.TLS) {
+		return nil
+	}
+	return status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), after)
+}
+
+// writeNodeStatus applies TLSApplied on a member when it changed.
+func (r *Reconciler) writeNodeStatus(ctx context.Context, vn *v1alpha1.ValkeyNode, cond metav1.Condition) error {
+	before := conditions.Owned(vn.Status.Conditions, cond.Type)
+	after := conditions.Resolve(vn.Status.Conditions, r.now(), cond)
+	if !conditions.Changed(before, after) {
+		return nil
+	}
+	return status.Apply(ctx, r.Client, FieldManager, vn, v1alpha1.GroupVersion.WithKind("ValkeyNode"), nodeStatus{Conditions: after})
+}
+
+// ownedClusterConditions are the condition types this controller writes on a cluster.
+var ownedClusterConditions = []string{v1alpha1.ConditionTLSReady, v1alpha1.ConditionCertificateExpiring}
+
+// hasOwnedStatus reports whether a cluster carries anything this controller writes.
+func hasOwnedStatus(vc *v1alpha1.ValkeyCluster) bool {
+	return vc.Status.TLS != nil || len(conditions.Owned(vc.Status.Conditions, ownedClusterConditions...)) > 0
+}

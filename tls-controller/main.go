@@ -1,0 +1,47 @@
+// Command tls-controller keeps the certificates of every ValkeyCluster with TLS: it
+// checks the user's certificate Secret, copies it once it passes into the Secret the
+// pods mount ({cluster}-tls-accepted), reloads it live on every member, and warns before it
+// expires.
+package main
+
+import (
+	"context"
+	"flag"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
+	"github.com/valkey-operator/valkey-operator/tls-controller/internal/certs"
+)
+
+const name = "tls-controller"
+
+func main() {
+	r := &certs.Reconciler{}
+	operator.Main(operator.Component{
+		Name: name,
+		AddFlags: func(fs *flag.FlagSet) {
+			fs.DurationVar(&r.ExpiryWarning, "expiry-warning", certs.DefaultExpiryWarning,
+				"how long before its end a certificate is reported by the CertificateExpiring condition and a Warning event")
+			fs.DurationVar(&r.PropagationDelay, "secret-propagation-delay", certs.DefaultPropagationDelay,
+				"how long mounted copies of a Secret may lag behind it (kubelet sync); when only ca.crt changes, members are reloaded once this has passed")
+			fs.DurationVar(&r.Resync, "resync-period", certs.DefaultResync, "how often a settled cluster's members are checked again")
+			fs.StringVar(&r.ClusterDomain, "cluster-domain", certs.DefaultClusterDomain, "DNS domain of the Kubernetes cluster, for the client names a certificate should cover")
+		},
+		// This component reads users' certificate Secrets: its cache holds every Secret
+		// of the watched namespaces, without managed fields.
+		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: cache.TransformStripManagedFields()}},
+		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
+			r.Client = mgr.GetClient()
+			r.Scheme = mgr.GetScheme()
+			r.Recorder = mgr.GetEventRecorder(name)
+			r.Pool = &valkeyconn.Pool{DialTimeout: time.Second}
+			return r.SetupWithManager(ctx, mgr, f.MaxConcurrentReconciles)
+		},
+	})
+}
