@@ -88,7 +88,7 @@ unit: tools ## Unit and integration tests of every module (real Valkey servers a
 
 ##@ Local Kubernetes
 
-$(LOCALKUBE): $(shell find e2e -name '*.go' -not -path '*/tests/*' 2>/dev/null) e2e/go.mod
+$(LOCALKUBE): $(shell find e2e/localkube e2e/cmd/localkube -name '*.go' -not -name '*_test.go' 2>/dev/null) e2e/go.mod
 	@mkdir -p $(BIN)
 	cd e2e && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
 

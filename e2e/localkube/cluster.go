@@ -317,13 +317,13 @@ func nodeCgroups() []string {
 	return out
 }
 
-// clusterPids lists every process of the cluster: anything run from its binaries, any
-// process naming its run folder, and anything inside a node's namespace.
+// clusterPids lists every process of the cluster: any process naming the cache in its
+// arguments, and anything inside a node's namespace. Neither the executable's path nor
+// argv[0] counts: other programs run the same cached binaries (the modules' integration
+// tests start envtest's etcd and kube-apiserver from BinDir), and they are not ours to
+// stop.
 func (c Config) clusterPids() []int {
 	set := map[int]bool{}
-	for _, p := range pidsWithExeUnder(c.BinDir()) {
-		set[p] = true
-	}
 	// Our daemons and their helpers name the cache in their arguments; matching only known
 	// executables keeps a shell that merely mentions the folder out of it.
 	for _, p := range pidsWithArg(c.CacheDir) {

@@ -175,22 +175,28 @@ func (c Config) stopNode(n Node, children []*exec.Cmd, logf func(string, ...any)
 // killCgroupTree kills every process in the cgroup subtree root of every hierarchy.
 func killCgroupTree(root string) {
 	for _, h := range cgroupHierarchies() {
-		var pids []int
-		_ = filepath.WalkDir(filepath.Join(h, root), func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
-				return nil
-			}
-			b, _ := os.ReadFile(p)
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					pids = append(pids, pid)
-				}
-			}
-			return nil
-		})
+		pids := cgroupTreePids(filepath.Join(h, root))
 		for _, p := range pids {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 		waitGone(pids, 5*time.Second)
 	}
+}
+
+// cgroupTreePids lists the processes in a cgroup folder and below it.
+func cgroupTreePids(dir string) []int {
+	var pids []int
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return nil
+	})
+	return pids
 }

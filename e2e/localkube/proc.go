@@ -191,25 +191,22 @@ func pidsInNetns(name string) []int {
 	return pidsWhere(func(pid int) bool { return nsInode(fmt.Sprintf("/proc/%d/ns/net", pid)) == want })
 }
 
-// pidsWithExeUnder lists processes whose executable lives under dir.
-func pidsWithExeUnder(dir string) []int {
-	return pidsWhere(func(pid int) bool {
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		return err == nil && strings.HasPrefix(exe, dir+string(os.PathSeparator))
-	})
-}
-
 // exeOf returns the executable path of a process, or "".
 func exeOf(pid int) string {
 	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 	return exe
 }
 
-// pidsWithArg lists processes with an argument containing s.
+// pidsWithArg lists processes with an argument (after argv[0], the program itself)
+// containing s.
 func pidsWithArg(s string) []int {
 	return pidsWhere(func(pid int) bool {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		return err == nil && bytes.Contains(b, []byte(s))
+		if err != nil {
+			return false
+		}
+		_, args, _ := bytes.Cut(b, []byte{0})
+		return bytes.Contains(args, []byte(s))
 	})
 }
 

@@ -24,14 +24,18 @@ var clusterProcessNames = map[string]bool{
 // WriteSnapshot prints the host state a local cluster touches: its processes, mounts,
 // network namespaces, links, routes, firewall rules, cgroups and the sysctls kubelet sets.
 // `diff` of a snapshot taken before local-up and one after local-down must be empty.
-func WriteSnapshot(ctx context.Context, w io.Writer) error {
+func WriteSnapshot(ctx context.Context, c Config, w io.Writer) error {
+	c, err := c.WithDefaults()
+	if err != nil {
+		return err
+	}
 	section := func(name string, lines []string) {
 		fmt.Fprintf(w, "## %s\n", name)
 		for _, l := range lines {
 			fmt.Fprintln(w, l)
 		}
 	}
-	section("processes", clusterProcesses())
+	section("processes", c.clusterProcesses())
 	section("mounts", hostMounts())
 	netns, _ := os.ReadDir("/run/netns")
 	var ns []string
@@ -87,14 +91,24 @@ func stableLines(out string) []string {
 	return lines
 }
 
-func clusterProcesses() []string {
+// clusterProcesses lists the executables of the cluster's processes: those clusterPids
+// finds and any left in a node's cgroup. Other processes running the same programs (an
+// envtest kube-apiserver, a valkey-server of a unit test) are not the cluster's.
+func (c Config) clusterProcesses() []string {
+	pids := c.clusterPids()
+	for _, cg := range nodeCgroups() {
+		for _, h := range cgroupHierarchies() {
+			pids = append(pids, cgroupTreePids(filepath.Join(h, cg))...)
+		}
+	}
+	seen := map[int]bool{}
 	var out []string
-	for _, pid := range pidsWhere(func(int) bool { return true }) {
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if err != nil {
+	for _, pid := range pids {
+		if seen[pid] {
 			continue
 		}
-		if clusterProcessNames[filepath.Base(exe)] {
+		seen[pid] = true
+		if exe := exeOf(pid); exe != "" {
 			out = append(out, exe)
 		}
 	}

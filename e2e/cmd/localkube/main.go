@@ -73,7 +73,7 @@ func run(args []string) error {
 	case "load":
 		return localkube.LoadImages(ctx, cfg, fs.Args())
 	case "snapshot":
-		return localkube.WriteSnapshot(ctx, os.Stdout)
+		return localkube.WriteSnapshot(ctx, cfg, os.Stdout)
 	case "node-run":
 		// The node runner must not stop on our signal context: it handles SIGTERM itself.
 		stop()

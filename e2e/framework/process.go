@@ -1,0 +1,112 @@
+package framework
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// SignalContainer sends sig to the main process of a container, from the host.
+//
+// Why from the host: a container's main process is PID 1 of the pod's PID namespace, and
+// the kernel drops a signal sent to a namespace's init from inside that namespace unless
+// the process installed a handler for it, so `kubectl exec ... -- kill -KILL 1` does
+// nothing. The host is in an ancestor PID namespace, from which SIGKILL always reaches
+// it. The process is found in /proc by the container ID in its cgroup path and by being
+// PID 1 of its innermost namespace; this works when the test runs on the machine whose
+// kernel runs the containers (the local provider, and kind on the local Docker daemon).
+// It returns the host PID that was signalled.
+func SignalContainer(pod *corev1.Pod, container string, sig syscall.Signal) (int, error) {
+	id, err := ContainerID(pod, container)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := findContainerInit("/proc", id)
+	if err != nil {
+		return 0, err
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		return 0, fmt.Errorf("signal %s to pid %d (container %s of %s): %w", sig, pid, container, pod.Name, err)
+	}
+	return pid, nil
+}
+
+// ContainerID returns the runtime's ID of a running container of the pod (without the
+// "containerd://" prefix).
+func ContainerID(pod *corev1.Pod, container string) (string, error) {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name != container {
+			continue
+		}
+		if cs.State.Running == nil || cs.ContainerID == "" {
+			return "", fmt.Errorf("container %s of pod %s is not running: %s", container, pod.Name, DescribePod(pod))
+		}
+		_, id, ok := strings.Cut(cs.ContainerID, "://")
+		if !ok || id == "" {
+			return "", fmt.Errorf("container %s of pod %s: unexpected ID %q", container, pod.Name, cs.ContainerID)
+		}
+		return id, nil
+	}
+	return "", fmt.Errorf("pod %s has no container %s", pod.Name, container)
+}
+
+// findContainerInit finds under procRoot the process whose cgroup path names the
+// container ID and which is PID 1 of its innermost PID namespace.
+func findContainerInit(procRoot, id string) (int, error) {
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", procRoot, err)
+	}
+	var found []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		dir := filepath.Join(procRoot, e.Name())
+		cg, err := os.ReadFile(filepath.Join(dir, "cgroup"))
+		if err != nil || !strings.Contains(string(cg), id) {
+			continue
+		}
+		if innermostPID(filepath.Join(dir, "status")) == 1 {
+			found = append(found, pid)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return 0, fmt.Errorf("no process of container %s in %s (does this machine run the container?)", id, procRoot)
+	case 1:
+		return found[0], nil
+	}
+	return 0, fmt.Errorf("container %s: several init processes %v", id, found)
+}
+
+// innermostPID returns the last PID of the NSpid line of a /proc/<pid>/status file: the
+// process's PID in its own PID namespace (0 when unreadable).
+func innermostPID(statusFile string) int {
+	f, err := os.Open(statusFile)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "NSpid:")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(rest)
+		if len(fields) == 0 {
+			return 0
+		}
+		n, _ := strconv.Atoi(fields[len(fields)-1])
+		return n
+	}
+	return 0
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs the e2e suites (e2e/tests/<suite>/, build tag e2e) and prints each one's duration.
+#
+#   hack/e2e.sh            every suite
+#   hack/e2e.sh SUITE      one suite (the folder name, which is also its suite= label)
+#   hack/e2e.sh ci         the suites that fit CI
+#
+# E2E_PROVIDER=local|kind chooses the cluster (see e2e/framework/doc.go for the other
+# variables); E2E_TIMEOUT is go test's timeout per suite (default 20m); E2E_ARGS are
+# passed to the suites after -args (e.g. E2E_ARGS='--feature=drain').
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TESTS="$ROOT/e2e/tests"
+CI_SUITES=(localkube)
+TIMEOUT=${E2E_TIMEOUT:-20m}
+export LOCALKUBE_CACHE=${LOCALKUBE_CACHE:-$ROOT/.cache}
+
+all_suites() {
+	local d
+	for d in "$TESTS"/*/; do
+		compgen -G "$d*_test.go" >/dev/null && basename "$d"
+	done
+}
+
+case "${1:-}" in
+"") mapfile -t SUITES < <(all_suites) ;;
+ci) SUITES=("${CI_SUITES[@]}") ;;
+*)
+	[[ -d "$TESTS/$1" ]] || { echo "e2e: no suite $1 (have: $(all_suites | xargs))" >&2; exit 2; }
+	SUITES=("$1")
+	;;
+esac
+
+# Suites that run no operator: they need the cluster's binaries and the Valkey and
+# toolbox images, but not freshly built operator binaries (which may not build while
+# the controllers are being worked on).
+NO_OPERATOR_SUITES=(localkube)
+
+needs_operator() {
+	local s n
+	for s in "${SUITES[@]}"; do
+		for n in "${NO_OPERATOR_SUITES[@]}"; do [[ $s == "$n" ]] && continue 2; done
+		return 0
+	done
+	return 1
+}
+
+# The binaries of the local cluster (kind needs only the localkube program, which
+# builds the images) and the images both providers load. Warm, this only checks the
+# caches (and imports the images into a running local cluster).
+echo "e2e: checking binaries and images"
+if [[ ${E2E_PROVIDER:-local} == local ]]; then
+	make -s -C "$ROOT" local-build
+else
+	make -s -C "$ROOT" "$ROOT/bin/localkube"
+fi
+if needs_operator; then
+	make -s -C "$ROOT" images
+else
+	op=()
+	[[ -d "$ROOT/bin/operator" ]] && op=(--operator-binaries "$ROOT/bin/operator")
+	"$ROOT/bin/localkube" images "${op[@]}"
+fi
+
+declare -a RESULTS
+failed=0
+for s in "${SUITES[@]}"; do
+	echo "e2e: suite $s"
+	start=$(date +%s%N)
+	args=()
+	[[ -n "${E2E_ARGS:-}" ]] && read -r -a args <<<"-args $E2E_ARGS"
+	if (cd "$ROOT/e2e" && GOWORK=off go test -tags e2e -count=1 -v -timeout "$TIMEOUT" "./tests/$s/..." "${args[@]}"); then
+		result=ok
+	else
+		result=FAIL
+		failed=1
+	fi
+	ms=$((($(date +%s%N) - start) / 1000000))
+	RESULTS+=("$(printf '%-20s %-7s %5d.%d s' "$s" "$result" $((ms / 1000)) $((ms % 1000 / 100)))")
+done
+
+echo
+echo "e2e: suite                result  duration"
+for r in "${RESULTS[@]}"; do echo "e2e: $r"; done
+exit "$failed"
