@@ -17,6 +17,7 @@ require (
 	github.com/google/go-containerregistry v0.22.1
 	github.com/redis/rueidis v1.0.79
 	github.com/valkey-operator/valkey-operator/api v0.0.0-00010101000000-000000000000
+	github.com/valkey-operator/valkey-operator/valkey v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2

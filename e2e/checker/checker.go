@@ -1,0 +1,267 @@
+// Package checker is the write-checker of the e2e suites and benchmarks: it writes
+// sequenced keys into a Valkey cluster from one writer per shard while the operator rolls,
+// scales or heals it, then reads every acknowledged key back. It reports acknowledged
+// writes lost (the number a planned operation must keep at zero) and, per writer, the
+// longest time without a successful write (what a client sees of a failover).
+package checker
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// Options configure a Checker.
+type Options struct {
+	// Addrs are seed addresses of the cluster ("ip:6379").
+	Addrs []string
+	// Username and Password authenticate (a user allowed SET, GET, MGET and CLUSTER SHARDS).
+	Username, Password string
+	// TLS, when set, is used for every connection.
+	TLS *tls.Config
+	// Interval between two writes of one writer (default 5 ms).
+	Interval time.Duration
+	// Prefix of the keys (default "chk").
+	Prefix string
+	// Timeout of each write (default 2 s).
+	Timeout time.Duration
+}
+
+// Report is what a run observed.
+type Report struct {
+	// Writes attempted, and Acked (answered OK).
+	Writes, Acked int
+	// Errors are the writes that failed; a failed write is not expected to survive.
+	Errors int
+	// Lost counts acknowledged writes that cannot be read back.
+	Lost int
+	// LostKeys lists up to ten of them.
+	LostKeys []string
+	// LongestGap maps each writer (its hash tag and the slot it writes) to the longest
+	// time between two successful writes.
+	LongestGap map[string]time.Duration
+}
+
+// MaxGap is the longest gap of any writer.
+func (r Report) MaxGap() time.Duration {
+	var m time.Duration
+	for _, g := range r.LongestGap {
+		m = max(m, g)
+	}
+	return m
+}
+
+// String prints the report on one line per writer.
+func (r Report) String() string {
+	s := fmt.Sprintf("writes %d, acknowledged %d, failed %d, acknowledged but lost %d", r.Writes, r.Acked, r.Errors, r.Lost)
+	names := make([]string, 0, len(r.LongestGap))
+	for n := range r.LongestGap {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s += fmt.Sprintf("\n  writer %s: longest gap %s", n, r.LongestGap[n].Round(time.Millisecond))
+	}
+	return s
+}
+
+// Checker writes until Stop.
+type Checker struct {
+	o       Options
+	client  rueidis.Client
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	writers []*writer
+}
+
+type writer struct {
+	tag    string
+	slot   int
+	mu     sync.Mutex
+	acked  []int64
+	writes int
+	errs   int
+	last   time.Time
+	gap    time.Duration
+}
+
+// Start connects and starts one writer per shard the cluster has now.
+func Start(ctx context.Context, o Options) (*Checker, error) {
+	if o.Interval == 0 {
+		o.Interval = 5 * time.Millisecond
+	}
+	if o.Prefix == "" {
+		o.Prefix = "chk"
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 2 * time.Second
+	}
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLS,
+		DisableCache: true, ConnWriteTimeout: o.Timeout, Dialer: dialer(),
+		ShuffleInit: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect the write-checker: %w", err)
+	}
+	slots, err := shardSlots(ctx, c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	ch := &Checker{o: o, client: c, cancel: cancel}
+	for i, slot := range slots {
+		w := &writer{tag: tagFor(slot, i), slot: slot}
+		ch.writers = append(ch.writers, w)
+		ch.wg.Add(1)
+		go func() {
+			defer ch.wg.Done()
+			ch.run(wctx, w)
+		}()
+	}
+	return ch, nil
+}
+
+// shardSlots returns the first slot of each shard's first range.
+func shardSlots(ctx context.Context, c rueidis.Client) ([]int, error) {
+	v, err := c.Do(ctx, c.B().Arbitrary("CLUSTER", "SHARDS").Build()).ToAny()
+	if err != nil {
+		return nil, fmt.Errorf("cluster shards: %w", err)
+	}
+	shards, err := valkey.ParseClusterShards(v)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, s := range shards {
+		if len(s.Slots) > 0 {
+			out = append(out, s.Slots[0].Start)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("the cluster serves no slots")
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// tagFor finds a hash tag whose keys hash to slot.
+func tagFor(slot, seed int) string {
+	for i := seed * 100000; ; i++ {
+		tag := "w" + strconv.Itoa(i)
+		if valkey.KeySlot("{"+tag+"}") == slot {
+			return tag
+		}
+	}
+}
+
+func (c *Checker) key(w *writer, seq int64) string {
+	return fmt.Sprintf("%s:{%s}:%d", c.o.Prefix, w.tag, seq)
+}
+
+func (c *Checker) run(ctx context.Context, w *writer) {
+	w.last = time.Now()
+	tick := time.NewTicker(c.o.Interval)
+	defer tick.Stop()
+	for seq := int64(1); ; seq++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		wctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+		err := c.client.Do(wctx, c.client.B().Set().Key(c.key(w, seq)).Value(strconv.FormatInt(seq, 10)).Build()).Error()
+		cancel()
+		now := time.Now()
+		w.mu.Lock()
+		w.writes++
+		if err != nil {
+			if ctx.Err() == nil {
+				w.errs++
+			}
+		} else {
+			w.acked = append(w.acked, seq)
+			w.gap = max(w.gap, now.Sub(w.last))
+			w.last = now
+		}
+		w.mu.Unlock()
+	}
+}
+
+// Stop stops the writers and reads every acknowledged key back.
+func (c *Checker) Stop(ctx context.Context) (Report, error) {
+	c.cancel()
+	c.wg.Wait()
+	defer c.client.Close()
+	r := Report{LongestGap: map[string]time.Duration{}}
+	for _, w := range c.writers {
+		r.Writes += w.writes
+		r.Errors += w.errs
+		r.Acked += len(w.acked)
+		r.LongestGap[fmt.Sprintf("%s (slot %d)", w.tag, w.slot)] = w.gap
+		lost, err := c.verify(ctx, w)
+		if err != nil {
+			return r, err
+		}
+		r.Lost += len(lost)
+		for _, k := range lost {
+			if len(r.LostKeys) < 10 {
+				r.LostKeys = append(r.LostKeys, k)
+			}
+		}
+	}
+	return r, nil
+}
+
+// verify reads a writer's acknowledged keys in batches (one slot, so MGET is allowed).
+func (c *Checker) verify(ctx context.Context, w *writer) ([]string, error) {
+	var lost []string
+	for i := 0; i < len(w.acked); i += 500 {
+		batch := w.acked[i:min(i+500, len(w.acked))]
+		keys := make([]string, len(batch))
+		for j, seq := range batch {
+			keys[j] = c.key(w, seq)
+		}
+		var vals []rueidis.RedisMessage
+		err := retry(ctx, func(ctx context.Context) error {
+			var err error
+			vals, err = c.client.Do(ctx, c.client.B().Mget().Key(keys...).Build()).ToArray()
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read back %d keys of writer %s: %w", len(keys), w.tag, err)
+		}
+		for j, v := range vals {
+			s, err := v.ToString()
+			if err != nil || s != strconv.FormatInt(batch[j], 10) {
+				lost = append(lost, keys[j])
+			}
+		}
+	}
+	return lost, nil
+}
+
+// retry runs f until it succeeds or 30 s pass: the read-back may start while the cluster
+// still settles after the operation under test.
+func retry(ctx context.Context, f func(context.Context) error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(cctx)
+		cancel()
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,175 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/e2e/checker"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// TestUser is the ACL user the suites add to their clusters to write and read data.
+const TestUser = "e2e"
+
+// NewValkeyCluster returns a cluster in namespace ns with the suites' test user, for the
+// caller to adjust before Create.
+func NewValkeyCluster(ns, name string, shards, replicas int32) *v1alpha1.ValkeyCluster {
+	return &v1alpha1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.ValkeyClusterSpec{
+			Shards:           shards,
+			ReplicasPerShard: &replicas,
+			Users:            []v1alpha1.UserSpec{{Name: TestUser, NoPass: true, Permissions: "+@all ~* &*"}},
+		},
+	}
+}
+
+// ClusterReady is a WaitFor condition: Ready=True for the current generation.
+func ClusterReady(vc *v1alpha1.ValkeyCluster) (bool, string) {
+	c := meta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ConditionReady)
+	if c == nil {
+		return false, "no Ready condition yet"
+	}
+	done := c.Status == metav1.ConditionTrue && c.ObservedGeneration == vc.Generation && vc.Status.ObservedGeneration == vc.Generation
+	return done, fmt.Sprintf("Ready=%s %s: %s (state %s, %d ready shards)", c.Status, c.Reason, c.Message, vc.Status.State, vc.Status.ReadyShards)
+}
+
+// ConditionIs is a WaitFor condition on any condition type, status and (optional) reason.
+func ConditionIs(typ string, status metav1.ConditionStatus, reason string) func(*v1alpha1.ValkeyCluster) (bool, string) {
+	return func(vc *v1alpha1.ValkeyCluster) (bool, string) {
+		c := meta.FindStatusCondition(vc.Status.Conditions, typ)
+		if c == nil {
+			return false, "no " + typ + " condition yet"
+		}
+		ok := c.Status == status && (reason == "" || c.Reason == reason)
+		return ok, fmt.Sprintf("%s=%s %s: %s", typ, c.Status, c.Reason, c.Message)
+	}
+}
+
+// WaitClusterReady waits until vc is Ready for its current generation and returns it.
+func (k *Cluster) WaitClusterReady(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	if err := WaitFor(ctx, k.Client, vc, timeout, "cluster "+vc.Name+" Ready", ClusterReady); err != nil {
+		t.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// Members lists the ValkeyNodes of a cluster that are not being deleted, by shard.
+func (k *Cluster) Members(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster) []v1alpha1.ValkeyNode {
+	t.Helper()
+	var list v1alpha1.ValkeyNodeList
+	if err := k.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelInstance: vc.Name}); err != nil {
+		t.Fatal(err)
+	}
+	var out []v1alpha1.ValkeyNode
+	for _, n := range list.Items {
+		if n.DeletionTimestamp.IsZero() {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Spec.ShardIndex != out[j].Spec.ShardIndex {
+			return out[i].Spec.ShardIndex < out[j].Spec.ShardIndex
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Pods lists the Valkey pods of a cluster.
+func (k *Cluster) Pods(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	if err := k.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelInstance: vc.Name, v1alpha1.LabelName: v1alpha1.AppName}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// PodUIDs maps each pod name of the cluster to its UID (to prove no pod was restarted).
+func (k *Cluster) PodUIDs(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range k.Pods(ctx, t, vc) {
+		out[p.Name] = string(p.UID)
+	}
+	return out
+}
+
+// MemberAddrs returns "podIP:6379" of every member with an IP.
+func (k *Cluster) MemberAddrs(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster) []string {
+	t.Helper()
+	var out []string
+	for _, m := range k.Members(ctx, t, vc) {
+		if m.Status.PodIP != "" {
+			out = append(out, m.Status.PodIP+":6379")
+		}
+	}
+	return out
+}
+
+// Admin returns a connection to one member as the operator's own user (read from the
+// system users Secret), to look at what the servers report.
+func (k *Cluster) Admin(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, addr string) *valkey.Client {
+	t.Helper()
+	var s corev1.Secret
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: v1alpha1.SystemUsersSecretName(vc.Name)}, &s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := valkey.Dial(ctx, valkey.Options{Addr: addr, Username: v1alpha1.UserOperator, Password: string(s.Data[v1alpha1.UserOperator])})
+	if err != nil {
+		t.Fatalf("connect to %s: %v", addr, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// StartChecker starts the write-checker on a cluster as the test user.
+func (k *Cluster) StartChecker(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster) *checker.Checker {
+	t.Helper()
+	ch, err := checker.Start(ctx, checker.Options{Addrs: k.MemberAddrs(ctx, t, vc), Username: TestUser, Password: "any"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// Events returns the events of the namespace whose reason is one of reasons.
+func (k *Cluster) Events(ctx context.Context, t testing.TB, ns string, reasons ...string) []eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := k.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		for _, r := range reasons {
+			if e.Reason == r {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// DescribeEvents prints events one per line.
+func DescribeEvents(evs []eventsv1.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		fmt.Fprintf(&b, "%s %s: %s\n", e.Type, e.Reason, e.Note)
+	}
+	return b.String()
+}
