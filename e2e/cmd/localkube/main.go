@@ -26,6 +26,7 @@ import (
 )
 
 func main() {
+	closeInheritedOnExec()
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "localkube:", err)
 		os.Exit(1)
@@ -114,4 +115,19 @@ func link(ctx context.Context, cfg localkube.Config, args []string) error {
 		return fmt.Errorf("node index %q: %w", args[0], err)
 	}
 	return cfg.SetLink(ctx, n, args[1] == "up")
+}
+
+// closeInheritedOnExec keeps the descriptors this program inherited (a lock a wrapper
+// holds, a pipe of a test harness) out of the daemons it starts: they outlive the caller,
+// and would hold the lock or the pipe open for as long as the cluster runs.
+func closeInheritedOnExec() {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
