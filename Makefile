@@ -28,7 +28,7 @@ E2E_PROVIDER ?= local
 ##@ First steps
 
 .PHONY: demo
-demo: images local-up ## Bring up the local Kubernetes (if none), install the operator, create a sample cluster, wait for Ready, print it
+demo: ## Bring up the local Kubernetes (if none), install the operator, create a sample cluster, wait for Ready, print it
 	hack/demo.sh
 
 .PHONY: test

@@ -35,14 +35,19 @@ func NewValkeyCluster(ns, name string, shards, replicas int32) *v1alpha1.ValkeyC
 	}
 }
 
-// ClusterReady is a WaitFor condition: Ready=True for the current generation.
+// ClusterReady is a WaitFor condition: the cluster serves (Ready=True) and its current
+// generation is fully applied (Progressing=False), as a user waiting for a change to
+// finish would check.
 func ClusterReady(vc *v1alpha1.ValkeyCluster) (bool, string) {
 	c := meta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ConditionReady)
-	if c == nil {
-		return false, "no Ready condition yet"
+	p := meta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ConditionProgressing)
+	if c == nil || p == nil {
+		return false, "no Ready or Progressing condition yet"
 	}
-	done := c.Status == metav1.ConditionTrue && c.ObservedGeneration == vc.Generation && vc.Status.ObservedGeneration == vc.Generation
-	return done, fmt.Sprintf("Ready=%s %s: %s (state %s, %d ready shards)", c.Status, c.Reason, c.Message, vc.Status.State, vc.Status.ReadyShards)
+	done := c.Status == metav1.ConditionTrue && p.Status == metav1.ConditionFalse &&
+		p.ObservedGeneration == vc.Generation && vc.Status.ObservedGeneration == vc.Generation
+	return done, fmt.Sprintf("Ready=%s %s: %s; Progressing=%s %s: %s (state %s, %d ready shards)",
+		c.Status, c.Reason, c.Message, p.Status, p.Reason, p.Message, vc.Status.State, vc.Status.ReadyShards)
 }
 
 // ConditionIs is a WaitFor condition on any condition type, status and (optional) reason.
@@ -172,4 +177,29 @@ func DescribeEvents(evs []eventsv1.Event) string {
 		fmt.Fprintf(&b, "%s %s: %s\n", e.Type, e.Reason, e.Note)
 	}
 	return b.String()
+}
+
+// AnyAdmin connects as the operator's user to the first member that answers.
+func (k *Cluster) AnyAdmin(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*valkey.Client, error) {
+	var s corev1.Secret
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: v1alpha1.SystemUsersSecretName(vc.Name)}, &s); err != nil {
+		return nil, err
+	}
+	var list v1alpha1.ValkeyNodeList
+	if err := k.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelInstance: vc.Name}); err != nil {
+		return nil, err
+	}
+	var errs []string
+	for _, m := range list.Items {
+		if m.Status.PodIP == "" {
+			continue
+		}
+		c, err := valkey.Dial(ctx, valkey.Options{Addr: m.Status.PodIP + ":6379", Username: v1alpha1.UserOperator,
+			Password: string(s.Data[v1alpha1.UserOperator]), DialTimeout: 500 * time.Millisecond})
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	return nil, fmt.Errorf("no member answers: %s", strings.Join(errs, "; "))
 }

@@ -125,10 +125,16 @@ func meetPending(a, m *member) bool {
 	return false
 }
 
-// candidate is the member that is (or is to become) the primary of shard sh.
+// candidate is the member that is (or is to become) the primary of shard sh. A shard in
+// failover has none: its replica holds the data and must become the primary (by Valkey's
+// vote or the operator's takeover); no other member may be chosen over it, least of all
+// an empty one that came back in place of the lost primary.
 func (s *scope) candidate(sh int32) *member {
 	if p := s.topo.primaryOf(sh); p != nil {
 		return p
+	}
+	if s.topo.inFailover(sh) {
+		return nil
 	}
 	for _, m := range s.active(sh) {
 		if m.reachable {

@@ -157,7 +157,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if s.ready() {
+	if s.applied() {
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
 	}
 	return ctrl.Result{RequeueAfter: requeueWait}, nil

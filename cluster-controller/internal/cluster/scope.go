@@ -107,10 +107,17 @@ func (s *scope) active(sh int32) []*member {
 	return out
 }
 
-// ready reports whether the cluster is as the spec asks and healthy.
+// ready reports whether the cluster serves every slot with the redundancy the spec asks:
+// every shard of the spec has its primary and replicasPerShard replicas in sync, every
+// member agrees the cluster is ok. A roll or a live change in flight does not make a
+// serving cluster unready; Progressing says the spec is not fully applied yet.
 func (s *scope) ready() bool {
-	return s.step.reason == "" && s.shardsReady() == s.shards() && s.topo.coveredSlots() == slotCount &&
-		!s.topo.openSlots() && s.topo.formed() && s.allStateOK() && s.membersUpToDate()
+	return s.shardsReady() == s.shards() && s.topo.coveredSlots() == slotCount && s.topo.formed() && s.allStateOK()
+}
+
+// applied reports whether the spec is fully applied: ready, and nothing in flight.
+func (s *scope) applied() bool {
+	return s.ready() && s.step.reason == "" && !s.topo.openSlots() && s.membersUpToDate()
 }
 
 // membersUpToDate reports whether every member belongs to a shard of the spec, runs the
@@ -155,7 +162,7 @@ func (s *scope) shardReady(sh int32) bool {
 			syncedReplicas++
 		}
 	}
-	return syncedReplicas >= s.replicas() && int32(len(s.active(sh))) == 1+s.replicas()
+	return syncedReplicas >= s.replicas()
 }
 
 func (s *scope) shardsReady() int32 {

@@ -91,13 +91,14 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	}
 	st.Shards = shardStatuses(s)
 	st.ReadyShards = s.shardsReady()
-	ready := s.mayAct() && s.credErr == nil && runErr == nil && s.ready()
+	ready := s.credErr == nil && s.ready()
+	applied := ready && s.mayAct() && runErr == nil && s.applied()
 	degraded := degradedCondition(s, gen)
 
 	progressing := conditions.New(v1alpha1.ConditionProgressing, false, v1alpha1.ReasonReconciled, "the cluster is as the spec asks", gen)
 	readyCond := conditions.New(v1alpha1.ConditionReady, true, v1alpha1.ReasonClusterReady,
 		fmt.Sprintf("%d shards with %d replicas each serve all %d slots", s.shards(), s.replicas(), slotCount), gen)
-	if !ready {
+	if !applied {
 		reason, msg := s.step.reason, s.step.message
 		switch {
 		case !s.guard.Valid():
@@ -111,7 +112,9 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 		case reason == "":
 			reason, msg = v1alpha1.ReasonWaitingForSync, fmt.Sprintf("%d of %d shards ready", st.ReadyShards, s.shards())
 		}
-		readyCond = conditions.New(v1alpha1.ConditionReady, false, reason, msg, gen)
+		if !ready {
+			readyCond = conditions.New(v1alpha1.ConditionReady, false, reason, msg, gen)
+		}
 		if s.mayAct() {
 			progressing = conditions.New(v1alpha1.ConditionProgressing, true, reason, msg, gen)
 		} else {
@@ -122,7 +125,7 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 		readyCond, progressing, degraded, formedCondition(s, gen), slotsCondition(s, gen),
 		graceCondition(vc, gen), unschedulableCondition(s, gen), s.guard.Condition,
 	}
-	st.State = clusterState(s, ready, degraded)
+	st.State = clusterState(s, applied, degraded)
 	return st
 }
 

@@ -144,6 +144,20 @@ func (t *topology) primaryOf(s int32) *member {
 	return nil
 }
 
+// inFailover reports whether a reachable member of shard sh replicates a primary that is
+// not a reachable member: the primary is gone and the replica is the shard's data.
+func (t *topology) inFailover(sh int32) bool {
+	for _, m := range t.shards[sh] {
+		if !m.reachable || !m.self.Replica || m.self.PrimaryID == "" {
+			continue
+		}
+		if p := t.byID(m.self.PrimaryID); p == nil || !p.reachable {
+			return true
+		}
+	}
+	return false
+}
+
 // ownedSlots returns the slots each node ID serves, by consensus of the reachable members'
 // views: an owner's own report wins; owners that did not answer are taken from the view
 // of the member with the highest epoch for them.

@@ -196,3 +196,27 @@ func TestEvenSlots(t *testing.T) {
 		t.Errorf("shard 0 of 3 = %s", got)
 	}
 }
+
+// TestShardInFailoverHasNoCandidate: the primary of shard 0 died and its pod came back
+// empty under the same member with a new node ID; the replica still follows the old ID.
+// The empty member must not become the candidate, or the replica (the data) would be
+// told to replicate it.
+func TestShardInFailoverHasNoCandidate(t *testing.T) {
+	fms := threeByOne()
+	fms[0].id = "A-NEW" // a's pod came back empty
+	fms[0].slots = ""
+	dead := valkey.ClusterNode{ID: "A", IP: "10.0.0.1", Port: 6379, Primary: true, PFail: true}
+	rs, _ := valkey.ParseRanges("0-5461")
+	dead.Slots = rs
+	topo := build(t, fms, dead)
+	if !topo.inFailover(0) {
+		t.Fatal("shard 0 is in failover")
+	}
+	s := &scope{vc: cluster(nil), topo: topo}
+	if c := s.candidate(0); c != nil {
+		t.Fatalf("candidate of a shard in failover = %s, want none", c.name())
+	}
+	if c := s.candidate(1); c == nil || c.name() != "b" {
+		t.Fatalf("candidate of shard 1 = %v", c)
+	}
+}
