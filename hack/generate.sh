@@ -45,3 +45,6 @@ for c in cluster-controller node-controller acl-controller tls-controller webhoo
   } > "$out"
 done
 gofmt -w api
+
+# The API reference, from the CRDs just generated.
+(cd e2e && GOWORK=off go run ./cmd/apidocs -crds ../config/crd -out ../docs/api.md)
