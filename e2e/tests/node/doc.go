@@ -6,7 +6,10 @@
 // restart, a refused value is reported, a non-live change waits for spec.revision, a
 // bare pod that dies stays dead, and data survives a pod only on a claim.
 //
-// Until the Helm chart installs the operator, the suite runs the node-controller binary
-// as a process on this machine (the host reaches pod IPs); see operator_test.go. Its
-// tests carry the build tag e2e; run it with `make e2e SUITE=node`.
+// The operator is installed with the project's chart, and the features write their
+// ValkeyNodes as the cluster-controller's service account (the webhook admits no one
+// else). With E2E_NODE_OPERATOR=process the suite instead runs the node-controller of
+// this checkout as a process on this machine, which needs no image build (see
+// operator_test.go). Its tests carry the build tag e2e; run it with
+// `make e2e SUITE=node`.
 package node

@@ -56,9 +56,11 @@ func scheme(t *testing.T) *runtime.Scheme {
 
 // fixture is what every feature of the suite works with.
 type fixture struct {
-	k  *framework.Cluster
-	c  client.Client
-	ns string
+	k *framework.Cluster
+	// c reads and writes with the admin's rights; nodes writes ValkeyNodes as the
+	// cluster-controller would.
+	c, nodes client.Client
+	ns       string
 	// passwords of the system users, as the acl-controller would generate them.
 	passwords     map[string]string
 	valkeyImage   string // image of Valkey 8.0
@@ -68,13 +70,13 @@ type fixture struct {
 type fixtureKey struct{}
 
 // setUp is the first setup step of every feature: the system users' Secrets of the
-// cluster (the acl-controller does not exist yet) and a node-controller for the
-// feature's namespace.
+// cluster (written by hand: without a ValkeyCluster the acl-controller writes none) and
+// a node-controller for the feature's namespace.
 func setUp(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 	k := framework.ClusterFrom(ctx, t)
 	c, err := client.New(k.REST, client.Options{Scheme: scheme(t)})
 	must(t, err, "client")
-	f := &fixture{k: k, c: c, ns: framework.Namespace(ctx), passwords: map[string]string{}}
+	f := &fixture{k: k, c: c, nodes: theOperator.Writer(t, k), ns: framework.Namespace(ctx), passwords: map[string]string{}}
 	img, err := k.ValkeyImage(8, 0)
 	must(t, err, "Valkey 8.0 image")
 	f.valkeyImage = img.Ref
@@ -157,7 +159,7 @@ func (f *fixture) newNode(name string, workload v1alpha1.WorkloadType, mutate ..
 // create creates the node.
 func (f *fixture) create(ctx context.Context, t *testing.T, vn *v1alpha1.ValkeyNode) {
 	t.Helper()
-	must(t, f.c.Create(ctx, vn), "create ValkeyNode "+vn.Name)
+	must(t, f.nodes.Create(ctx, vn), "create ValkeyNode "+vn.Name)
 }
 
 // update changes a node's spec, retrying on conflicts.
@@ -169,7 +171,7 @@ func (f *fixture) update(ctx context.Context, t *testing.T, name string, mutate 
 			return false, "", err
 		}
 		mutate(&vn)
-		if err := f.c.Update(ctx, &vn); err != nil {
+		if err := f.nodes.Update(ctx, &vn); err != nil {
 			return false, "", err
 		}
 		return true, "", nil
@@ -340,7 +342,25 @@ func (f *fixture) checkServer(ctx context.Context, t *testing.T, name string, po
 	if err := framework.Ping(ctx, framework.PodAddr(pod), ioTimeout); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 		t.Errorf("an anonymous PING was not refused: %v", err)
 	}
+	checkLiveness(ctx, t, f.k, pod)
 	waitExporterUp(ctx, t, pod)
+}
+
+// checkLiveness runs the server's liveness probe command in the container, as the
+// kubelet does: it must pass (it reads the exporter's password from its file).
+func checkLiveness(ctx context.Context, t *testing.T, k *framework.Cluster, pod *corev1.Pod) {
+	t.Helper()
+	for _, c := range pod.Spec.Containers {
+		if c.Name != "server" {
+			continue
+		}
+		if c.LivenessProbe == nil || c.LivenessProbe.Exec == nil {
+			t.Fatalf("the server has no exec liveness probe: %+v", c.LivenessProbe)
+		}
+		if out, err := k.Exec(ctx, pod.Namespace, pod.Name, "server", c.LivenessProbe.Exec.Command...); err != nil {
+			t.Errorf("the liveness probe fails: %v: %s", err, out)
+		}
+	}
 }
 
 // waitReplaced waits until the node runs a pod other than old, Ready, and returns it.

@@ -14,19 +14,62 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/e2e-framework/pkg/env"
+
 	"github.com/valkey-operator/valkey-operator/e2e/framework"
 )
 
-// operator runs the node-controller for the features of this suite. Until the Helm
-// chart exists it is processOperator; a chart-installing implementation can replace it
-// without touching the features, which only call Start.
+// operator is how the suite gets a node-controller to act on its features' nodes.
 type operator interface {
+	// Setup is the environment step that installs the operator (nil: none).
+	Setup() env.Func
 	// Start makes the node-controller act on namespace ns until stop is called.
 	Start(ctx context.Context, t *testing.T, k *framework.Cluster, ns string) (stop func())
+	// Writer is the client the features create and change ValkeyNodes with, as the
+	// cluster-controller would.
+	Writer(t *testing.T, k *framework.Cluster) client.Client
 }
 
-// theOperator is the implementation the features use.
-var theOperator operator = &processOperator{}
+// chooseOperator reads E2E_NODE_OPERATOR: "chart" (default) installs the operator with
+// the project's chart, as every suite does; "process" runs the node-controller of this
+// checkout as a process per feature, for working on the controller without building
+// images (on a cluster where the chart is not installed).
+func chooseOperator(getenv func(string) string) (operator, error) {
+	switch v := getenv("E2E_NODE_OPERATOR"); v {
+	case "", "chart":
+		return chartOperator{}, nil
+	case "process":
+		return &processOperator{}, nil
+	default:
+		return nil, fmt.Errorf("E2E_NODE_OPERATOR=%q: want chart or process", v)
+	}
+}
+
+// chartOperator is the operator installed by the chart (all its components, in
+// framework.OperatorNamespace). Its webhook admits ValkeyNode writes only from the
+// operator's service accounts, so the features write nodes as the cluster-controller's.
+type chartOperator struct{}
+
+// Setup installs or upgrades the chart.
+func (chartOperator) Setup() env.Func { return framework.InstallOperator() }
+
+// Start has nothing to start: the installed node-controller watches every namespace.
+func (chartOperator) Start(context.Context, *testing.T, *framework.Cluster, string) func() {
+	return func() {}
+}
+
+// Writer impersonates the cluster-controller's service account.
+func (chartOperator) Writer(t *testing.T, k *framework.Cluster) client.Client {
+	t.Helper()
+	rc := rest.CopyConfig(k.REST)
+	rc.Impersonate = rest.ImpersonationConfig{UserName: fmt.Sprintf("system:serviceaccount:%s:%s",
+		framework.OperatorNamespace, framework.OperatorDeployment("cluster-controller"))}
+	c, err := client.New(rc, client.Options{Scheme: scheme(t)})
+	must(t, err, "impersonating client")
+	return c
+}
 
 // processOperator builds the node-controller binary of this checkout once, applies
 // the CRDs, and runs one controller process per feature on this machine, with the
@@ -36,6 +79,17 @@ type processOperator struct {
 	once sync.Once
 	bin  string
 	err  error
+}
+
+// Setup installs nothing: the CRDs are applied when the first feature starts.
+func (o *processOperator) Setup() env.Func { return nil }
+
+// Writer is the admin client (no webhook runs without the chart).
+func (o *processOperator) Writer(t *testing.T, k *framework.Cluster) client.Client {
+	t.Helper()
+	c, err := client.New(k.REST, client.Options{Scheme: scheme(t)})
+	must(t, err, "client")
+	return c
 }
 
 // prepare builds the binary and installs the CRDs, once per suite.

@@ -1,0 +1,457 @@
+package node
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/utils/ptr"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/api/validation"
+)
+
+// Names, ports and paths of the pods the controller builds.
+const (
+	// ServerContainer runs valkey-server.
+	ServerContainer = validation.ServerContainerName
+	// ExporterContainer runs redis_exporter. It is a native sidecar (an init container
+	// with restartPolicy Always): it starts before the server and is stopped when the
+	// server exits, so a pod whose server died ends (phase Failed) instead of running on
+	// with only its exporter.
+	ExporterContainer = validation.ExporterContainerName
+
+	ClientPort  = 6379
+	BusPort     = 16379
+	MetricsPort = 9121
+
+	// EtcDir holds everything the server reads: valkey.conf, the aclfile, the system
+	// users' files and the TLS files, projected from one ConfigMap and up to three
+	// Secrets into one read-only volume.
+	EtcDir               = "/etc/valkey"
+	ConfigPath           = EtcDir + "/valkey.conf"
+	ACLPath              = EtcDir + "/acl/" + v1alpha1.ACLFileKey
+	PrimaryAuthPath      = EtcDir + "/system/" + v1alpha1.PrimaryAuthKey
+	ExporterPasswordPath = EtcDir + "/system/" + v1alpha1.UserExporter
+	TLSDir               = EtcDir + "/tls"
+	// DataDir is the server's working directory: nodes.conf, RDB and AOF files.
+	DataDir = "/data"
+	// ClusterConfigFile is the server's nodes.conf, relative to DataDir.
+	ClusterConfigFile = "nodes.conf"
+
+	volumeEtc  = "etc"
+	volumeData = "data"
+	volumeTmp  = "tmp"
+
+	// ComponentServer is the value of LabelComponent on the server's objects.
+	ComponentServer = "server"
+
+	// valkeyID is the user and group the Valkey images run as.
+	valkeyID int64 = 999
+	// DefaultGracePeriodSeconds is used when the spec has none (the Kubernetes default).
+	DefaultGracePeriodSeconds int64 = 30
+)
+
+// Annotations the controller writes.
+const (
+	// AnnotationRevision (on the workload) is the spec.revision the workload was built
+	// or last confirmed for.
+	AnnotationRevision = "valkey.io/revision"
+	// AnnotationTemplateHash (on the workload and in the pod template) is the hash of the
+	// pod template the controller built, without this annotation.
+	AnnotationTemplateHash = "valkey.io/pod-template-hash"
+	// AnnotationConfigHash (in the pod template) is the hash of the part of valkey.conf
+	// that only a restart changes, so a change of it changes the template.
+	AnnotationConfigHash = "valkey.io/config-hash"
+	// AnnotationConfig (on the ConfigMap) is the user configuration, as JSON, that the
+	// ConfigMap's valkey.conf was rendered from: what the server runs with.
+	AnnotationConfig = "valkey.io/config"
+	// annotationDefaultContainer makes kubectl logs and exec pick the server.
+	annotationDefaultContainer = "kubectl.kubernetes.io/default-container"
+)
+
+// podLabels are the labels of a node's pod (and of its other objects): its shard's
+// labels, its node name and the component. The role label is not among them: it
+// changes with failovers and is patched onto the live pod, never into a template.
+func podLabels(vn *v1alpha1.ValkeyNode) map[string]string {
+	l := v1alpha1.ShardLabels(vn.Spec.ClusterName, vn.Spec.ShardIndex)
+	l[v1alpha1.LabelNode] = vn.Name
+	l[v1alpha1.LabelComponent] = ComponentServer
+	return l
+}
+
+// selectorLabels select the pod of one node (the immutable workload selector).
+func selectorLabels(vn *v1alpha1.ValkeyNode) map[string]string {
+	return map[string]string{
+		v1alpha1.LabelName:     v1alpha1.AppName,
+		v1alpha1.LabelInstance: vn.Spec.ClusterName,
+		v1alpha1.LabelNode:     vn.Name,
+	}
+}
+
+// buildPodTemplate builds the pod of a node from its spec. configHash identifies the
+// non-live part of its valkey.conf. The result carries AnnotationTemplateHash, the hash
+// of everything else in it; the same inputs always give the same template.
+func buildPodTemplate(vn *v1alpha1.ValkeyNode, configHash string) (corev1.PodTemplateSpec, error) {
+	spec, err := patchContainers(basePodSpec(vn), vn.Spec.Containers, vn.Spec.Exporter.IsEnabled())
+	if err != nil {
+		return corev1.PodTemplateSpec{}, err
+	}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels: podLabels(vn),
+			Annotations: map[string]string{
+				AnnotationConfigHash:       configHash,
+				annotationDefaultContainer: ServerContainer,
+			},
+		},
+		Spec: spec,
+	}
+	hash, err := hashJSON(tmpl)
+	if err != nil {
+		return corev1.PodTemplateSpec{}, fmt.Errorf("hash pod template: %w", err)
+	}
+	tmpl.Annotations[AnnotationTemplateHash] = hash
+	return tmpl, nil
+}
+
+// basePodSpec is the pod before the user's container patches.
+func basePodSpec(vn *v1alpha1.ValkeyNode) corev1.PodSpec {
+	s := vn.Spec
+	spec := corev1.PodSpec{
+		Containers:                    []corev1.Container{serverContainer(vn)},
+		Volumes:                       volumes(vn),
+		ImagePullSecrets:              append([]corev1.LocalObjectReference(nil), s.ImagePullSecrets...),
+		TerminationGracePeriodSeconds: ptr.To(gracePeriod(vn)),
+		RestartPolicy:                 restartPolicy(s.WorkloadType),
+		SecurityContext:               podSecurityContext(),
+		// Valkey never talks to the API server, and Service links would only add
+		// variables to every container's environment.
+		AutomountServiceAccountToken: ptr.To(false),
+		EnableServiceLinks:           ptr.To(false),
+	}
+	if s.Exporter.IsEnabled() {
+		spec.InitContainers = []corev1.Container{exporterContainer(vn)}
+	}
+	applyScheduling(&spec, vn)
+	return spec
+}
+
+// gracePeriod is spec.terminationGracePeriodSeconds, or the Kubernetes default.
+func gracePeriod(vn *v1alpha1.ValkeyNode) int64 {
+	if p := vn.Spec.TerminationGracePeriodSeconds; p != nil && *p > 0 {
+		return *p
+	}
+	return DefaultGracePeriodSeconds
+}
+
+// restartPolicy is Never for bare pods (a dead server is evidence, and the
+// cluster-controller replaces the member) and Always under a workload controller.
+func restartPolicy(t v1alpha1.WorkloadType) corev1.RestartPolicy {
+	if t == v1alpha1.WorkloadPod {
+		return corev1.RestartPolicyNever
+	}
+	return corev1.RestartPolicyAlways
+}
+
+// serverContainer runs valkey-server with the rendered config, announcing the pod IP.
+func serverContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
+	return corev1.Container{
+		Name:    ServerContainer,
+		Image:   vn.Spec.Image,
+		Command: []string{"valkey-server", ConfigPath, "--cluster-announce-ip", "$(POD_IP)"},
+		Env: []corev1.EnvVar{{
+			Name:      "POD_IP",
+			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}},
+		}},
+		Ports: []corev1.ContainerPort{
+			{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
+			{Name: "bus", ContainerPort: BusPort, Protocol: corev1.ProtocolTCP},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: volumeEtc, MountPath: EtcDir, ReadOnly: true},
+			{Name: volumeData, MountPath: DataDir},
+			{Name: volumeTmp, MountPath: "/tmp"},
+		},
+		Resources:       *vn.Spec.Resources.DeepCopy(),
+		LivenessProbe:   livenessProbe(vn),
+		SecurityContext: containerSecurityContext(),
+	}
+}
+
+// Timing of the liveness probe: a server that has not answered for about 30 s is hung.
+const (
+	probeInitialDelay = 10
+	probePeriod       = 10
+	probeTimeout      = 5
+	probeFailures     = 3
+)
+
+// livenessProbe turns a hung server into a dead container. Without TLS it is an
+// authenticated PING as the exporter's user, whose password is read from the projected
+// file into the environment of valkey-cli (REDISCLI_AUTH for 8.0, VALKEYCLI_AUTH for
+// later versions), never onto a command line. A server that is loading its dataset
+// answers LOADING and counts as alive. With TLS the plain port is closed and the
+// certificate names Services, not localhost, so the probe only opens the TLS port.
+// There is no readiness probe: cluster clients find members through the cluster
+// protocol, not through Service endpoints.
+func livenessProbe(vn *v1alpha1.ValkeyNode) *corev1.Probe {
+	p := &corev1.Probe{
+		InitialDelaySeconds: probeInitialDelay,
+		PeriodSeconds:       probePeriod,
+		TimeoutSeconds:      probeTimeout,
+		FailureThreshold:    probeFailures,
+		SuccessThreshold:    1,
+	}
+	if vn.Spec.TLSSecretName != "" {
+		p.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(ClientPort)}
+		return p
+	}
+	p.Exec = &corev1.ExecAction{Command: []string{"sh", "-c", pingScript(vn.Spec.SystemUsersSecretName != "")}}
+	return p
+}
+
+// pingScript is the shell line of the liveness probe.
+func pingScript(auth bool) string {
+	cli := fmt.Sprintf("valkey-cli -h 127.0.0.1 -p %d", ClientPort)
+	if auth {
+		cli = fmt.Sprintf(`export REDISCLI_AUTH="$(cat %s)" VALKEYCLI_AUTH="$(cat %s)"; %s --user %s`,
+			ExporterPasswordPath, ExporterPasswordPath, cli, v1alpha1.UserExporter)
+	}
+	return cli + ` PING | grep -qE '^(PONG|LOADING)'`
+}
+
+// exporterContainer runs redis_exporter against the server over the pod's loopback
+// interface, as the exporter's user. With TLS it speaks TLS without checking the
+// server's name: the certificate names the cluster's Services, not localhost, and the
+// connection never leaves the pod's network namespace.
+func exporterContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
+	scheme := "redis"
+	if vn.Spec.TLSSecretName != "" {
+		scheme = "rediss"
+	}
+	env := []corev1.EnvVar{
+		{Name: "REDIS_ADDR", Value: fmt.Sprintf("%s://localhost:%d", scheme, ClientPort)},
+	}
+	if name := vn.Spec.SystemUsersSecretName; name != "" {
+		env = append(env,
+			corev1.EnvVar{Name: "REDIS_USER", Value: v1alpha1.UserExporter},
+			corev1.EnvVar{Name: "REDIS_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: v1alpha1.UserExporter,
+			}}})
+	}
+	if vn.Spec.TLSSecretName != "" {
+		env = append(env, corev1.EnvVar{Name: "REDIS_EXPORTER_SKIP_TLS_VERIFICATION", Value: "true"})
+	}
+	return corev1.Container{
+		Name:            ExporterContainer,
+		Image:           vn.Spec.Exporter.ImageOrDefault(),
+		Env:             env,
+		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
+		Resources:       *vn.Spec.Exporter.Resources.DeepCopy(),
+		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways),
+		SecurityContext: containerSecurityContext(),
+	}
+}
+
+// podSecurityContext runs every container as the Valkey images' user, with the
+// runtime's default seccomp profile; volumes are group-owned by that user.
+func podSecurityContext() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:        ptr.To(true),
+		RunAsUser:           ptr.To(valkeyID),
+		RunAsGroup:          ptr.To(valkeyID),
+		FSGroup:             ptr.To(valkeyID),
+		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// containerSecurityContext is the restricted profile of every container the
+// controller builds.
+func containerSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To(valkeyID),
+		RunAsGroup:               ptr.To(valkeyID),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// volumes are the projected configuration, the data directory and /tmp.
+func volumes(vn *v1alpha1.ValkeyNode) []corev1.Volume {
+	data := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	if usesClaim(vn) {
+		data = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName(vn)}}
+	}
+	return []corev1.Volume{
+		{Name: volumeEtc, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources:     projections(vn),
+			DefaultMode: ptr.To[int32](0o440),
+		}}},
+		{Name: volumeData, VolumeSource: data},
+		{Name: volumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+}
+
+// projections put the config, the aclfile, the two system users' files the pod needs
+// (the replication include and the exporter's password, not the operator's password)
+// and the TLS files under EtcDir. Projected files follow their sources, so ACL LOAD
+// and certificate reloads see new content without a restart.
+func projections(vn *v1alpha1.ValkeyNode) []corev1.VolumeProjection {
+	s := vn.Spec
+	out := []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: vn.Name},
+		Items:                []corev1.KeyToPath{{Key: ConfigKey, Path: relPath(ConfigPath)}},
+	}}}
+	if s.ACLSecretName != "" {
+		out = append(out, secretProjection(s.ACLSecretName, v1alpha1.ACLFileKey, relPath(ACLPath)))
+	}
+	if s.SystemUsersSecretName != "" {
+		out = append(out, secretProjection(s.SystemUsersSecretName,
+			v1alpha1.PrimaryAuthKey, relPath(PrimaryAuthPath),
+			v1alpha1.UserExporter, relPath(ExporterPasswordPath)))
+	}
+	if s.TLSSecretName != "" {
+		out = append(out, secretProjection(s.TLSSecretName,
+			"ca.crt", relPath(TLSDir+"/ca.crt"), "tls.crt", relPath(TLSDir+"/tls.crt"), "tls.key", relPath(TLSDir+"/tls.key")))
+	}
+	return out
+}
+
+// secretProjection projects keys of a Secret; keyPaths alternates key and path.
+func secretProjection(name string, keyPaths ...string) corev1.VolumeProjection {
+	items := make([]corev1.KeyToPath, 0, len(keyPaths)/2)
+	for i := 0; i+1 < len(keyPaths); i += 2 {
+		items = append(items, corev1.KeyToPath{Key: keyPaths[i], Path: keyPaths[i+1]})
+	}
+	return corev1.VolumeProjection{Secret: &corev1.SecretProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items,
+	}}
+}
+
+// relPath is a path under EtcDir, relative to it.
+func relPath(p string) string { return strings.TrimPrefix(p, EtcDir+"/") }
+
+// applyScheduling passes the scheduling settings through, makes topology spread
+// constraints shard-aware, and keeps a shard's members apart by default.
+func applyScheduling(spec *corev1.PodSpec, vn *v1alpha1.ValkeyNode) {
+	shard := v1alpha1.ShardLabels(vn.Spec.ClusterName, vn.Spec.ShardIndex)
+	var affinity *corev1.Affinity
+	if s := vn.Spec.Scheduling; s != nil {
+		spec.Tolerations = append([]corev1.Toleration(nil), s.Tolerations...)
+		if len(s.NodeSelector) > 0 {
+			spec.NodeSelector = maps.Clone(s.NodeSelector)
+		}
+		spec.PriorityClassName = s.PriorityClassName
+		spec.TopologySpreadConstraints = shardSpread(s.TopologySpreadConstraints, shard)
+		affinity = s.Affinity.DeepCopy()
+	}
+	if affinity == nil {
+		affinity = &corev1.Affinity{}
+	}
+	if affinity.PodAntiAffinity == nil {
+		affinity.PodAntiAffinity = shardAntiAffinity(shard)
+	}
+	spec.Affinity = affinity
+}
+
+// shardSpread scopes each constraint to the pods of the node's shard.
+func shardSpread(in []corev1.TopologySpreadConstraint, shard map[string]string) []corev1.TopologySpreadConstraint {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.TopologySpreadConstraint, 0, len(in))
+	for _, c := range in {
+		c = *c.DeepCopy()
+		c.LabelSelector = &metav1.LabelSelector{MatchLabels: maps.Clone(shard)}
+		out = append(out, c)
+	}
+	return out
+}
+
+// shardAntiAffinity prefers Kubernetes nodes that run no other member of the shard.
+func shardAntiAffinity(shard map[string]string) *corev1.PodAntiAffinity {
+	return &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
+		Weight: 100,
+		PodAffinityTerm: corev1.PodAffinityTerm{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(shard)},
+			TopologyKey:   corev1.LabelHostname,
+		},
+	}}}
+}
+
+// patchContainers applies the user's container patches as a strategic merge patch of
+// the pod spec: entries named like a container of the pod are merged into it by name
+// (the exporter, a native sidecar, among the init containers), any other entry is
+// appended. A patch of the exporter is dropped when the exporter is disabled: there is
+// nothing to merge it into.
+func patchContainers(spec corev1.PodSpec, patches []corev1.Container, exporter bool) (corev1.PodSpec, error) {
+	var containers, initContainers []corev1.Container
+	for _, c := range patches {
+		switch {
+		case c.Name == ExporterContainer && exporter:
+			initContainers = append(initContainers, c)
+		case c.Name == ExporterContainer:
+		default:
+			containers = append(containers, c)
+		}
+	}
+	if len(containers) == 0 && len(initContainers) == 0 {
+		return spec, nil
+	}
+	patch := map[string]any{}
+	if len(containers) > 0 {
+		patch["containers"] = containers
+	}
+	if len(initContainers) > 0 {
+		patch["initContainers"] = initContainers
+	}
+	return strategicMerge(spec, patch)
+}
+
+// strategicMerge applies patch to spec with the PodSpec's merge keys.
+func strategicMerge(spec corev1.PodSpec, patch map[string]any) (corev1.PodSpec, error) {
+	original, err := json.Marshal(spec)
+	if err != nil {
+		return corev1.PodSpec{}, fmt.Errorf("encode pod spec: %w", err)
+	}
+	p, err := json.Marshal(patch)
+	if err != nil {
+		return corev1.PodSpec{}, fmt.Errorf("encode container patches: %w", err)
+	}
+	merged, err := strategicpatch.StrategicMergePatch(original, p, corev1.PodSpec{})
+	if err != nil {
+		return corev1.PodSpec{}, fmt.Errorf("apply container patches: %w", err)
+	}
+	var out corev1.PodSpec
+	if err := json.Unmarshal(merged, &out); err != nil {
+		return corev1.PodSpec{}, fmt.Errorf("decode patched pod spec: %w", err)
+	}
+	return out, nil
+}
+
+// hashJSON is a short, stable hash of v's JSON (maps are encoded in key order).
+func hashJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	return hashBytes(b), nil
+}
+
+// hashBytes is the first 16 hex digits of the SHA-256 of b.
+func hashBytes(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}

@@ -1,0 +1,443 @@
+package node
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+)
+
+// TestPodTemplate checks each field of the reference API as it reaches the pod.
+func TestPodTemplate(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate []func(*v1alpha1.ValkeyNode)
+		check  func(t *testing.T, spec corev1.PodSpec)
+	}{
+		{
+			name: "server runs the rendered config and announces the pod IP",
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				c := container(spec, ServerContainer)
+				want := []string{"valkey-server", "/etc/valkey/valkey.conf", "--cluster-announce-ip", "$(POD_IP)"}
+				if !slices.Equal(c.Command, want) {
+					t.Errorf("command = %q, want %q", c.Command, want)
+				}
+				if e, ok := env(c, "POD_IP"); !ok || e.ValueFrom == nil || e.ValueFrom.FieldRef.FieldPath != "status.podIP" {
+					t.Errorf("POD_IP = %+v, want the downward API status.podIP", e)
+				}
+				if c.Image != "valkey/valkey:8.0.1" {
+					t.Errorf("image = %s", c.Image)
+				}
+				ports := map[string]int32{}
+				for _, p := range c.Ports {
+					ports[p.Name] = p.ContainerPort
+				}
+				if !maps.Equal(ports, map[string]int32{"client": 6379, "bus": 16379}) {
+					t.Errorf("ports = %v", ports)
+				}
+			},
+		},
+		{
+			name: "mounts: projected config, data and tmp",
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				mounts := map[string]string{}
+				for _, m := range container(spec, ServerContainer).VolumeMounts {
+					mounts[m.MountPath] = m.Name
+				}
+				if !maps.Equal(mounts, map[string]string{"/etc/valkey": volumeEtc, "/data": volumeData, "/tmp": volumeTmp}) {
+					t.Errorf("mounts = %v", mounts)
+				}
+				if volume(spec, volumeData).EmptyDir == nil {
+					t.Error("data is not an emptyDir without persistence")
+				}
+				got := projectedPaths(volume(spec, volumeEtc))
+				want := []string{"demo-acl:users.acl=acl/users.acl", "demo-system-users:_exporter=system/_exporter",
+					"demo-system-users:primaryauth.conf=system/primaryauth.conf", "demo-x7k2p:valkey.conf=valkey.conf"}
+				if !slices.Equal(got, want) {
+					t.Errorf("projected = %q, want %q (never the operator's password)", got, want)
+				}
+			},
+		},
+		{
+			name: "liveness is an authenticated PING with the password from a file; no readiness probe",
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				c := container(spec, ServerContainer)
+				if c.ReadinessProbe != nil || c.StartupProbe != nil {
+					t.Error("the server has a readiness or startup probe")
+				}
+				p := c.LivenessProbe
+				if p == nil || p.Exec == nil {
+					t.Fatalf("liveness = %+v, want exec", p)
+				}
+				script := strings.Join(p.Exec.Command, " ")
+				for _, want := range []string{"REDISCLI_AUTH=\"$(cat /etc/valkey/system/_exporter)\"", "VALKEYCLI_AUTH=", "--user _exporter", "PING", "PONG|LOADING"} {
+					if !strings.Contains(script, want) {
+						t.Errorf("probe %q lacks %q", script, want)
+					}
+				}
+				if strings.Contains(script, " -a ") || strings.Contains(script, "--pass") {
+					t.Errorf("probe %q puts a password on the command line", script)
+				}
+			},
+		},
+		{
+			name: "exporter is a sidecar authenticating as _exporter",
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				c := container(spec, ExporterContainer)
+				if c == nil || len(spec.InitContainers) != 1 || ptr.Deref(c.RestartPolicy, "") != corev1.ContainerRestartPolicyAlways {
+					t.Fatalf("exporter = %+v, want a native sidecar", c)
+				}
+				if c.Image != v1alpha1.DefaultExporterImage {
+					t.Errorf("image = %s", c.Image)
+				}
+				if e, _ := env(c, "REDIS_ADDR"); e.Value != "redis://localhost:6379" {
+					t.Errorf("REDIS_ADDR = %q", e.Value)
+				}
+				if e, _ := env(c, "REDIS_USER"); e.Value != "_exporter" {
+					t.Errorf("REDIS_USER = %q", e.Value)
+				}
+				e, _ := env(c, "REDIS_PASSWORD")
+				if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name != "demo-system-users" || e.ValueFrom.SecretKeyRef.Key != "_exporter" {
+					t.Errorf("REDIS_PASSWORD = %+v, want a reference to demo-system-users/_exporter", e)
+				}
+				if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 9121 || c.Ports[0].Name != "metrics" {
+					t.Errorf("ports = %+v", c.Ports)
+				}
+			},
+		},
+		{
+			name:   "exporter disabled",
+			mutate: []func(*v1alpha1.ValkeyNode){func(vn *v1alpha1.ValkeyNode) { vn.Spec.Exporter.Enabled = ptr.To(false) }},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				if len(spec.InitContainers) != 0 || container(spec, ExporterContainer) != nil {
+					t.Error("the exporter runs although disabled")
+				}
+			},
+		},
+		{
+			name: "exporter image and resources",
+			mutate: []func(*v1alpha1.ValkeyNode){func(vn *v1alpha1.ValkeyNode) {
+				vn.Spec.Exporter.Image = "registry.example/exporter:v2"
+				vn.Spec.Exporter.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}
+			}},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				c := container(spec, ExporterContainer)
+				if c.Image != "registry.example/exporter:v2" || c.Resources.Requests.Memory().String() != "64Mi" {
+					t.Errorf("exporter = %s %v", c.Image, c.Resources)
+				}
+			},
+		},
+		{
+			name: "server resources",
+			mutate: []func(*v1alpha1.ValkeyNode){func(vn *v1alpha1.ValkeyNode) {
+				vn.Spec.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+			}},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				if got := container(spec, ServerContainer).Resources.Limits.Memory().String(); got != "1Gi" {
+					t.Errorf("memory limit = %s", got)
+				}
+			},
+		},
+		{
+			name: "containers: server env merged, exporter merged, sidecar appended",
+			mutate: []func(*v1alpha1.ValkeyNode){func(vn *v1alpha1.ValkeyNode) {
+				vn.Spec.Containers = []corev1.Container{
+					{Name: "server", Env: []corev1.EnvVar{{Name: "MY_VAR", Value: "example"}}},
+					{Name: "metrics-exporter", Env: []corev1.EnvVar{{Name: "REDIS_EXPORTER_INCL_SYSTEM_METRICS", Value: "true"}}},
+					{Name: "my-sidecar", Image: "busybox:latest", Command: []string{"sh", "-c", "sleep infinity"}},
+				}
+			}},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				names := []string{}
+				for _, c := range spec.Containers {
+					names = append(names, c.Name)
+				}
+				if !slices.Equal(names, []string{"server", "my-sidecar"}) {
+					t.Errorf("containers = %v, want server then the sidecar", names)
+				}
+				server := container(spec, ServerContainer)
+				if _, ok := env(server, "MY_VAR"); !ok {
+					t.Error("server lacks MY_VAR")
+				}
+				if _, ok := env(server, "POD_IP"); !ok || server.Image != "valkey/valkey:8.0.1" || server.LivenessProbe == nil {
+					t.Error("the patch lost the server's own settings")
+				}
+				exp := container(spec, ExporterContainer)
+				if _, ok := env(exp, "REDIS_EXPORTER_INCL_SYSTEM_METRICS"); !ok || len(spec.InitContainers) != 1 {
+					t.Error("the exporter patch was not merged into the exporter")
+				}
+				if _, ok := env(exp, "REDIS_ADDR"); !ok {
+					t.Error("the exporter patch lost REDIS_ADDR")
+				}
+				if side := container(spec, "my-sidecar"); side.Image != "busybox:latest" || side.SecurityContext != nil {
+					t.Errorf("sidecar = %+v, want it as written", side)
+				}
+			},
+		},
+		{
+			name: "containers: exporter patch dropped when the exporter is disabled",
+			mutate: []func(*v1alpha1.ValkeyNode){func(vn *v1alpha1.ValkeyNode) {
+				vn.Spec.Exporter.Enabled = ptr.To(false)
+				vn.Spec.Containers = []corev1.Container{{Name: "metrics-exporter", Env: []corev1.EnvVar{{Name: "X", Value: "1"}}}}
+			}},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				if container(spec, ExporterContainer) != nil {
+					t.Error("an image-less exporter was added")
+				}
+			},
+		},
+		{
+			name:   "persistence mounts the claim",
+			mutate: []func(*v1alpha1.ValkeyNode){withPersistence("1Gi", "")},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				v := volume(spec, volumeData)
+				if v.PersistentVolumeClaim == nil || v.PersistentVolumeClaim.ClaimName != "demo-x7k2p-data" {
+					t.Errorf("data = %+v", v.VolumeSource)
+				}
+			},
+		},
+		{
+			name: "grace period default",
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				if got := ptr.Deref(spec.TerminationGracePeriodSeconds, 0); got != 30 {
+					t.Errorf("grace = %d, want 30", got)
+				}
+			},
+		},
+		{
+			name:   "grace period from spec",
+			mutate: []func(*v1alpha1.ValkeyNode){func(vn *v1alpha1.ValkeyNode) { vn.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60) }},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				if got := ptr.Deref(spec.TerminationGracePeriodSeconds, 0); got != 60 {
+					t.Errorf("grace = %d, want 60", got)
+				}
+			},
+		},
+		{
+			name: "image pull secrets at pod level",
+			mutate: []func(*v1alpha1.ValkeyNode){func(vn *v1alpha1.ValkeyNode) {
+				vn.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registrycredential"}}
+			}},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				if len(spec.ImagePullSecrets) != 1 || spec.ImagePullSecrets[0].Name != "registrycredential" {
+					t.Errorf("imagePullSecrets = %v", spec.ImagePullSecrets)
+				}
+			},
+		},
+		{
+			name:   "scheduling passed through; user anti-affinity kept",
+			mutate: []func(*v1alpha1.ValkeyNode){withScheduling},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				if len(spec.Tolerations) != 1 || spec.Tolerations[0].Key != "dedicated" {
+					t.Errorf("tolerations = %v", spec.Tolerations)
+				}
+				if spec.NodeSelector["kubernetes.io/arch"] != "amd64" || spec.PriorityClassName != "high-priority" {
+					t.Errorf("nodeSelector %v, priorityClassName %q", spec.NodeSelector, spec.PriorityClassName)
+				}
+				aa := spec.Affinity.PodAntiAffinity
+				if len(aa.RequiredDuringSchedulingIgnoredDuringExecution) != 1 || len(aa.PreferredDuringSchedulingIgnoredDuringExecution) != 0 {
+					t.Errorf("anti-affinity = %+v, want the user's only", aa)
+				}
+			},
+		},
+		{
+			name: "without user anti-affinity, a preferred one keeps the shard apart",
+			mutate: []func(*v1alpha1.ValkeyNode){func(vn *v1alpha1.ValkeyNode) {
+				vn.Spec.Scheduling = &v1alpha1.SchedulingSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}}
+			}},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				if spec.Affinity.NodeAffinity == nil {
+					t.Error("the user's node affinity was lost")
+				}
+				pref := spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
+				if len(pref) != 1 || pref[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" ||
+					!maps.Equal(pref[0].PodAffinityTerm.LabelSelector.MatchLabels, v1alpha1.ShardLabels("demo", 2)) {
+					t.Errorf("anti-affinity = %+v", pref)
+				}
+			},
+		},
+		{
+			name: "topology spread constraints are shard-aware",
+			mutate: []func(*v1alpha1.ValkeyNode){func(vn *v1alpha1.ValkeyNode) {
+				vn.Spec.Scheduling = &v1alpha1.SchedulingSpec{TopologySpreadConstraints: []corev1.TopologySpreadConstraint{
+					{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule},
+					{MaxSkew: 2, TopologyKey: "topology.kubernetes.io/zone", WhenUnsatisfiable: corev1.ScheduleAnyway},
+				}}
+			}},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				tsc := spec.TopologySpreadConstraints
+				if len(tsc) != 2 || tsc[1].MaxSkew != 2 || tsc[0].WhenUnsatisfiable != corev1.DoNotSchedule {
+					t.Fatalf("constraints = %+v", tsc)
+				}
+				for _, c := range tsc {
+					if !maps.Equal(c.LabelSelector.MatchLabels, v1alpha1.ShardLabels("demo", 2)) {
+						t.Errorf("selector = %v, want the shard's labels", c.LabelSelector.MatchLabels)
+					}
+				}
+			},
+		},
+		{
+			name:   "TLS: files projected, TCP liveness, exporter over TLS",
+			mutate: []func(*v1alpha1.ValkeyNode){withTLS},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				got := projectedPaths(volume(spec, volumeEtc))
+				for _, want := range []string{"demo-tls:ca.crt=tls/ca.crt", "demo-tls:tls.crt=tls/tls.crt", "demo-tls:tls.key=tls/tls.key"} {
+					if !slices.Contains(got, want) {
+						t.Errorf("projected %q lacks %q", got, want)
+					}
+				}
+				p := container(spec, ServerContainer).LivenessProbe
+				if p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != 6379 || p.Exec != nil {
+					t.Errorf("liveness = %+v, want a TCP check of 6379", p)
+				}
+				exp := container(spec, ExporterContainer)
+				if e, _ := env(exp, "REDIS_ADDR"); e.Value != "rediss://localhost:6379" {
+					t.Errorf("REDIS_ADDR = %q", e.Value)
+				}
+				if e, _ := env(exp, "REDIS_EXPORTER_SKIP_TLS_VERIFICATION"); e.Value != "true" {
+					t.Errorf("skip verification = %q", e.Value)
+				}
+			},
+		},
+		{
+			name: "restricted security context on every container built",
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				ps := spec.SecurityContext
+				if !ptr.Deref(ps.RunAsNonRoot, false) || ptr.Deref(ps.RunAsUser, 0) != 999 || ptr.Deref(ps.FSGroup, 0) != 999 ||
+					ps.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+					t.Errorf("pod security context = %+v", ps)
+				}
+				for _, name := range []string{ServerContainer, ExporterContainer} {
+					sc := container(spec, name).SecurityContext
+					if !ptr.Deref(sc.ReadOnlyRootFilesystem, false) || ptr.Deref(sc.AllowPrivilegeEscalation, true) ||
+						!slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || ptr.Deref(sc.RunAsGroup, 0) != 999 {
+						t.Errorf("%s security context = %+v", name, sc)
+					}
+				}
+			},
+		},
+		{
+			name: "StatefulSet pods restart in place",
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				if spec.RestartPolicy != corev1.RestartPolicyAlways {
+					t.Errorf("restartPolicy = %s", spec.RestartPolicy)
+				}
+			},
+		},
+		{
+			name:   "Deployment pods restart in place",
+			mutate: []func(*v1alpha1.ValkeyNode){withWorkload(v1alpha1.WorkloadDeployment)},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				if spec.RestartPolicy != corev1.RestartPolicyAlways {
+					t.Errorf("restartPolicy = %s", spec.RestartPolicy)
+				}
+			},
+		},
+		{
+			name:   "bare pods never restart",
+			mutate: []func(*v1alpha1.ValkeyNode){withWorkload(v1alpha1.WorkloadPod)},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				if spec.RestartPolicy != corev1.RestartPolicyNever {
+					t.Errorf("restartPolicy = %s", spec.RestartPolicy)
+				}
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, mustTemplate(t, testNode(tc.mutate...)).Spec)
+		})
+	}
+}
+
+// withScheduling sets the scheduling example of the reference.
+func withScheduling(vn *v1alpha1.ValkeyNode) {
+	vn.Spec.Scheduling = &v1alpha1.SchedulingSpec{
+		Tolerations:       []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "valkey", Effect: corev1.TaintEffectNoSchedule}},
+		NodeSelector:      map[string]string{"kubernetes.io/arch": "amd64"},
+		PriorityClassName: "high-priority",
+		Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey: "kubernetes.io/hostname",
+			}},
+		}},
+	}
+}
+
+// projectedPaths lists "secretOrConfigMap:key=path" of a projected volume, sorted.
+func projectedPaths(v *corev1.Volume) []string {
+	var out []string
+	for _, src := range v.Projected.Sources {
+		name, items := "", []corev1.KeyToPath(nil)
+		switch {
+		case src.ConfigMap != nil:
+			name, items = src.ConfigMap.Name, src.ConfigMap.Items
+		case src.Secret != nil:
+			name, items = src.Secret.Name, src.Secret.Items
+		}
+		for _, it := range items {
+			out = append(out, name+":"+it.Key+"="+it.Path)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestPodTemplateLabels(t *testing.T) {
+	tmpl := mustTemplate(t, testNode())
+	want := v1alpha1.ShardLabels("demo", 2)
+	want[v1alpha1.LabelNode] = "demo-x7k2p"
+	want[v1alpha1.LabelComponent] = "server"
+	if !maps.Equal(tmpl.Labels, want) {
+		t.Errorf("labels = %v, want %v", tmpl.Labels, want)
+	}
+	if _, ok := tmpl.Labels[v1alpha1.LabelRole]; ok {
+		t.Error("the template carries the role label: a failover would roll the pod")
+	}
+}
+
+// TestTemplateHash pins what changes the template hash (and so needs a new pod).
+func TestTemplateHash(t *testing.T) {
+	base := mustTemplate(t, testNode()).Annotations[AnnotationTemplateHash]
+	if again := mustTemplate(t, testNode()).Annotations[AnnotationTemplateHash]; again != base {
+		t.Fatalf("the same spec hashes to %s and %s", base, again)
+	}
+	cases := []struct {
+		name    string
+		mutate  func(*v1alpha1.ValkeyNode)
+		changes bool
+	}{
+		{"live key changed", func(vn *v1alpha1.ValkeyNode) { vn.Spec.Config["maxmemory"] = "200mb" }, false},
+		{"live key added", func(vn *v1alpha1.ValkeyNode) { vn.Spec.Config["maxmemory-policy"] = "allkeys-lru" }, false},
+		{"non-live key changed", func(vn *v1alpha1.ValkeyNode) { vn.Spec.Config["appendonly"] = "yes" }, true},
+		{"revision raised", func(vn *v1alpha1.ValkeyNode) { vn.Spec.Revision = 2 }, false},
+		{"status changed", func(vn *v1alpha1.ValkeyNode) { vn.Status.Role = v1alpha1.RolePrimary }, false},
+		{"image changed", func(vn *v1alpha1.ValkeyNode) { vn.Spec.Image = "valkey/valkey:8.1.1" }, true},
+		{"grace period changed", func(vn *v1alpha1.ValkeyNode) { vn.Spec.TerminationGracePeriodSeconds = ptr.To[int64](45) }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			vn := testNode()
+			tc.mutate(vn)
+			got := mustTemplate(t, vn).Annotations[AnnotationTemplateHash]
+			if (got != base) != tc.changes {
+				t.Errorf("hash changed = %v, want %v", got != base, tc.changes)
+			}
+		})
+	}
+}
+
+func TestPatchContainersEmpty(t *testing.T) {
+	spec := basePodSpec(testNode())
+	out, err := patchContainers(spec, nil, true)
+	if err != nil || !reflect.DeepEqual(out, spec) {
+		t.Errorf("an empty patch changed the spec (err %v)", err)
+	}
+}

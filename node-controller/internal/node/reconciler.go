@@ -1,0 +1,317 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/guard"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// FieldManager is the node-controller's field manager (status patches, and every
+// object it writes).
+const FieldManager = "node-controller"
+
+// fieldOwner marks the controller's writes.
+var fieldOwner = client.FieldOwner(FieldManager)
+
+// Requeue intervals of a node whose pod runs.
+const (
+	// RoleRefreshInterval: a failover changes a server's role without any Kubernetes
+	// event, so the role of a running server is read again this often.
+	RoleRefreshInterval = 20 * time.Second
+	// unreachableRetry: a running server that did not answer (it is starting) is asked
+	// again soon; nothing in Kubernetes changes when it starts answering.
+	unreachableRetry = 3 * time.Second
+)
+
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
+// Owner references with blockOwnerDeletion need update on the owner's finalizers.
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Leader election records its events with the core API.
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Reconciler turns each ValkeyNode into one running Valkey server.
+type Reconciler struct {
+	client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	// Dialer reaches the nodes' servers.
+	Dialer Dialer
+	// Now is the clock of condition transition times (time.Now when nil).
+	Now func() time.Time
+}
+
+// scope is everything one pass reads and decides.
+type scope struct {
+	node *v1alpha1.ValkeyNode
+	// log carries the node and cluster keys.
+	log logr.Logger
+	// desiredConfig is the spec's config, normalised.
+	desiredConfig map[string]string
+
+	configMap *corev1.ConfigMap
+	// applied is the config the ConfigMap was rendered from (nil when unknown).
+	applied     map[string]string
+	statefulSet *appsv1.StatefulSet
+	deployment  *appsv1.Deployment
+	pod         *corev1.Pod
+	claim       *corev1.PersistentVolumeClaim
+
+	// The running server, when it answered this pass.
+	server        Server
+	serverErr     error
+	serverVersion valkey.Version
+	role          v1alpha1.Role
+
+	// workloadAnn are the gate annotations of the workload (the pod for workloadType
+	// Pod); nil when there is none.
+	workloadAnn map[string]string
+	desiredHash string
+	podMissing  bool
+
+	storage    storageState
+	configCond metav1.Condition
+	validity   metav1.Condition
+}
+
+// deleting reports whether the node is being retired: nothing new is created for it.
+func (s *scope) deleting() bool { return s.node.DeletionTimestamp != nil }
+
+// podObservation gathers what PodReady needs.
+func (s *scope) podObservation() podObservation {
+	return podObservation{
+		pod: s.pod, missing: s.podMissing, missingName: s.node.Status.PodName,
+		answered: s.server != nil, serverErr: s.serverErr, role: s.role,
+		pending: pendingMessage(s), gen: s.node.Generation,
+	}
+}
+
+// Reconcile runs one pass for a ValkeyNode: read, act through the phases, then write
+// the status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var vn v1alpha1.ValkeyNode
+	if err := r.Get(ctx, req.NamespacedName, &vn); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	logger := log.FromContext(ctx).WithValues("node", vn.Name, "cluster", vn.Spec.ClusterName)
+	ctx = log.IntoContext(ctx, logger)
+
+	g := guard.CheckNode(&vn)
+	if !g.Valid() {
+		logger.Info("spec is invalid; not acting", "errors", g.Errs.ToAggregate().Error())
+		return ctrl.Result{}, r.writeStatus(ctx, &vn, invalidStatus(&vn, g.Condition, r.now()))
+	}
+	return r.pass(ctx, &vn, g.Condition)
+}
+
+// pass runs the phases of a valid node and writes its status.
+func (r *Reconciler) pass(ctx context.Context, vn *v1alpha1.ValkeyNode, validity metav1.Condition) (ctrl.Result, error) {
+	s := &scope{node: vn, log: log.FromContext(ctx), desiredConfig: normaliseConfig(vn.Spec.Config), validity: validity}
+	s.configCond = configAppliedCond(vn)
+	if err := r.load(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.observeServer(ctx, s)
+	var errs []error
+	for _, phase := range []func(context.Context, *scope) error{
+		r.reconcileStorage, r.ensureConfigMap, r.reconcileLiveConfig, r.reconcileWorkload, r.reconcileRoleLabels,
+	} {
+		if err := phase(ctx, s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	prev := currentStatus(vn)
+	want := desiredStatus(s, r.now())
+	if err := r.writeStatus(ctx, vn, want); err != nil {
+		errs = append(errs, err)
+	}
+	r.reportTransitions(s, prev, want)
+	if err := errors.Join(errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	return requeue(s), nil
+}
+
+// requeue schedules the next pass of a running node (see RoleRefreshInterval).
+func requeue(s *scope) ctrl.Result {
+	switch {
+	case !serverRunning(s.pod):
+		return ctrl.Result{}
+	case s.server == nil:
+		return ctrl.Result{RequeueAfter: unreachableRetry}
+	}
+	return ctrl.Result{RequeueAfter: RoleRefreshInterval}
+}
+
+// load reads the node's objects from the cache.
+func (r *Reconciler) load(ctx context.Context, s *scope) error {
+	vn := s.node
+	key := types.NamespacedName{Namespace: vn.Namespace, Name: vn.Name}
+	var err error
+	if s.configMap, err = getOptional(ctx, r.Client, key, &corev1.ConfigMap{}); err != nil {
+		return err
+	}
+	if s.configMap != nil {
+		if cfg, ok := appliedConfig(s.configMap); ok {
+			s.applied = normaliseConfig(cfg)
+		}
+	}
+	switch vn.Spec.WorkloadType {
+	case v1alpha1.WorkloadDeployment:
+		s.deployment, err = getOptional(ctx, r.Client, key, &appsv1.Deployment{})
+	case v1alpha1.WorkloadStatefulSet:
+		s.statefulSet, err = getOptional(ctx, r.Client, key, &appsv1.StatefulSet{})
+	}
+	if err != nil {
+		return err
+	}
+	if usesClaim(vn) {
+		ck := types.NamespacedName{Namespace: vn.Namespace, Name: claimName(vn)}
+		if s.claim, err = getOptional(ctx, r.Client, ck, &corev1.PersistentVolumeClaim{}); err != nil {
+			return err
+		}
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(vn.Namespace), client.MatchingLabels{v1alpha1.LabelNode: vn.Name}); err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	s.pod = choosePod(vn, pods.Items)
+	return nil
+}
+
+// getOptional reads an object, returning nil when it does not exist.
+func getOptional[T client.Object](ctx context.Context, c client.Reader, key types.NamespacedName, obj T) (T, error) {
+	var zero T
+	if err := c.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return zero, nil
+		}
+		return zero, fmt.Errorf("read %T %s: %w", obj, key.Name, err)
+	}
+	return obj, nil
+}
+
+// ensureConfigMap creates the ConfigMap from the spec when it is missing, or rebuilds
+// it when it lost the record of its config (edited by hand).
+func (r *Reconciler) ensureConfigMap(ctx context.Context, s *scope) error {
+	if s.deleting() || (s.configMap != nil && s.applied != nil) {
+		return nil
+	}
+	next := nextConfig(s.desiredConfig, nil, refusedBefore(s.node), liveVersion(s.node, s.serverVersion))
+	existed := s.configMap != nil
+	written, err := r.writeConfigMap(ctx, s, next)
+	if err != nil || !written {
+		return err
+	}
+	if existed {
+		log.FromContext(ctx).Info("rebuilt the ConfigMap from the spec: it had no readable record of its config")
+	}
+	r.event(s, s.configMap, corev1.EventTypeNormal, "ConfigMapCreated", "Create",
+		fmt.Sprintf("wrote ConfigMap %s from the spec", s.configMap.Name))
+	return nil
+}
+
+// reconcileRoleLabels keeps the role label of the pod (and of its workload) equal to
+// the role the server reports. Only the live objects are patched, never a template,
+// so a failover never rolls a pod.
+func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope) error {
+	if s.server == nil || (s.role != v1alpha1.RolePrimary && s.role != v1alpha1.RoleReplica) {
+		return nil
+	}
+	objs := []client.Object{s.pod}
+	if s.statefulSet != nil {
+		objs = append(objs, s.statefulSet)
+	}
+	if s.deployment != nil {
+		objs = append(objs, s.deployment)
+	}
+	for _, obj := range objs {
+		if obj.GetLabels()[v1alpha1.LabelRole] == string(s.role) {
+			continue
+		}
+		patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, v1alpha1.LabelRole, s.role))
+		if err := r.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), fieldOwner); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("label %s %s with role %s: %w", kindOf(obj), obj.GetName(), s.role, err)
+		}
+	}
+	return nil
+}
+
+// reportTransitions emits events for pod states a user must hear about once.
+func (r *Reconciler) reportTransitions(s *scope, prev, next ownedStatus) {
+	was := reasonOf(prev.Conditions, v1alpha1.ConditionPodReady)
+	now := conditionOf(next.Conditions, v1alpha1.ConditionPodReady)
+	if now == nil || now.Reason == was {
+		return
+	}
+	switch now.Reason {
+	case v1alpha1.ReasonPodTerminated, v1alpha1.ReasonPodMissing, v1alpha1.ReasonCrashLoop,
+		v1alpha1.ReasonPodUnschedulable, v1alpha1.ReasonImagePullBackOff:
+		var related runtime.Object
+		if s.pod != nil {
+			related = s.pod
+		}
+		r.event(s, related, corev1.EventTypeWarning, now.Reason, "Observe", now.Message)
+	}
+}
+
+// conditionOf finds a condition in a list.
+func conditionOf(list []metav1.Condition, typ string) *metav1.Condition {
+	for i := range list {
+		if list[i].Type == typ {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// reasonOf returns the reason of a condition in a list, or "".
+func reasonOf(list []metav1.Condition, typ string) string {
+	if c := conditionOf(list, typ); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// event records an event about the node (related is the object acted on, or nil) and
+// logs it: every action of the controller leaves both.
+func (r *Reconciler) event(s *scope, related runtime.Object, eventType, reason, action, note string) {
+	s.log.Info(note, "reason", reason, "type", eventType)
+	if r.Recorder == nil {
+		return
+	}
+	r.Recorder.Eventf(s.node, related, eventType, reason, action, "%s", note)
+}
+
+// now is the reconciler's clock.
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,163 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// testPod is a pod of the test node in the given phase.
+func testPod(phase corev1.PodPhase, restart corev1.RestartPolicy, server *corev1.ContainerState) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{}},
+		Spec:       corev1.PodSpec{RestartPolicy: restart},
+		Status:     corev1.PodStatus{Phase: phase, PodIP: "10.0.0.7"},
+	}
+	if server != nil {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ServerContainer, State: *server, RestartCount: 4, Image: "valkey/valkey:8.0.1"}}
+	}
+	return p
+}
+
+var (
+	running    = &corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	killed     = &corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}
+	crashing   = &corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	imageFails = &corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: "Back-off pulling image"}}
+)
+
+func TestPodReadyCondition(t *testing.T) {
+	unschedulable := testPod(corev1.PodPending, corev1.RestartPolicyAlways, nil)
+	unschedulable.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints."}}
+	crashed := testPod(corev1.PodRunning, corev1.RestartPolicyAlways, crashing)
+	crashed.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}
+	deleting := testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running)
+	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+
+	cases := []struct {
+		name   string
+		o      podObservation
+		ok     bool
+		reason string
+		msg    string
+	}{
+		{"no pod yet", podObservation{}, false, v1alpha1.ReasonPodPending, "waiting for the pod"},
+		{"bare pod gone", podObservation{missing: true, missingName: "demo-a"}, false, v1alpha1.ReasonPodMissing, "pod demo-a is gone"},
+		{"deleting", podObservation{pod: deleting, answered: true}, false, v1alpha1.ReasonPodPending, "being deleted"},
+		{"unschedulable", podObservation{pod: unschedulable}, false, v1alpha1.ReasonPodUnschedulable, "didn't match pod topology spread"},
+		{"image pull", podObservation{pod: testPod(corev1.PodPending, corev1.RestartPolicyAlways, imageFails)}, false, v1alpha1.ReasonImagePullBackOff, "cannot pull image valkey/valkey:8.0.1"},
+		{"pending", podObservation{pod: testPod(corev1.PodPending, corev1.RestartPolicyAlways, nil)}, false, v1alpha1.ReasonPodPending, "starting"},
+		{"crash loop", podObservation{pod: crashed}, false, v1alpha1.ReasonCrashLoop, "restarted 4 times; last exited with code 1 (Error)"},
+		{"failed bare pod", podObservation{pod: testPod(corev1.PodFailed, corev1.RestartPolicyNever, killed)}, false, v1alpha1.ReasonPodTerminated, "exited with code 137 (OOMKilled); nothing restarts it"},
+		{"server dead in a running bare pod", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyNever, killed)}, false, v1alpha1.ReasonPodTerminated, "code 137"},
+		{"server dead in a StatefulSet pod", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyAlways, killed)}, false, v1alpha1.ReasonCrashLoop, "code 137"},
+		{"running, server silent", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running), serverErr: errors.New("dial timeout")}, false, v1alpha1.ReasonServerUnreachable, "dial timeout"},
+		{"running", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running), answered: true, role: v1alpha1.RolePrimary}, true, v1alpha1.ReasonPodRunning, "answers at 10.0.0.7 as primary"},
+		{"running but outdated", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running), answered: true, pending: "raise spec.revision"}, true, v1alpha1.ReasonUpdatePending, "raise spec.revision"},
+		{"not running and outdated", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyAlways, crashing), pending: "raise spec.revision"}, false, v1alpha1.ReasonCrashLoop, "; raise spec.revision"},
+		{"unknown phase", podObservation{pod: testPod(corev1.PodUnknown, corev1.RestartPolicyAlways, nil)}, false, v1alpha1.ReasonPodPending, "phase Unknown"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.gen = 2
+			c := podReadyCondition(tc.o)
+			if (c.Status == metav1.ConditionTrue) != tc.ok || c.Reason != tc.reason || !strings.Contains(c.Message, tc.msg) || c.ObservedGeneration != 2 {
+				t.Errorf("PodReady = %s %s %q, want %v %s ~%q", c.Status, c.Reason, c.Message, tc.ok, tc.reason, tc.msg)
+			}
+		})
+	}
+}
+
+func TestRunningRevision(t *testing.T) {
+	vn := testNode()
+	vn.Status.Revision = 2
+	pod := testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running)
+	pod.Annotations[AnnotationTemplateHash] = "h1"
+	cases := []struct {
+		name string
+		s    scope
+		want int64
+	}{
+		{"no pod", scope{node: vn, workloadAnn: workloadAnnotations(3, "h1")}, 2},
+		{"pod of the workload's template", scope{node: vn, pod: pod, workloadAnn: workloadAnnotations(3, "h1")}, 3},
+		{"old pod during a roll", scope{node: vn, pod: pod, workloadAnn: workloadAnnotations(3, "h2")}, 2},
+		{"no workload", scope{node: vn, pod: pod}, 2},
+	}
+	for _, tc := range cases {
+		if got := runningRevision(&tc.s); got != tc.want {
+			t.Errorf("%s: revision = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDesiredStatus(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	vn := testNode()
+	vn.Status = v1alpha1.ValkeyNodeStatus{PodName: "old", Role: v1alpha1.RoleReplica, Version: "8.0.1", Revision: 1}
+	pod := testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running)
+	base := func() *scope {
+		return &scope{node: vn, pod: pod, configCond: configAppliedCond(vn),
+			validity: conditions.New(v1alpha1.ConditionInvalidSpec, false, v1alpha1.ReasonValid, "ok", 1)}
+	}
+
+	s := base()
+	s.server, s.role, s.serverVersion = fakeServer{}, v1alpha1.RolePrimary, valkey.Version{Major: 8, Minor: 1, Patch: 1}
+	got := desiredStatus(s, now)
+	if got.PodName != "p" || got.PodIP != "10.0.0.7" || got.Role != v1alpha1.RolePrimary || got.Version != "8.1.1" {
+		t.Errorf("answered: %+v", got)
+	}
+	if len(got.Conditions) != 4 || got.Conditions[0].Type != v1alpha1.ConditionPodReady || !got.Conditions[0].LastTransitionTime.Equal(&metav1.Time{Time: now}) {
+		t.Errorf("conditions = %+v", got.Conditions)
+	}
+
+	s = base()
+	s.serverErr = errors.New("timeout")
+	if got := desiredStatus(s, now); got.Role != v1alpha1.RoleReplica || got.Version != "8.0.1" {
+		t.Errorf("a silent running server keeps the last role and version: %+v", got)
+	}
+
+	s = base()
+	s.pod = nil
+	if got := desiredStatus(s, now); got.Role != "" || got.PodName != "old" || got.PodIP != "" {
+		t.Errorf("no pod: %+v, want no role, no IP, the last pod name kept", got)
+	}
+}
+
+func TestInvalidStatus(t *testing.T) {
+	vn := testNode()
+	vn.Status.Conditions = []metav1.Condition{conditions.New(v1alpha1.ConditionPodReady, true, v1alpha1.ReasonPodRunning, "runs", 1)}
+	invalid := conditions.New(v1alpha1.ConditionInvalidSpec, true, v1alpha1.ReasonInvalid, "spec.image: Required value", 1)
+	got := invalidStatus(vn, invalid, time.Now())
+	if len(got.Conditions) != 4 {
+		t.Fatalf("conditions = %+v", got.Conditions)
+	}
+	byType := map[string]metav1.Condition{}
+	for _, c := range got.Conditions {
+		byType[c.Type] = c
+	}
+	if byType[v1alpha1.ConditionPodReady].Reason != v1alpha1.ReasonPodRunning {
+		t.Error("a known condition was not kept")
+	}
+	if byType[v1alpha1.ConditionStorageReady].Status != metav1.ConditionUnknown {
+		t.Error("a condition never set is not Unknown")
+	}
+	if byType[v1alpha1.ConditionInvalidSpec].Status != metav1.ConditionTrue {
+		t.Error("InvalidSpec is not True")
+	}
+}
+
+// fakeServer is a Server that answers nothing.
+type fakeServer struct{}
+
+func (fakeServer) Info(context.Context, ...string) (valkey.Info, error) { return valkey.Info{}, nil }
+func (fakeServer) ConfigSet(context.Context, map[string]string) error   { return nil }
