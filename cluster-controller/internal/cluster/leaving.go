@@ -111,14 +111,28 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, p *member) (time.Du
 // failover is counted once), even across an operator restart.
 const annotationFailoverAt = "valkey.io/failover-requested-at"
 
+// failoverPending returns the member of shard sh asked to take over less than the manual
+// failover timeout (plus a margin) ago, if any.
+func (s *scope) failoverPending(sh int32) *member {
+	window := time.Duration(manualFailoverTimeoutMs(s.vc))*time.Millisecond + 2*time.Second
+	for _, m := range s.topo.shards[sh] {
+		if at, err := time.Parse(time.RFC3339Nano, m.node.Annotations[annotationFailoverAt]); err == nil && s.topo.now.Sub(at) < window {
+			if !m.isPrimary() {
+				return m // still a replica: the failover has not completed
+			}
+		}
+	}
+	return nil
+}
+
 // failover runs the one planned, client-visible failover of a shard: CLUSTER FAILOVER on
 // a replica in sync (no FORCE, no TAKEOVER), so no acknowledged write is lost.
 func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, why string) error {
-	if at, err := time.Parse(time.RFC3339Nano, replica.node.Annotations[annotationFailoverAt]); err == nil {
-		if s.topo.now.Sub(at) < time.Duration(manualFailoverTimeoutMs(s.vc))*time.Millisecond+2*time.Second {
-			s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to complete its takeover of shard %d", replica.name(), replica.shard())
-			return nil
-		}
+	// One failover per shard at a time: a pass that comes before it completed may rank
+	// another replica of the shard first, and must not ask that one too.
+	if pending := s.failoverPending(replica.shard()); pending != nil {
+		s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to complete its takeover of shard %d", pending.name(), replica.shard())
+		return nil
 	}
 	patch := client.MergeFrom(replica.node.DeepCopy())
 	if replica.node.Annotations == nil {

@@ -148,8 +148,7 @@ func (r *Reconciler) waitForSuccessor(s *scope, sh int32, m *member) (time.Durat
 	if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil && c.Status != metav1.ConditionTrue {
 		switch c.Reason {
 		case v1alpha1.ReasonPodUnschedulable, v1alpha1.ReasonImagePullBackOff, v1alpha1.ReasonCrashLoop, v1alpha1.ReasonPodTerminated:
-			s.blocked = m.name()
-			s.progress(v1alpha1.ReasonRollBlocked, "shard %d: the roll is blocked: successor %s cannot run (%s: %s); the old members keep serving",
+			s.block(m.name(), "shard %d: the roll is blocked: successor %s cannot run (%s: %s); the old members keep serving",
 				sh, m.name(), c.Reason, c.Message)
 			return requeueSteady, nil
 		}
@@ -169,9 +168,7 @@ func (r *Reconciler) rollInPlace(ctx context.Context, s *scope, sh int32) (time.
 			s.progress(v1alpha1.ReasonRolling, "shard %d: waiting for %s to come back in sync", sh, m.name())
 			if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil && c.Status != metav1.ConditionTrue &&
 				(c.Reason == v1alpha1.ReasonImagePullBackOff || c.Reason == v1alpha1.ReasonCrashLoop || c.Reason == v1alpha1.ReasonPodUnschedulable) {
-				s.blocked = m.name()
-				s.step.reason = v1alpha1.ReasonRollBlocked
-				s.step.message = fmt.Sprintf("shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.name(), c.Reason, c.Message)
+				s.block(m.name(), "shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.name(), c.Reason, c.Message)
 			}
 			return requeueWait, nil
 		}

@@ -78,6 +78,14 @@ func previousSpec(vc *v1alpha1.ValkeyCluster, nodes []*v1alpha1.ValkeyNode) *v1a
 	return nil
 }
 
+// block records that a roll cannot progress; it outranks whatever else the pass waits for,
+// as it is what the user must act on.
+func (s *scope) block(member, format string, args ...any) {
+	s.blocked = member
+	s.step.reason = v1alpha1.ReasonRollBlocked
+	s.step.message = fmt.Sprintf(format, args...)
+}
+
 // mayAct reports whether the controller may change anything for this spec.
 func (s *scope) mayAct() bool { return s.guard.Valid() && len(s.immutable) == 0 }
 

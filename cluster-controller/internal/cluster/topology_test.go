@@ -220,3 +220,30 @@ func TestShardInFailoverHasNoCandidate(t *testing.T) {
 		t.Fatalf("candidate of shard 1 = %v", c)
 	}
 }
+
+// TestFailoverPendingIsPerShard: once any replica of a shard was asked to take over, no
+// other replica of that shard is asked until it completed or the window passed.
+func TestFailoverPendingIsPerShard(t *testing.T) {
+	topo := build(t, threeByOne())
+	s := &scope{vc: cluster(nil), topo: topo}
+	if s.failoverPending(0) != nil {
+		t.Fatal("nothing asked yet")
+	}
+	a2 := topo.byID("A2")
+	a2.node.Annotations = map[string]string{annotationFailoverAt: t0.Add(-time.Second).Format(time.RFC3339Nano)}
+	if p := s.failoverPending(0); p != a2 {
+		t.Fatalf("pending = %v, want a2", p)
+	}
+	if s.failoverPending(1) != nil {
+		t.Error("shard 1 has nothing pending")
+	}
+	a2.node.Annotations[annotationFailoverAt] = t0.Add(-time.Minute).Format(time.RFC3339Nano)
+	if s.failoverPending(0) != nil {
+		t.Error("an old request no longer blocks")
+	}
+	a2.node.Annotations[annotationFailoverAt] = t0.Format(time.RFC3339Nano)
+	a2.self.Primary, a2.self.Replica = true, false
+	if s.failoverPending(0) != nil {
+		t.Error("a completed takeover no longer blocks")
+	}
+}
