@@ -39,11 +39,13 @@ var (
 	// the dangerous ones (FLUSHALL, ...) stay denied. They come before
 	// replicationCommands, which -@dangerous would otherwise remove.
 	replicationCommands90 = []string{"+@write", "-@dangerous", "+cluster|syncslots", "+select", "+multi", "+exec", "~*"}
-	// exporterCommands are what redis_exporter 1.86 sends by default (read-only), and
-	// PING for the liveness probe.
+	// exporterCommands are what redis_exporter 1.86 sends by default (read-only), PING
+	// for the liveness probe, and CLUSTER FAILOVER for the preStop hook of Valkey 8.x pods,
+	// which asks a replica in sync to take over from a primary that is being stopped (a
+	// coordinated failover: it loses no write and needs no key access).
 	exporterCommands = []string{
 		"+ping", "+info", "+config|get", "+cluster|info", "+slowlog|get", "+slowlog|len",
-		"+latency|latest", "+latency|histogram", "+client|setname",
+		"+latency|latest", "+latency|histogram", "+client|setname", "+cluster|failover",
 	}
 )
 

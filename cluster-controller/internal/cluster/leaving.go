@@ -114,19 +114,26 @@ const annotationFailoverAt = "valkey.io/failover-requested-at"
 // failoverPending returns the member of shard sh asked to take over less than the manual
 // failover timeout (plus a margin) ago, if any.
 func (s *scope) failoverPending(sh int32) *member {
-	window := time.Duration(manualFailoverTimeoutMs(s.vc))*time.Millisecond + 2*time.Second
 	for _, m := range s.topo.shards[sh] {
-		if at, err := time.Parse(time.RFC3339Nano, m.node.Annotations[annotationFailoverAt]); err == nil && s.topo.now.Sub(at) < window {
-			if !m.isPrimary() {
-				return m // still a replica: the failover has not completed
-			}
+		if at, ok := failoverRequestedAt(m); ok && s.topo.now.Sub(at) < s.failoverWindow() && !m.isPrimary() {
+			return m // still a replica: the failover has not completed
 		}
 	}
 	return nil
 }
 
-// failover runs the one planned, client-visible failover of a shard: CLUSTER FAILOVER on
-// a replica in sync (no FORCE, no TAKEOVER), so no acknowledged write is lost.
+func (s *scope) failoverWindow() time.Duration {
+	return time.Duration(manualFailoverTimeoutMs(s.vc))*time.Millisecond + 2*time.Second
+}
+
+func failoverRequestedAt(m *member) (time.Time, bool) {
+	at, err := time.Parse(time.RFC3339Nano, m.node.Annotations[annotationFailoverAt])
+	return at, err == nil
+}
+
+// failover asks for the one planned, client-visible failover of a shard: CLUSTER FAILOVER
+// on a replica in sync (no FORCE, no TAKEOVER), so no acknowledged write is lost. It is
+// counted once the replica is seen serving the shard (settleFailovers).
 func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, why string) error {
 	// One failover per shard at a time: a pass that comes before it completed may rank
 	// another replica of the shard first, and must not ask that one too.
@@ -134,13 +141,8 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, wh
 		s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to complete its takeover of shard %d", pending.name(), replica.shard())
 		return nil
 	}
-	patch := client.MergeFrom(replica.node.DeepCopy())
-	if replica.node.Annotations == nil {
-		replica.node.Annotations = map[string]string{}
-	}
-	replica.node.Annotations[annotationFailoverAt] = s.topo.now.UTC().Format(time.RFC3339Nano)
-	if err := r.Patch(ctx, replica.node, patch); err != nil {
-		return fmt.Errorf("record failover on %s: %w", replica.name(), err)
+	if err := r.setFailoverAnnotation(ctx, replica, s.topo.now.UTC().Format(time.RFC3339Nano)); err != nil {
+		return err
 	}
 	c, err := r.client(ctx, s, replica)
 	if err != nil {
@@ -149,8 +151,52 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, wh
 	if err := c.Failover(ctx, valkey.FailoverDefault); err != nil {
 		return fmt.Errorf("failover to %s: %w", replica.name(), err)
 	}
-	r.Metrics.failover(s.vc, replica.shard(), "planned")
+	log.FromContext(ctx).Info("asked for a failover", "member", replica.name(), "shard", replica.shard(), "why", why)
 	r.event(s.vc, replica.node, eventNormal, "Failover", "Failover", "%s takes over shard %d: %s", replica.name(), replica.shard(), why)
 	s.progress(v1alpha1.ReasonFailingOver, "%s takes over shard %d", replica.name(), replica.shard())
+	return nil
+}
+
+// settleFailovers closes the failovers the operator asked for: a replica seen serving its
+// shard's slots completed one (counted in the metric, once); one still a replica after the
+// window timed out (reported; the phase that wanted it may ask again).
+func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Duration, error) {
+	for _, m := range s.topo.members {
+		at, ok := failoverRequestedAt(m)
+		if !ok || !m.reachable {
+			continue
+		}
+		switch {
+		case m.isPrimary() && len(m.slots()) > 0:
+			r.Metrics.failover(s.vc, m.shard(), "planned")
+			log.FromContext(ctx).Info("failover completed", "member", m.name(), "shard", m.shard(), "after", s.topo.now.Sub(at).String())
+			r.event(s.vc, m.node, eventNormal, "FailoverCompleted", "Failover", "%s serves shard %d", m.name(), m.shard())
+		case s.topo.now.Sub(at) >= s.failoverWindow():
+			log.FromContext(ctx).Info("failover timed out", "member", m.name(), "shard", m.shard())
+			r.event(s.vc, m.node, eventWarning, "FailoverTimedOut", "Failover", "%s did not take over shard %d within %s", m.name(), m.shard(), s.failoverWindow())
+		default:
+			continue
+		}
+		if err := r.setFailoverAnnotation(ctx, m, ""); err != nil {
+			return 0, err
+		}
+	}
+	return 0, nil
+}
+
+// setFailoverAnnotation records (or, with an empty value, clears) a failover request.
+func (r *Reconciler) setFailoverAnnotation(ctx context.Context, m *member, value string) error {
+	patch := client.MergeFrom(m.node.DeepCopy())
+	if value == "" {
+		delete(m.node.Annotations, annotationFailoverAt)
+	} else {
+		if m.node.Annotations == nil {
+			m.node.Annotations = map[string]string{}
+		}
+		m.node.Annotations[annotationFailoverAt] = value
+	}
+	if err := r.Patch(ctx, m.node, patch); err != nil {
+		return fmt.Errorf("record failover on %s: %w", m.name(), err)
+	}
 	return nil
 }

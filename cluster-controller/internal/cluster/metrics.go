@@ -18,7 +18,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "valkey_operator_failovers_total",
-			Help: "Failovers the operator started, by cluster, shard and kind (planned: CLUSTER FAILOVER to a replica in sync; takeover: forced after quorum was lost).",
+			Help: "Failovers the operator made, by cluster, shard and kind: planned (CLUSTER FAILOVER to a replica in sync, counted once the replica serves the shard) or takeover (forced after quorum was lost).",
 		}, []string{"namespace", "cluster", "shard", "kind"}),
 	}
 	reg.MustRegister(m.failovers)

@@ -137,6 +137,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	}{
 		{"services", r.reconcileServices},
 		{"disruption budgets", r.reconcilePDBs},
+		{"failovers", r.settleFailovers},
 		{"leaving members", r.reconcileLeaving},
 		{"members", r.reconcileMembers},
 		{"meet", r.reconcileMeet},

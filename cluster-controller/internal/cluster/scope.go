@@ -149,9 +149,12 @@ func (s *scope) membersUpToDate() bool {
 	return true
 }
 
+// allStateOK reports whether every member that answers says the cluster is ok. A member
+// that does not answer (a successor still pending, a pod restarting) is not part of the
+// serving cluster; the redundancy it would add is checked per shard.
 func (s *scope) allStateOK() bool {
-	for _, m := range s.topo.members {
-		if !m.leaving() && (!m.reachable || m.state != "ok") {
+	for _, m := range s.topo.reachable() {
+		if !m.leaving() && m.state != "ok" {
 			return false
 		}
 	}

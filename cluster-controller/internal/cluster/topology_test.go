@@ -237,7 +237,7 @@ func TestFailoverPendingIsPerShard(t *testing.T) {
 	if s.failoverPending(1) != nil {
 		t.Error("shard 1 has nothing pending")
 	}
-	a2.node.Annotations[annotationFailoverAt] = t0.Add(-time.Minute).Format(time.RFC3339Nano)
+	a2.node.Annotations[annotationFailoverAt] = t0.Add(-s.failoverWindow()).Format(time.RFC3339Nano)
 	if s.failoverPending(0) != nil {
 		t.Error("an old request no longer blocks")
 	}

@@ -182,8 +182,52 @@ func serverContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 		},
 		Resources:       *vn.Spec.Resources.DeepCopy(),
 		LivenessProbe:   livenessProbe(vn),
+		Lifecycle:       handoverHook(vn),
 		SecurityContext: containerSecurityContext(),
 	}
+}
+
+// handoverWaitSeconds bounds how long the hook waits for the replica to take over: the
+// manual failover timeout (5 s by default) and a margin, well inside the grace period.
+const handoverWaitSeconds = 10
+
+// handoverHook makes a primary hand its slots to a replica in sync before the server is
+// stopped, so a pod deleted, evicted or drained is one planned failover for clients, not
+// a lost primary. Valkey 9.0 does this itself on SIGTERM (shutdown-on-sigterm failover,
+// rendered for 9.x images); older servers get this preStop hook. The hook asks each
+// replica that INFO lists as online to run CLUSTER FAILOVER (a coordinated one: the
+// primary pauses writes until the replica has caught up, so no acknowledged write is
+// lost), then waits until the server reports it is a replica. It authenticates as the
+// exporter's user, whose rules allow CLUSTER FAILOVER and nothing else that writes.
+func handoverHook(vn *v1alpha1.ValkeyNode) *corev1.Lifecycle {
+	if imageVersion(vn.Spec.Image).AtLeast(9, 0) {
+		return nil
+	}
+	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+		Exec: &corev1.ExecAction{Command: []string{"sh", "-c", handoverScript(vn)}},
+	}}
+}
+
+// handoverScript is the shell of the preStop hook (busybox sh and valkey-cli).
+func handoverScript(vn *v1alpha1.ValkeyNode) string {
+	tls := ""
+	if vn.Spec.TLSSecretName != "" {
+		tls = " --tls --cacert " + TLSDir + "/ca.crt"
+	}
+	return fmt.Sprintf(`export REDISCLI_AUTH="$(cat %[1]s)" VALKEYCLI_AUTH="$(cat %[1]s)"
+cli() { valkey-cli --no-auth-warning --user %[2]s%[3]s "$@"; }
+primary() { cli -h 127.0.0.1 -p %[4]d info replication | grep -q '^role:master'; }
+primary || exit 0
+for r in $(cli -h 127.0.0.1 -p %[4]d info replication | awk -F'[:=,]' '/^slave[0-9]+:/ && /state=online/ {print $3 ":" $5}'); do
+  cli -h "${r%%:*}" -p "${r##*:}" cluster failover | grep -q OK || continue
+  i=0
+  while [ $i -lt %[5]d ]; do
+    primary || exit 0
+    sleep 1; i=$((i+1))
+  done
+  exit 0
+done
+exit 0`, ExporterPasswordPath, v1alpha1.UserExporter, tls, ClientPort, handoverWaitSeconds)
 }
 
 // Timing of the liveness probe: a server that has not answered for about 30 s is hung.

@@ -441,3 +441,28 @@ func TestPatchContainersEmpty(t *testing.T) {
 		t.Errorf("an empty patch changed the spec (err %v)", err)
 	}
 }
+
+// TestHandoverHookByVersion: 8.x servers get the preStop handover, 9.x hands over on
+// SIGTERM itself (shutdown-on-sigterm failover) and gets none.
+func TestHandoverHookByVersion(t *testing.T) {
+	for image, want := range map[string]bool{
+		"valkey/valkey:8.0.1": true, "valkey/valkey:8.1.1": true, "valkey/valkey:9.1.2": false, "valkey/valkey:latest": true,
+	} {
+		vn := &v1alpha1.ValkeyNode{Spec: v1alpha1.ValkeyNodeSpec{Image: image, SystemUsersSecretName: "s"}}
+		h := handoverHook(vn)
+		if (h != nil) != want {
+			t.Errorf("%s: hook %v, want %v", image, h != nil, want)
+			continue
+		}
+		if h != nil {
+			script := h.PreStop.Exec.Command[2]
+			if !strings.Contains(script, "cluster failover") || !strings.Contains(script, ExporterPasswordPath) || strings.Contains(script, "--tls") {
+				t.Errorf("%s: script %s", image, script)
+			}
+		}
+	}
+	vn := &v1alpha1.ValkeyNode{Spec: v1alpha1.ValkeyNodeSpec{Image: "valkey/valkey:8.0.1", TLSSecretName: "t"}}
+	if s := handoverHook(vn).PreStop.Exec.Command[2]; !strings.Contains(s, "--tls --cacert "+TLSDir+"/ca.crt") {
+		t.Errorf("TLS: %s", s)
+	}
+}
