@@ -66,53 +66,56 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 	return 0, nil
 }
 
-// anchor is the reachable member that knows most of the cluster: new members are met from
-// it, so gossip spreads them to everyone.
-func (s *scope) anchor() *member {
-	var best *member
-	for _, m := range s.topo.reachable() {
-		if m.leaving() {
-			continue
-		}
-		if best == nil || len(m.view) > len(best.view) {
-			best = m
-		}
-	}
-	return best
-}
-
-// reconcileMeet makes the anchor meet every member it does not know (or knows at an old
-// address: a pod recreated with its volume keeps its node ID and changes its IP).
+// reconcileMeet makes every member that does not know another (or knows it at an old
+// address: a pod recreated with its volume keeps its node ID and changes its IP) meet it.
+// Meeting from the side that lacks the other always converges, whatever each side's view:
+// a member forgotten by the others while it still knows them is met again.
 func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration, error) {
-	a := s.anchor()
-	if a == nil {
-		return 0, nil
-	}
-	c, err := r.client(ctx, s, a)
-	if err != nil {
-		return 0, err
-	}
 	var met []string
-	for _, m := range s.topo.reachable() {
-		if m == a || m.leaving() || meetPending(a, m) {
-			continue
+	for _, pair := range meetings(s.topo.reachable()) {
+		from, to := pair[0], pair[1]
+		c, err := r.client(ctx, s, from)
+		if err != nil {
+			return 0, err
 		}
-		if err := c.Meet(ctx, m.ip(), 6379, busPort); err != nil {
-			return 0, fmt.Errorf("meet %s from %s: %w", m.name(), a.name(), err)
+		if err := c.Meet(ctx, to.ip(), 6379, busPort); err != nil {
+			return 0, fmt.Errorf("meet %s from %s: %w", to.name(), from.name(), err)
 		}
-		met = append(met, m.name())
+		met = append(met, from.name()+"->"+to.name())
 	}
 	if len(met) > 0 {
-		log.FromContext(ctx).Info("met members", "anchor", a.name(), "members", met)
-		s.progress(v1alpha1.ReasonMeetingMembers, "introducing %s to the cluster", strings.Join(met, ", "))
+		log.FromContext(ctx).Info("met members", "meetings", met)
+		s.progress(v1alpha1.ReasonMeetingMembers, "introducing members to each other: %s", strings.Join(met, ", "))
 	} else if !s.topo.formed() {
 		s.progress(v1alpha1.ReasonMeetingMembers, "waiting for the members to learn of each other")
 	}
 	return 0, nil
 }
 
-// meetPending reports whether the anchor already knows m at its current address, or is in
-// the middle of a handshake with that address.
+// meetings returns the (from, to) pairs that must meet: one per pair of members that do
+// not both know each other, from the first when neither knows the other, else from the
+// side that lacks the other.
+func meetings(reach []*member) [][2]*member {
+	var out [][2]*member
+	for i, a := range reach {
+		for _, b := range reach[i+1:] {
+			if a.leaving() || b.leaving() {
+				continue
+			}
+			switch aKnows, bKnows := meetPending(a, b), meetPending(b, a); {
+			case aKnows && bKnows:
+			case aKnows:
+				out = append(out, [2]*member{b, a})
+			default:
+				out = append(out, [2]*member{a, b})
+			}
+		}
+	}
+	return out
+}
+
+// meetPending reports whether a already knows m at its current address, or is in the
+// middle of a handshake with that address.
 func meetPending(a, m *member) bool {
 	for _, n := range a.view {
 		if n.IP != m.ip() {

@@ -167,13 +167,14 @@ func (s *scope) slotlessPrimary() *member {
 	return nil
 }
 
-// reconcileStrangers makes every member forget the nodes Valkey knows and no member is:
-// the old identity of a member whose pod came back empty, or a node that was never ours.
-// A node that a replica still follows is kept: its replicas need it known to fail over.
+// reconcileStrangers makes every member forget the nodes Valkey knows, no member is, and
+// the cluster flags as failed: the old identity of a member whose pod came back empty, or
+// a dead node that was never ours. A node that a replica still follows is kept: its
+// replicas need it known to fail over.
 func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Duration, error) {
 	var forget []string
 	for _, id := range s.topo.strangers() {
-		if s.topo.followed(id) || s.topo.mayBeMember(id) {
+		if s.topo.followed(id) || s.topo.mayBeMember(id) || !s.topo.failed(id) {
 			continue
 		}
 		forget = append(forget, id)
@@ -191,6 +192,19 @@ func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Dur
 	r.event(s.vc, nil, eventWarning, "NodesForgotten", "Forget", "forgot nodes no member owns: %s", strings.Join(ids, ", "))
 	s.progress(v1alpha1.ReasonForgettingNodes, "forgot %d nodes no member owns", len(forget))
 	return 0, nil
+}
+
+// failed reports whether a member's view flags node id as failed (the cluster agreed it
+// is unreachable) or without an address. A stranger that still talks may be a member
+// whose new pod the operator has not seen yet (its ValkeyNode's status lags the pod): it
+// is never forgotten, or it would be cut out of the cluster it just joined.
+func (t *topology) failed(id string) bool {
+	for _, m := range t.reachable() {
+		if e, ok := m.entry(id); ok && (e.Fail || e.NoAddr) {
+			return true
+		}
+	}
+	return false
 }
 
 // followed reports whether a reachable member replicates node id.

@@ -289,8 +289,7 @@ func computeMemberStatus(s *scope, m *member) memberStatus {
 	gen := m.node.Generation
 	st := memberStatus{NodeID: m.id(), Lifecycle: m.node.Status.Lifecycle}
 	p := s.topo.primaryOf(m.shard())
-	a := s.anchor()
-	known := m.reachable && a != nil && (a == m || a.knows(m.id()))
+	known := m.reachable && s.topo.formedWith(m)
 	isPrimary := p == m
 	follows := m.reachable && p != nil && m.self.Replica && m.self.PrimaryID == p.id()
 	joined := conditions.New(v1alpha1.ConditionJoined, false, v1alpha1.ReasonNotJoined, "", gen)

@@ -247,3 +247,35 @@ func TestFailoverPendingIsPerShard(t *testing.T) {
 		t.Error("a completed takeover no longer blocks")
 	}
 }
+
+// TestMeetingsRepairAOneSidedView: c2's pod came back with a new identity and the other
+// members forgot it while it still knows them all. Each of them must meet it; nothing else
+// needs a meeting.
+func TestMeetingsRepairAOneSidedView(t *testing.T) {
+	topo := build(t, threeByOne())
+	c2 := topo.byID("C2")
+	for _, m := range topo.members {
+		if m == c2 {
+			continue
+		}
+		var kept []valkey.ClusterNode
+		for _, n := range m.view {
+			if n.ID != "C2" {
+				kept = append(kept, n)
+			}
+		}
+		m.view = kept
+	}
+	got := meetings(topo.reachable())
+	if len(got) != 5 {
+		t.Fatalf("%d meetings, want 5 (everyone meets c2)", len(got))
+	}
+	for _, p := range got {
+		if p[1] != c2 || p[0] == c2 {
+			t.Errorf("meeting %s -> %s, want every other member -> c2", p[0].name(), p[1].name())
+		}
+	}
+	if n := len(meetings(build(t, threeByOne()).reachable())); n != 0 {
+		t.Errorf("a formed cluster needs %d meetings, want none", n)
+	}
+}
