@@ -166,7 +166,7 @@ func serverContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 	return corev1.Container{
 		Name:    ServerContainer,
 		Image:   vn.Spec.Image,
-		Command: []string{"valkey-server", ConfigPath, "--cluster-announce-ip", "$(POD_IP)"},
+		Command: serverCommand(vn),
 		Env: []corev1.EnvVar{{
 			Name:      "POD_IP",
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}},
@@ -228,6 +228,25 @@ for r in $(cli -h 127.0.0.1 -p %[4]d info replication | awk -F'[:=,]' '/^slave[0
   exit 0
 done
 exit 0`, ExporterPasswordPath, v1alpha1.UserExporter, tls, ClientPort, handoverWaitSeconds)
+}
+
+// serverCommand starts valkey-server with the rendered config, announcing the pod IP.
+//
+// Without persistence a server that restarts in its pod (a crash, a killed process, a
+// failed liveness probe) must come back as a new, empty node. Its data directory (an
+// emptyDir) outlives the container: with its old nodes.conf it would rejoin under its old
+// identity, still claiming its slots, with whatever stale or empty dataset the directory
+// holds, and its replica would copy that. So the cluster state and data files are removed
+// first: the old identity fails over to the replica like a lost pod, and the new empty node
+// joins as a replica. With persistence the volume holds the member's data on purpose and
+// the server restarts with it.
+func serverCommand(vn *v1alpha1.ValkeyNode) []string {
+	start := []string{"valkey-server", ConfigPath, "--cluster-announce-ip", "$(POD_IP)"}
+	if vn.Spec.Persistence != nil {
+		return start
+	}
+	return []string{"sh", "-c", fmt.Sprintf(`rm -rf %[1]s/%[2]s %[1]s/dump.rdb %[1]s/appendonlydir; exec valkey-server %[3]s --cluster-announce-ip "$POD_IP"`,
+		DataDir, ClusterConfigFile, ConfigPath)}
 }
 
 // Timing of the liveness probe: a server that has not answered for about 30 s is hung.

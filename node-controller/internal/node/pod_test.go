@@ -25,7 +25,7 @@ func TestPodTemplate(t *testing.T) {
 			name: "server runs the rendered config and announces the pod IP",
 			check: func(t *testing.T, spec corev1.PodSpec) {
 				c := container(spec, ServerContainer)
-				want := []string{"valkey-server", "/etc/valkey/valkey.conf", "--cluster-announce-ip", "$(POD_IP)"}
+				want := []string{"sh", "-c", `rm -rf /data/nodes.conf /data/dump.rdb /data/appendonlydir; exec valkey-server /etc/valkey/valkey.conf --cluster-announce-ip "$POD_IP"`}
 				if !slices.Equal(c.Command, want) {
 					t.Errorf("command = %q, want %q", c.Command, want)
 				}
@@ -464,5 +464,18 @@ func TestHandoverHookByVersion(t *testing.T) {
 	vn := &v1alpha1.ValkeyNode{Spec: v1alpha1.ValkeyNodeSpec{Image: "valkey/valkey:8.0.1", TLSSecretName: "t"}}
 	if s := handoverHook(vn).PreStop.Exec.Command[2]; !strings.Contains(s, "--tls --cacert "+TLSDir+"/ca.crt") {
 		t.Errorf("TLS: %s", s)
+	}
+}
+
+// TestServerCommand: without persistence a restarted server starts as a new, empty node.
+func TestServerCommand(t *testing.T) {
+	vn := &v1alpha1.ValkeyNode{}
+	cmd := strings.Join(serverCommand(vn), " ")
+	if !strings.Contains(cmd, "rm -rf /data/nodes.conf /data/dump.rdb /data/appendonlydir; exec valkey-server") {
+		t.Errorf("without persistence: %s", cmd)
+	}
+	vn.Spec.Persistence = &v1alpha1.PersistenceSpec{}
+	if cmd := strings.Join(serverCommand(vn), " "); strings.Contains(cmd, "rm ") || !strings.HasPrefix(cmd, "valkey-server ") {
+		t.Errorf("with persistence the data stays: %s", cmd)
 	}
 }
