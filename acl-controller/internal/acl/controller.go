@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"net/http"
 	"time"
 
@@ -131,10 +132,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var vc v1alpha1.ValkeyCluster
 	if err := r.Client.Get(ctx, req.NamespacedName, &vc); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return reconcile.Result{}, r.releaseSystemUsers(ctx, req.NamespacedName)
+		}
+		return reconcile.Result{}, err
 	}
 	if !vc.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil // owner references delete the Secrets
+		// Owner references delete the Secrets; the system users one waits for this.
+		return reconcile.Result{}, r.releaseSystemUsers(ctx, req.NamespacedName)
 	}
 	if g := guard.Check(&vc); !g.Valid() {
 		log.FromContext(ctx).Info("not acting on an invalid spec", "errors", len(g.Errs))

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -122,6 +123,13 @@ func (r *Reconciler) ensureSystemUsers(ctx context.Context, vc *v1alpha1.ValkeyC
 	if err != nil {
 		return nil, fmt.Errorf("read Secret %s: %w", name, err)
 	}
+	if !s.DeletionTimestamp.IsZero() {
+		// Deleted by hand: the finalizer keeps it, and the running servers only know these
+		// passwords. New ones could not reach them.
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, "SystemUsersSecretDeleted", "Protect",
+			"Secret %s was deleted; it is kept while the cluster exists: the members only accept the passwords it holds", name)
+		return &s, nil
+	}
 	before := s.DeepCopy()
 	if err := completeSystemUsers(&s); err != nil {
 		return nil, err
@@ -129,6 +137,7 @@ func (r *Reconciler) ensureSystemUsers(ctx context.Context, vc *v1alpha1.ValkeyC
 	if err := ownedMeta(&s, vc, r.Scheme); err != nil {
 		return nil, err
 	}
+	controllerutil.AddFinalizer(&s, keepFinalizer)
 	if equalSecret(before, &s) {
 		return &s, nil
 	}
@@ -156,10 +165,34 @@ func (r *Reconciler) createSystemUsers(ctx context.Context, vc *v1alpha1.ValkeyC
 	if err := ownedMeta(s, vc, r.Scheme); err != nil {
 		return nil, err
 	}
+	controllerutil.AddFinalizer(s, keepFinalizer)
 	if err := r.Client.Create(ctx, s); err != nil {
 		return nil, fmt.Errorf("create Secret %s: %w", name, err)
 	}
 	return s, nil
+}
+
+// keepFinalizer holds the system users Secret while its cluster exists: its passwords are
+// the only ones the running servers accept, so losing them would lock the operator out.
+const keepFinalizer = "valkey.io/keep-while-cluster-exists"
+
+// releaseSystemUsers lets the system users Secret of a cluster that is gone (or going) be
+// deleted with it.
+func (r *Reconciler) releaseSystemUsers(ctx context.Context, key types.NamespacedName) error {
+	var s corev1.Secret
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: v1alpha1.SystemUsersSecretName(key.Name)}, &s)
+	if apierrors.IsNotFound(err) || (err == nil && !controllerutil.ContainsFinalizer(&s, keepFinalizer)) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	patch := client.MergeFrom(s.DeepCopy())
+	controllerutil.RemoveFinalizer(&s, keepFinalizer)
+	if err := r.Client.Patch(ctx, &s, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("release Secret %s: %w", s.Name, err)
+	}
+	return nil
 }
 
 // completeSystemUsers generates any missing password and rewrites the derived keys
