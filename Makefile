@@ -83,7 +83,7 @@ chart-test: $(TOOLS_BIN)/helm ## helm lint, rendering of every toggle combinatio
 	cd e2e && GOWORK=off go test -count=1 ./charttest/
 
 .PHONY: unit
-unit: tools ## Unit and integration tests of every module (real Valkey servers and a real API server where needed)
+unit: tools local-build ## Unit and integration tests of every module (real Valkey servers and a real API server where needed)
 	@for m in $(MODULES); do echo "test $$m"; (cd $$m && GOWORK=off go test -count=1 ./...); done
 
 ##@ Local Kubernetes
