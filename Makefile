@@ -119,6 +119,18 @@ local-down: $(LOCALKUBE) ## Stop the local Kubernetes and remove everything it m
 local-status: $(LOCALKUBE) ## Show whether the local Kubernetes runs
 	$(LOCALKUBE) status
 
+##@ Docker and kind (machines with Docker)
+
+KIND_CLUSTER ?= kind
+
+.PHONY: docker-build
+docker-build: images ## Load the images into the local Docker engine (built without Docker by make images)
+	@for f in $$(cd e2e && GOWORK=off go run ./cmd/localkube images-list); do docker load -i "$$f"; done
+
+.PHONY: kind-load
+kind-load: images ## Load the images into the kind cluster KIND_CLUSTER (default kind)
+	@for f in $$(cd e2e && GOWORK=off go run ./cmd/localkube images-list); do kind load image-archive --name $(KIND_CLUSTER) "$$f"; done
+
 ##@ End-to-end
 
 .PHONY: e2e

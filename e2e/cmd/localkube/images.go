@@ -49,3 +49,19 @@ func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref string) 
 	}
 	return localkube.LoadImages(ctx, cfg, files)
 }
+
+// listImages prints the image tarballs of the manifest, one per line.
+func listImages(cfg localkube.Config) error {
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return err
+	}
+	m, err := images.ReadManifest(cfg.CacheDir)
+	if err != nil {
+		return err
+	}
+	for _, f := range m.Files() {
+		fmt.Println(f)
+	}
+	return nil
+}

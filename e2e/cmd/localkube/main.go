@@ -9,6 +9,7 @@
 //	localkube link N up|down     restore or cut node N's network link
 //	localkube load FILE...       import image tarballs into every node
 //	localkube snapshot           print the host state that local-down must restore
+//	localkube images-list        print the image tarballs (for docker load / kind load)
 package main
 
 import (
@@ -73,6 +74,8 @@ func run(args []string) error {
 		return link(ctx, cfg, fs.Args())
 	case "load":
 		return localkube.LoadImages(ctx, cfg, fs.Args())
+	case "images-list":
+		return listImages(cfg)
 	case "snapshot":
 		return localkube.WriteSnapshot(ctx, cfg, os.Stdout)
 	case "node-run":
