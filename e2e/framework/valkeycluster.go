@@ -94,14 +94,21 @@ func (k *Cluster) Members(ctx context.Context, t testing.TB, vc *v1alpha1.Valkey
 	return out
 }
 
-// Pods lists the Valkey pods of a cluster.
+// Pods lists the Valkey pods of a cluster, leaving out pods being deleted (a retired
+// member's pod may take its grace period to go).
 func (k *Cluster) Pods(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster) []corev1.Pod {
 	t.Helper()
 	var list corev1.PodList
 	if err := k.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelInstance: vc.Name, v1alpha1.LabelName: v1alpha1.AppName}); err != nil {
 		t.Fatal(err)
 	}
-	return list.Items
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // PodUIDs maps each pod name of the cluster to its UID (to prove no pod was restarted).
