@@ -25,11 +25,12 @@ func main() {
 		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: operator.ManagedSecrets()},
 		Setup: func(_ context.Context, mgr ctrl.Manager, f operator.Flags) error {
 			r := &cluster.Reconciler{
-				Client:   mgr.GetClient(),
-				Scheme:   mgr.GetScheme(),
-				Recorder: mgr.GetEventRecorder(cluster.FieldOwner),
-				Pool:     &valkeyconn.Pool{},
-				Metrics:  cluster.NewMetrics(metrics.Registry),
+				Client:    mgr.GetClient(),
+				APIReader: mgr.GetAPIReader(),
+				Scheme:    mgr.GetScheme(),
+				Recorder:  mgr.GetEventRecorder(cluster.FieldOwner),
+				Pool:      &valkeyconn.Pool{},
+				Metrics:   cluster.NewMetrics(metrics.Registry),
 			}
 			return r.SetupWithManager(mgr, f.MaxConcurrentReconciles)
 		},

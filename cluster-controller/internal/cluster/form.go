@@ -39,9 +39,20 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 		}
 	}
 	created := 0
+	var live map[int32]int // counted by the API server, only when the cache says members are missing
 	for sh := int32(0); sh < s.shards(); sh++ {
 		want := int(1 + s.replicas())
-		for n := len(s.active(sh)); n < want; n++ {
+		n := len(s.active(sh))
+		if n >= want {
+			continue
+		}
+		if live == nil {
+			var err error
+			if live, err = r.countMembers(ctx, s.vc); err != nil {
+				return 0, err
+			}
+		}
+		for n = max(n, live[sh]); n < want; n++ {
 			if _, err := r.createMember(ctx, s.vc, sh, fmt.Sprintf("shard %d has %d of %d members", sh, n, want)); err != nil {
 				return 0, err
 			}

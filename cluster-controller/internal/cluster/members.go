@@ -133,10 +133,35 @@ func (r *Reconciler) createMember(ctx context.Context, vc *v1alpha1.ValkeyCluste
 	return nil, fmt.Errorf("create member of shard %d: no free name after 5 attempts", s)
 }
 
-// listMembers returns the ValkeyNodes the cluster owns.
+// listMembers returns the ValkeyNodes the cluster owns, from the cache.
 func (r *Reconciler) listMembers(ctx context.Context, vc *v1alpha1.ValkeyCluster) ([]*v1alpha1.ValkeyNode, error) {
+	return r.listMembersFrom(ctx, r.Client, vc)
+}
+
+// countMembers counts the members of each shard that are not leaving, asking the API server
+// itself: the cache may not show the members created by the previous pass yet, and a
+// decision to create members taken on it would create them twice.
+func (r *Reconciler) countMembers(ctx context.Context, vc *v1alpha1.ValkeyCluster) (map[int32]int, error) {
+	reader := client.Reader(r.Client)
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	nodes, err := r.listMembersFrom(ctx, reader, vc)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]int{}
+	for _, vn := range nodes {
+		if vn.DeletionTimestamp.IsZero() {
+			out[vn.Spec.ShardIndex]++
+		}
+	}
+	return out, nil
+}
+
+func (r *Reconciler) listMembersFrom(ctx context.Context, reader client.Reader, vc *v1alpha1.ValkeyCluster) ([]*v1alpha1.ValkeyNode, error) {
 	var list v1alpha1.ValkeyNodeList
-	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels(v1alpha1.ClusterLabels(vc.Name))); err != nil {
+	if err := reader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels(v1alpha1.ClusterLabels(vc.Name))); err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
 	var out []*v1alpha1.ValkeyNode

@@ -54,10 +54,13 @@ const (
 // Reconciler reconciles ValkeyClusters.
 type Reconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
-	Pool     *valkeyconn.Pool
-	Metrics  *Metrics
+	// APIReader reads from the API server itself, bypassing the cache, for decisions a
+	// stale cache would make twice (creating members).
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	Pool      *valkeyconn.Pool
+	Metrics   *Metrics
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }

@@ -117,6 +117,13 @@ func (r *Reconciler) rollByReplacement(ctx context.Context, s *scope, sh int32) 
 	}
 	want := int(1 + s.replicas())
 	if len(members) <= want {
+		live, err := r.countMembers(ctx, s.vc)
+		if err != nil {
+			return 0, err
+		}
+		if live[sh] > want {
+			return requeueFast, nil // the successor exists; the cache has not seen it yet
+		}
 		if _, err := r.createMember(ctx, s.vc, sh, "successor for a rolling update"); err != nil {
 			return 0, err
 		}
