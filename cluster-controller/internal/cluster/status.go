@@ -164,21 +164,29 @@ func degradedCondition(s *scope, gen int64) metav1.Condition {
 		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonSlotsUncovered,
 			fmt.Sprintf("%d of %d slots have no primary: requests to them fail", slotCount-covered, slotCount), gen)
 	}
-	var missing, unsynced []string
+	var missing []string
 	for sh := int32(0); sh < s.shards(); sh++ {
 		p := s.topo.primaryOf(sh)
-		n := int32(0)
+		var n int32
+		var behind []string
 		for _, m := range s.active(sh) {
-			if m != p && synced(m, p) {
+			switch {
+			case m == p:
+			case synced(m, p):
 				n++
-			} else if m != p {
-				unsynced = append(unsynced, m.name())
+			default:
+				behind = append(behind, m.name())
 			}
 		}
-		if p == nil {
+		switch {
+		case p == nil:
 			missing = append(missing, fmt.Sprintf("shard %d has no primary", sh))
-		} else if n < s.replicas() {
-			missing = append(missing, fmt.Sprintf("shard %d has %d of %d replicas in sync", sh, n, s.replicas()))
+		case n < s.replicas():
+			msg := fmt.Sprintf("shard %d has %d of %d replicas in sync", sh, n, s.replicas())
+			if len(behind) > 0 {
+				msg += " (not in sync: " + strings.Join(behind, ", ") + ")"
+			}
+			missing = append(missing, msg)
 		}
 	}
 	if len(missing) > 0 {
