@@ -43,7 +43,7 @@ func TestControllerScenario(t *testing.T) {
 	h.waitCondition("vk", v1alpha1.ConditionTLSReady, metav1.ConditionTrue, v1alpha1.ReasonCertificateValid, fp(good))
 	h.waitCondition("vk", v1alpha1.ConditionCertificateExpiring, metav1.ConditionFalse, v1alpha1.ReasonNotExpiring, "expires on")
 	vc := h.cluster("vk")
-	cp := h.secret("vk-tls")
+	cp := h.secret(v1alpha1.TLSSecretName("vk"))
 	if !sameCertificate(cp.Data, good) || cp.Type != "kubernetes.io/tls" {
 		t.Fatalf("the copy does not hold the accepted certificate (type %s)", cp.Type)
 	}
@@ -111,7 +111,7 @@ func TestControllerScenario(t *testing.T) {
 	step1 := secretData(bundle, renewed[KeyCert], renewed[KeyKey])
 	changed := time.Now()
 	h.rollTo("vk", step1, nodes)
-	if cp := h.secret("vk-tls"); len(cp.Data[KeyPreviousCA]) != 0 || cp.Annotations[AnnotationRolledOut] != Revision(step1) {
+	if cp := h.secret(v1alpha1.TLSSecretName("vk")); len(cp.Data[KeyPreviousCA]) != 0 || cp.Annotations[AnnotationRolledOut] != Revision(step1) {
 		t.Errorf("after the rollout the copy still trusts earlier CAs or lacks the rollout mark: %v", cp.Annotations)
 	}
 	if took := time.Since(changed); took < testDelay {
@@ -211,11 +211,12 @@ func TestControllerEdges(t *testing.T) {
 	h := newHarness(t, 1, func() map[string][]byte { c, k := ca.issue(t, leafOpts{}); return secretData(ca.PEM, c, k) }(), ca)
 	c, k := ca.issue(t, leafOpts{})
 
-	h.putSecret("clash-tls", secretData(ca.PEM, c, k))
-	h.createCluster("clash", "clash-tls")
+	clash := v1alpha1.TLSSecretName("clash")
+	h.putSecret(clash, secretData(ca.PEM, c, k))
+	h.createCluster("clash", clash)
 	h.waitCondition("clash", v1alpha1.ConditionTLSReady, metav1.ConditionFalse, v1alpha1.ReasonSecretNameConflict, "name of the operator's own copy")
 	h.waitCondition("clash", v1alpha1.ConditionCertificateExpiring, metav1.ConditionUnknown, v1alpha1.ReasonUnknown, "no certificate")
-	if s := h.secret("clash-tls"); len(s.OwnerReferences) != 0 || len(s.Labels) != 0 {
+	if s := h.secret(clash); len(s.OwnerReferences) != 0 || len(s.Labels) != 0 {
 		t.Errorf("the user's Secret was taken over: %+v", s.ObjectMeta)
 	}
 
