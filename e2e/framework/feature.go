@@ -143,6 +143,7 @@ func (k *Cluster) LogNamespace(ctx context.Context, t testing.TB, ns string) {
 	} else {
 		for i := range pods.Items {
 			t.Logf("pod %s", DescribePod(&pods.Items[i]))
+			k.logRestartedContainers(ctx, t, &pods.Items[i])
 		}
 	}
 	var events corev1.EventList
@@ -157,6 +158,22 @@ func (k *Cluster) LogNamespace(ctx context.Context, t testing.TB, ns string) {
 	}
 	for _, e := range items {
 		t.Logf("event %s %s %s/%s %s: %s", eventTime(e).Format("15:04:05.000"), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
+}
+
+// logRestartedContainers logs the end of the previous run of every container of p that
+// restarted: the evidence of a crash loop is gone once the namespace is.
+func (k *Cluster) logRestartedContainers(ctx context.Context, t testing.TB, p *corev1.Pod) {
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if cs.RestartCount == 0 {
+			continue
+		}
+		out, err := k.Kubectl(ctx, "-n", p.Namespace, "logs", p.Name, "-c", cs.Name, "--previous", "--tail=25")
+		if err != nil {
+			t.Logf("previous logs of %s/%s: %v", p.Name, cs.Name, err)
+			continue
+		}
+		t.Logf("previous run of %s/%s (%d restarts):\n%s", p.Name, cs.Name, cs.RestartCount, out)
 	}
 }
 
