@@ -12,7 +12,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TESTS="$ROOT/e2e/tests"
-CI_SUITES=(localkube)
+CI_SUITES=(localkube api node cluster-form heal config roll scale acl tls chart)
 TIMEOUT=${E2E_TIMEOUT:-20m}
 export LOCALKUBE_CACHE=${LOCALKUBE_CACHE:-$ROOT/.cache}
 
