@@ -59,7 +59,7 @@ generate: $(TOOLS_BIN)/controller-gen ## Generate deepcopy, CRDs (config/crd and
 	hack/generate.sh
 
 .PHONY: verify-generate
-verify-generate: ## Fail when generated files are stale
+verify-generate: $(TOOLS_BIN)/controller-gen ## Fail when generated files are stale
 	hack/verify-generate.sh
 
 .PHONY: tidy
