@@ -34,6 +34,9 @@ type Options struct {
 	Prefix string
 	// Timeout of each write (default 2 s).
 	Timeout time.Duration
+	// RecordGapsOver, when set, makes the report list every gap of a writer at least
+	// this long, with when it started (to match gaps with injected faults).
+	RecordGapsOver time.Duration
 }
 
 // Report is what a run observed.
@@ -49,6 +52,26 @@ type Report struct {
 	// LongestGap maps each writer (its hash tag and the slot it writes) to the longest
 	// time between two successful writes.
 	LongestGap map[string]time.Duration
+	// LostWrites are all the lost writes, with when each was acknowledged.
+	LostWrites []LostWrite
+	// Gaps are the gaps of at least Options.RecordGapsOver, by writer then time.
+	Gaps []Gap
+}
+
+// LostWrite is one acknowledged write that could not be read back.
+type LostWrite struct {
+	Key  string
+	Slot int
+	// AckedAt is when the server acknowledged it.
+	AckedAt time.Time
+}
+
+// Gap is a time without a successful write of one writer.
+type Gap struct {
+	Slot int
+	// Start is the last successful write before the gap.
+	Start  time.Time
+	Length time.Duration
 }
 
 // MaxGap is the longest gap of any writer.
@@ -88,6 +111,8 @@ type writer struct {
 	slot   int
 	mu     sync.Mutex
 	acked  []int64
+	ackAt  []time.Time
+	gaps   []Gap
 	writes int
 	errs   int
 	last   time.Time
@@ -191,7 +216,12 @@ func (c *Checker) run(ctx context.Context, w *writer) {
 			}
 		} else {
 			w.acked = append(w.acked, seq)
-			w.gap = max(w.gap, now.Sub(w.last))
+			w.ackAt = append(w.ackAt, now)
+			gap := now.Sub(w.last)
+			if c.o.RecordGapsOver > 0 && gap >= c.o.RecordGapsOver {
+				w.gaps = append(w.gaps, Gap{Slot: w.slot, Start: w.last, Length: gap})
+			}
+			w.gap = max(w.gap, gap)
 			w.last = now
 		}
 		w.mu.Unlock()
@@ -209,23 +239,27 @@ func (c *Checker) Stop(ctx context.Context) (Report, error) {
 		r.Errors += w.errs
 		r.Acked += len(w.acked)
 		r.LongestGap[fmt.Sprintf("%s (slot %d)", w.tag, w.slot)] = w.gap
+		r.Gaps = append(r.Gaps, w.gaps...)
 		lost, err := c.verify(ctx, w)
 		if err != nil {
 			return r, err
 		}
 		r.Lost += len(lost)
-		for _, k := range lost {
+		for _, i := range lost {
+			key := c.key(w, w.acked[i])
 			if len(r.LostKeys) < 10 {
-				r.LostKeys = append(r.LostKeys, k)
+				r.LostKeys = append(r.LostKeys, key)
 			}
+			r.LostWrites = append(r.LostWrites, LostWrite{Key: key, Slot: w.slot, AckedAt: w.ackAt[i]})
 		}
 	}
 	return r, nil
 }
 
-// verify reads a writer's acknowledged keys in batches (one slot, so MGET is allowed).
-func (c *Checker) verify(ctx context.Context, w *writer) ([]string, error) {
-	var lost []string
+// verify reads a writer's acknowledged keys in batches (one slot, so MGET is allowed)
+// and returns the indexes in w.acked of those it cannot read back.
+func (c *Checker) verify(ctx context.Context, w *writer) ([]int, error) {
+	var lost []int
 	for i := 0; i < len(w.acked); i += 500 {
 		batch := w.acked[i:min(i+500, len(w.acked))]
 		keys := make([]string, len(batch))
@@ -244,7 +278,7 @@ func (c *Checker) verify(ctx context.Context, w *writer) ([]string, error) {
 		for j, v := range vals {
 			s, err := v.ToString()
 			if err != nil || s != strconv.FormatInt(batch[j], 10) {
-				lost = append(lost, keys[j])
+				lost = append(lost, i+j)
 			}
 		}
 	}

@@ -20,7 +20,8 @@ func TestCheckerOnARealCluster(t *testing.T) {
 	for _, s := range servers {
 		addrs = append(addrs, s.Addr())
 	}
-	ch, err := Start(ctx, Options{Addrs: addrs, Username: servers[0].Options().Username, Password: servers[0].Options().Password, Interval: time.Millisecond})
+	ch, err := Start(ctx, Options{Addrs: addrs, Username: servers[0].Options().Username, Password: servers[0].Options().Password,
+		Interval: time.Millisecond, RecordGapsOver: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +43,18 @@ func TestCheckerOnARealCluster(t *testing.T) {
 	}
 	if r.Lost != 1 || r.LostKeys[0] != victim {
 		t.Fatalf("want exactly the deleted key lost: %s %v", r, r.LostKeys)
+	}
+	if lw := r.LostWrites; len(lw) != 1 || lw[0].Key != victim || lw[0].Slot != w.slot || lw[0].AckedAt.IsZero() {
+		t.Fatalf("want the deleted key with its acknowledgement time: %+v", lw)
+	}
+	// One write per millisecond: gaps of a millisecond or more are recorded.
+	if len(r.Gaps) == 0 {
+		t.Fatal("no gap of 1 ms or more recorded")
+	}
+	for _, g := range r.Gaps {
+		if g.Length < time.Millisecond || g.Start.IsZero() {
+			t.Fatalf("gap %+v is below the threshold or has no start", g)
+		}
 	}
 }
 
