@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // TLSFiles are the paths of the server's certificate, key and CA bundle.
@@ -119,6 +120,23 @@ func IsValidConfigKey(key string) bool {
 		}
 	}
 	return true
+}
+
+// NodeTimeout is the cluster-node-timeout a server runs with: the user's value when it
+// is a positive number of milliseconds, else the operator's default.
+func NodeTimeout(user map[string]string) time.Duration {
+	if v, ok := user["cluster-node-timeout"]; ok {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	for _, d := range operatorDefaults {
+		if d.key == "cluster-node-timeout" {
+			ms, _ := strconv.ParseInt(d.value, 10, 64)
+			return time.Duration(ms) * time.Millisecond
+		}
+	}
+	return 15 * time.Second // Valkey's own default
 }
 
 // operatorDefaults are rendered after the owned keys and may be overridden

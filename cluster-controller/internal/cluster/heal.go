@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,8 +14,6 @@ import (
 )
 
 const (
-	// defaultNodeTimeout is cluster-node-timeout as the operator renders it by default.
-	defaultNodeTimeout = 5000 * time.Millisecond
 	// takeoverMargin is added to twice the node timeout before the operator concludes that
 	// Valkey's own failover will not happen (quorum lost) and forces one.
 	takeoverMargin = 2 * time.Second
@@ -24,12 +21,7 @@ const (
 
 // nodeTimeout is the cluster's cluster-node-timeout.
 func nodeTimeout(vc *v1alpha1.ValkeyCluster) time.Duration {
-	if v, ok := vc.Spec.Config["cluster-node-timeout"]; ok {
-		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
-			return time.Duration(ms) * time.Millisecond
-		}
-	}
-	return defaultNodeTimeout
+	return valkey.NodeTimeout(vc.Spec.Config)
 }
 
 // lostPrimary is a primary that owns slots and does not answer, with the replicas that
@@ -43,7 +35,9 @@ type lostPrimary struct {
 }
 
 // lostPrimaries finds primaries with slots that reachable replicas follow but that the
-// replicas see as failing.
+// replicas see as failing, or without an address: a node answered at its address with
+// another identity (a server that restarted empty in the same pod), and Valkey never
+// flags such a node as failing, so its replicas would wait for it forever.
 func (t *topology) lostPrimaries() []lostPrimary {
 	byID := map[string]*lostPrimary{}
 	for _, m := range t.reachable() {
@@ -54,7 +48,7 @@ func (t *topology) lostPrimaries() []lostPrimary {
 			continue
 		}
 		e, ok := m.entry(m.self.PrimaryID)
-		if !ok || !(e.Fail || e.PFail) || len(e.Slots) == 0 {
+		if !ok || !(e.Fail || e.PFail || e.NoAddr) || len(e.Slots) == 0 {
 			continue
 		}
 		lp := byID[e.ID]
