@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/api/validation"
+	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 // Names, ports and paths of the pods the controller builds.
@@ -40,6 +42,9 @@ const (
 	ACLPath              = EtcDir + "/acl/" + v1alpha1.ACLFileKey
 	PrimaryAuthPath      = EtcDir + "/system/" + v1alpha1.PrimaryAuthKey
 	ExporterPasswordPath = EtcDir + "/system/" + v1alpha1.UserExporter
+	// ExporterPasswordFilePath is redis_exporter's password file, re-read on GET
+	// /-/reload when the acl-controller rotates the system passwords.
+	ExporterPasswordFilePath = EtcDir + "/system/" + v1alpha1.ExporterPasswordFileKey
 	TLSDir               = EtcDir + "/tls"
 	// DataDir is the server's working directory: nodes.conf, RDB and AOF files.
 	DataDir = "/data"
@@ -237,16 +242,41 @@ exit 0`, ExporterPasswordPath, v1alpha1.UserExporter, tls, ClientPort, handoverW
 // emptyDir) outlives the container: with its old nodes.conf it would rejoin under its old
 // identity, still claiming its slots, with whatever stale or empty dataset the directory
 // holds, and its replica would copy that. So the cluster state and data files are removed
-// first: the old identity fails over to the replica like a lost pod, and the new empty node
-// joins as a replica. With persistence the volume holds the member's data on purpose and
-// the server restarts with it.
+// first, and the new node joins as a replica.
+//
+// It must not come back at once either. Its replicas keep reconnecting to the pod's
+// address: an empty primary there would give them a full resync of nothing, and the other
+// nodes, finding another identity at the old one's address, stop probing it, so Valkey
+// never fails it over. A restart therefore waits restartWait (marked by a file the
+// liveness probe honours) while the cluster sees the old identity fail and promotes a
+// replica. The first start of a pod does not wait: its directory is new.
+//
+// With persistence the volume holds the member's data on purpose and the server restarts
+// with it at once.
 func serverCommand(vn *v1alpha1.ValkeyNode) []string {
 	start := []string{"valkey-server", ConfigPath, "--cluster-announce-ip", "$(POD_IP)"}
 	if vn.Spec.Persistence != nil {
 		return start
 	}
-	return []string{"sh", "-c", fmt.Sprintf(`rm -rf %[1]s/%[2]s %[1]s/dump.rdb %[1]s/appendonlydir; exec valkey-server %[3]s --cluster-announce-ip "$POD_IP"`,
-		DataDir, ClusterConfigFile, ConfigPath)}
+	return []string{"sh", "-c", fmt.Sprintf(`if [ -e %[1]s/%[4]s ]; then
+  echo "restarted in its pod: waiting %[5]ds for the cluster to fail over the old identity"
+  sleep %[5]d
+fi
+touch %[1]s/%[4]s
+rm -rf %[1]s/%[2]s %[1]s/dump.rdb %[1]s/appendonlydir
+exec valkey-server %[3]s --cluster-announce-ip "$POD_IP"`,
+		DataDir, ClusterConfigFile, ConfigPath, startedMarker, restartWaitSeconds(vn))}
+}
+
+// startedMarker, in the data directory of a member without persistence, says that a
+// server already ran in this pod.
+const startedMarker = ".server-started"
+
+// restartWaitSeconds is how long a server restarted in its pod waits: twice the node
+// timeout (one to flag the old identity as failing, one for the election and its retry)
+// and two seconds, as long as the operator gives Valkey before it forces a takeover.
+func restartWaitSeconds(vn *v1alpha1.ValkeyNode) int32 {
+	return int32((2*valkey.NodeTimeout(vn.Spec.Config) + 2*time.Second + time.Second - 1) / time.Second)
 }
 
 // Timing of the liveness probe: a server that has not answered for about 30 s is hung.
@@ -267,7 +297,8 @@ const (
 // protocol, not through Service endpoints.
 func livenessProbe(vn *v1alpha1.ValkeyNode) *corev1.Probe {
 	p := &corev1.Probe{
-		InitialDelaySeconds: probeInitialDelay,
+		// Counted from each start of the container: a restart first waits.
+		InitialDelaySeconds: probeInitialDelay + restartWaitSeconds(vn),
 		PeriodSeconds:       probePeriod,
 		TimeoutSeconds:      probeTimeout,
 		FailureThreshold:    probeFailures,
@@ -306,9 +337,7 @@ func exporterContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 	if name := vn.Spec.SystemUsersSecretName; name != "" {
 		env = append(env,
 			corev1.EnvVar{Name: "REDIS_USER", Value: v1alpha1.UserExporter},
-			corev1.EnvVar{Name: "REDIS_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: v1alpha1.UserExporter,
-			}}})
+			corev1.EnvVar{Name: "REDIS_PASSWORD_FILE", Value: ExporterPasswordFilePath})
 	}
 	if vn.Spec.TLSSecretName != "" {
 		env = append(env, corev1.EnvVar{Name: "REDIS_EXPORTER_SKIP_TLS_VERIFICATION", Value: "true"})
@@ -318,6 +347,7 @@ func exporterContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 		Image:           vn.Spec.Exporter.ImageOrDefault(),
 		Env:             env,
 		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
+		VolumeMounts:    []corev1.VolumeMount{{Name: volumeEtc, MountPath: EtcDir, ReadOnly: true}},
 		Resources:       *vn.Spec.Exporter.Resources.DeepCopy(),
 		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways),
 		SecurityContext: containerSecurityContext(),
@@ -367,8 +397,9 @@ func volumes(vn *v1alpha1.ValkeyNode) []corev1.Volume {
 	}
 }
 
-// projections put the config, the aclfile, the two system users' files the pod needs
-// (the replication include and the exporter's password, not the operator's password)
+// projections put the config, the aclfile, the system users' files the pod needs (the
+// replication include, the exporter's password and its password file, not the
+// operator's password)
 // and the TLS files under EtcDir. Projected files follow their sources, so ACL LOAD
 // and certificate reloads see new content without a restart.
 func projections(vn *v1alpha1.ValkeyNode) []corev1.VolumeProjection {
@@ -383,7 +414,8 @@ func projections(vn *v1alpha1.ValkeyNode) []corev1.VolumeProjection {
 	if s.SystemUsersSecretName != "" {
 		out = append(out, secretProjection(s.SystemUsersSecretName,
 			v1alpha1.PrimaryAuthKey, relPath(PrimaryAuthPath),
-			v1alpha1.UserExporter, relPath(ExporterPasswordPath)))
+			v1alpha1.UserExporter, relPath(ExporterPasswordPath),
+			v1alpha1.ExporterPasswordFileKey, relPath(ExporterPasswordFilePath)))
 	}
 	if s.TLSSecretName != "" {
 		out = append(out, secretProjection(s.TLSSecretName,

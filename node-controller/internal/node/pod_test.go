@@ -25,9 +25,9 @@ func TestPodTemplate(t *testing.T) {
 			name: "server runs the rendered config and announces the pod IP",
 			check: func(t *testing.T, spec corev1.PodSpec) {
 				c := container(spec, ServerContainer)
-				want := []string{"sh", "-c", `rm -rf /data/nodes.conf /data/dump.rdb /data/appendonlydir; exec valkey-server /etc/valkey/valkey.conf --cluster-announce-ip "$POD_IP"`}
-				if !slices.Equal(c.Command, want) {
-					t.Errorf("command = %q, want %q", c.Command, want)
+				if len(c.Command) != 3 || c.Command[0] != "sh" ||
+					!strings.HasSuffix(c.Command[2], `exec valkey-server /etc/valkey/valkey.conf --cluster-announce-ip "$POD_IP"`) {
+					t.Errorf("command = %q, want a shell that ends by exec'ing valkey-server with the config and the pod IP", c.Command)
 				}
 				if e, ok := env(c, "POD_IP"); !ok || e.ValueFrom == nil || e.ValueFrom.FieldRef.FieldPath != "status.podIP" {
 					t.Errorf("POD_IP = %+v, want the downward API status.podIP", e)
@@ -59,6 +59,7 @@ func TestPodTemplate(t *testing.T) {
 				}
 				got := projectedPaths(volume(spec, volumeEtc))
 				want := []string{"demo-acl:users.acl=acl/users.acl", "demo-system-users:_exporter=system/_exporter",
+					"demo-system-users:exporter-passwords.json=system/exporter-passwords.json",
 					"demo-system-users:primaryauth.conf=system/primaryauth.conf", "demo-x7k2p:valkey.conf=valkey.conf"}
 				if !slices.Equal(got, want) {
 					t.Errorf("projected = %q, want %q (never the operator's password)", got, want)
@@ -103,9 +104,16 @@ func TestPodTemplate(t *testing.T) {
 				if e, _ := env(c, "REDIS_USER"); e.Value != "_exporter" {
 					t.Errorf("REDIS_USER = %q", e.Value)
 				}
-				e, _ := env(c, "REDIS_PASSWORD")
-				if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name != "demo-system-users" || e.ValueFrom.SecretKeyRef.Key != "_exporter" {
-					t.Errorf("REDIS_PASSWORD = %+v, want a reference to demo-system-users/_exporter", e)
+				// The password comes from the projected password file, which follows a
+				// rotation (GET /-/reload); an environment variable would not.
+				if e, ok := env(c, "REDIS_PASSWORD"); ok {
+					t.Errorf("REDIS_PASSWORD = %+v, want none", e)
+				}
+				if e, _ := env(c, "REDIS_PASSWORD_FILE"); e.Value != "/etc/valkey/system/exporter-passwords.json" {
+					t.Errorf("REDIS_PASSWORD_FILE = %q", e.Value)
+				}
+				if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != EtcDir || !c.VolumeMounts[0].ReadOnly {
+					t.Errorf("exporter mounts = %+v, want %s read-only", c.VolumeMounts, EtcDir)
 				}
 				if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 9121 || c.Ports[0].Name != "metrics" {
 					t.Errorf("ports = %+v", c.Ports)
@@ -467,12 +475,26 @@ func TestHandoverHookByVersion(t *testing.T) {
 	}
 }
 
-// TestServerCommand: without persistence a restarted server starts as a new, empty node.
+// TestServerCommand: without persistence a server restarted in its pod waits for the
+// cluster to fail its old identity over, then starts as a new, empty node.
 func TestServerCommand(t *testing.T) {
 	vn := &v1alpha1.ValkeyNode{}
 	cmd := strings.Join(serverCommand(vn), " ")
-	if !strings.Contains(cmd, "rm -rf /data/nodes.conf /data/dump.rdb /data/appendonlydir; exec valkey-server") {
-		t.Errorf("without persistence: %s", cmd)
+	for _, want := range []string{
+		"if [ -e /data/.server-started ]; then",
+		"sleep 12\n",
+		"touch /data/.server-started\nrm -rf /data/nodes.conf /data/dump.rdb /data/appendonlydir\nexec valkey-server",
+	} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("without persistence, want %q in:\n%s", want, cmd)
+		}
+	}
+	vn.Spec.Config = v1alpha1.Config{"cluster-node-timeout": "15000"}
+	if got := restartWaitSeconds(vn); got != 32 {
+		t.Errorf("wait with a 15 s node timeout = %d s, want 32", got)
+	}
+	if p := livenessProbe(vn); p.InitialDelaySeconds != probeInitialDelay+32 {
+		t.Errorf("liveness initial delay = %d, want the restart wait added", p.InitialDelaySeconds)
 	}
 	vn.Spec.Persistence = &v1alpha1.PersistenceSpec{}
 	if cmd := strings.Join(serverCommand(vn), " "); strings.Contains(cmd, "rm ") || !strings.HasPrefix(cmd, "valkey-server ") {
