@@ -143,6 +143,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 		{"failovers", r.settleFailovers},
 		{"leaving members", r.reconcileLeaving},
 		{"members", r.reconcileMembers},
+		{"stale members", r.reconcileStaleMembers},
 		{"meet", r.reconcileMeet},
 		{"slots", r.reconcileSlots},
 		{"replicas", r.reconcileReplicas},

@@ -38,23 +38,30 @@ func (s *scope) settled() bool {
 	return true
 }
 
-// reconcileRoll brings members whose pod must change (image, resources, non-live config,
-// containers, exporter, scheduling, grace period) in line with the spec, one shard at a
-// time, with at most one client-visible failover per shard.
-func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope) (time.Duration, error) {
-	// A member that never became active holds nothing: replace it at once (this is also
-	// how a roll blocked by a bad spec resumes once the spec is fixed).
+// reconcileStaleMembers replaces at once a member that never became active and whose
+// spec is outdated: it holds nothing. This is how a cluster whose members cannot start
+// (a nodeSelector no node matches, an image that does not pull) recovers when the spec
+// is fixed, during its creation as well as during a roll. It runs before the phases
+// that wait for every member to answer.
+func (r *Reconciler) reconcileStaleMembers(ctx context.Context, s *scope) (time.Duration, error) {
 	for _, m := range s.topo.members {
 		if m.leaving() || m.node.Status.Lifecycle == v1alpha1.LifecycleActive || len(m.slots()) > 0 {
 			continue
 		}
-		if out, why := s.outdated(m); out && !clusterEmpty(s.topo) {
+		if out, why := s.outdated(m); out {
 			if err := r.retire(ctx, s.vc, m, "it never joined and its spec is outdated ("+why+")"); err != nil {
 				return 0, err
 			}
 			return requeueFast, nil
 		}
 	}
+	return 0, nil
+}
+
+// reconcileRoll brings members whose pod must change (image, resources, non-live config,
+// containers, exporter, scheduling, grace period) in line with the spec, one shard at a
+// time, with at most one client-visible failover per shard.
+func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope) (time.Duration, error) {
 	shard, ok := s.nextShardToRoll()
 	if !ok {
 		return 0, nil
