@@ -171,6 +171,7 @@ func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duratio
 			return 0, nil
 		}
 	}
+	var given []string
 	for sh, p := range primaries {
 		c, err := r.client(ctx, s, p)
 		if err != nil {
@@ -182,10 +183,29 @@ func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duratio
 		}
 		p.self.Slots = ranges // the rest of the pass sees the primary it just made
 		p.self.Primary = true
+		given = append(given, fmt.Sprintf("slots %s to %s (shard %d)", valkey.FormatRanges(ranges), p.name(), sh))
+	}
+	if s.servedBefore() {
+		r.event(s.vc, nil, eventWarning, "SlotsReassigned", "AssignSlots",
+			"every server of the cluster restarted without its data, so the data of all 16384 slots is lost; given, empty: %s", strings.Join(given, "; "))
+		s.progress(v1alpha1.ReasonDataLost, "every server restarted without its data; the slots were assigned again, empty")
+		return 0, nil
 	}
 	r.event(s.vc, nil, eventNormal, "SlotsAssigned", "AssignSlots", "assigned the 16384 slots to %d shards", s.shards())
 	s.progress(v1alpha1.ReasonAssigningSlots, "assigned the slots; waiting for the cluster to agree")
 	return 0, nil
+}
+
+// servedBefore reports whether a member of the cluster was active: the cluster served its
+// slots once, so an empty cluster now is one whose servers all lost their data, not one
+// being created.
+func (s *scope) servedBefore() bool {
+	for _, m := range s.topo.members {
+		if m.node.Status.Lifecycle == v1alpha1.LifecycleActive {
+			return true
+		}
+	}
+	return false
 }
 
 // reconcileReplicas makes every other member of a shard replicate the shard's primary.

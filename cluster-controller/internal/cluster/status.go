@@ -149,6 +149,13 @@ func clusterState(s *scope, ready bool, degraded metav1.Condition) v1alpha1.Clus
 }
 
 func degradedCondition(s *scope, gen int64) metav1.Condition {
+	if s.credErr == nil && clusterEmpty(s.topo) && s.servedBefore() {
+		why := "no member answers"
+		if len(s.topo.reachable()) > 0 {
+			why = "every member that answers restarted without its data"
+		}
+		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonSlotsUncovered, "no server serves any slot (0-16383): "+why, gen)
+	}
 	if s.credErr != nil || clusterEmpty(s.topo) {
 		return conditions.New(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonWaiting, "the cluster is being created", gen)
 	}
