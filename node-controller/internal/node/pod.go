@@ -45,7 +45,7 @@ const (
 	// ExporterPasswordFilePath is redis_exporter's password file, re-read on GET
 	// /-/reload when the acl-controller rotates the system passwords.
 	ExporterPasswordFilePath = EtcDir + "/system/" + v1alpha1.ExporterPasswordFileKey
-	TLSDir               = EtcDir + "/tls"
+	TLSDir                   = EtcDir + "/tls"
 	// DataDir is the server's working directory: nodes.conf, RDB and AOF files.
 	DataDir = "/data"
 	// ClusterConfigFile is the server's nodes.conf, relative to DataDir.
