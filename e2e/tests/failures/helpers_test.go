@@ -1,0 +1,484 @@
+//go:build e2e
+
+package failures
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/e2e/checker"
+	"github.com/valkey-operator/valkey-operator/e2e/framework"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// nodeTimeout is cluster-node-timeout as the operator renders it by default: an
+// unplanned failover cannot complete sooner, a planned one takes a fraction of it.
+const nodeTimeout = 5 * time.Second
+
+// newCluster creates a cluster of shards x replicas, changed by adjust when set, waits
+// until it is Ready and logs how long that took.
+func newCluster(ctx context.Context, t *testing.T, shards, replicas int32, adjust func(*framework.Cluster, *v1alpha1.ValkeyCluster)) (*framework.Cluster, *v1alpha1.ValkeyCluster) {
+	t.Helper()
+	k := framework.ClusterFrom(ctx, t)
+	vc := framework.NewValkeyCluster(framework.Namespace(ctx), "vk", shards, replicas)
+	if adjust != nil {
+		adjust(k, vc)
+	}
+	if err := k.Client.Create(ctx, vc); err != nil {
+		t.Fatal(err)
+	}
+	d := k.WaitClusterReady(ctx, t, vc, 4*time.Minute)
+	t.Logf("%dx%d cluster Ready %s after apply", shards, replicas, d.Round(100*time.Millisecond))
+	return k, vc
+}
+
+// withImage sets the cluster's image to the Valkey major.minor of the image manifest.
+func withImage(t *testing.T, major, minor int) func(*framework.Cluster, *v1alpha1.ValkeyCluster) {
+	return func(k *framework.Cluster, vc *v1alpha1.ValkeyCluster) {
+		img, err := k.ValkeyImage(major, minor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vc.Spec.Image = img.Ref
+	}
+}
+
+// member returns the member of shard sh with the given role.
+func member(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, sh int32, role v1alpha1.Role) v1alpha1.ValkeyNode {
+	t.Helper()
+	for _, m := range k.Members(ctx, t, vc) {
+		if m.Spec.ShardIndex == sh && m.Status.Role == role {
+			return m
+		}
+	}
+	t.Fatalf("no %s in shard %d", role, sh)
+	return v1alpha1.ValkeyNode{}
+}
+
+// getMember reads a member again.
+func getMember(ctx context.Context, t *testing.T, k *framework.Cluster, ns, name string) *v1alpha1.ValkeyNode {
+	t.Helper()
+	vn := &v1alpha1.ValkeyNode{}
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, vn); err != nil {
+		t.Fatal(err)
+	}
+	return vn
+}
+
+// podOf returns the pod of a member.
+func podOf(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, name string) *corev1.Pod {
+	t.Helper()
+	for _, p := range k.Pods(ctx, t, vc) {
+		if p.Labels[v1alpha1.LabelNode] == name {
+			return &p
+		}
+	}
+	t.Fatalf("no pod for member %s", name)
+	return nil
+}
+
+// shardSlots returns the first slot of each shard, as the cluster's status lists them.
+func shardSlots(t *testing.T, vc *v1alpha1.ValkeyCluster) map[int32]int {
+	t.Helper()
+	out := map[int32]int{}
+	for _, s := range vc.Status.Shards {
+		if len(s.Slots) == 0 {
+			t.Fatalf("shard %d lists no slots: %+v", s.Index, vc.Status.Shards)
+		}
+		r, err := valkey.ParseSlotRange(s.Slots[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[s.Index] = r.Start
+	}
+	return out
+}
+
+// slotRanges returns the slot ranges of shard sh from the cluster's status.
+func slotRanges(t *testing.T, vc *v1alpha1.ValkeyCluster, sh int32) []valkey.SlotRange {
+	t.Helper()
+	for _, s := range vc.Status.Shards {
+		if s.Index != sh {
+			continue
+		}
+		var out []valkey.SlotRange
+		for _, sr := range s.Slots {
+			r, err := valkey.ParseSlotRange(sr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	t.Fatalf("no shard %d in the status", sh)
+	return nil
+}
+
+// tagIn returns a hash tag whose keys hash into ranges.
+func tagIn(ranges []valkey.SlotRange) string {
+	for i := 0; ; i++ {
+		tag := "f" + fmt.Sprint(i)
+		if valkey.ContainsSlot(ranges, valkey.KeySlot(tag)) {
+			return tag
+		}
+	}
+}
+
+// watchOwners counts, from the servers' own view, the owner changes of one slot per
+// shard.
+func watchOwners(k *framework.Cluster, vc *v1alpha1.ValkeyCluster, slots map[int32]int) *framework.OwnerWatch {
+	list := make([]int, 0, len(slots))
+	for _, s := range slots {
+		list = append(list, s)
+	}
+	sort.Ints(list)
+	return framework.WatchOwners(func(ctx context.Context) (*valkey.Client, error) { return k.AnyAdmin(ctx, vc) }, list)
+}
+
+// checkOwnerChanges checks that the slot of each shard in want changed owner exactly
+// want[shard] times and every other shard's slot never did.
+func checkOwnerChanges(t *testing.T, changes map[int]int, slots map[int32]int, want map[int32]int) {
+	t.Helper()
+	t.Logf("owner changes seen by the servers, per shard slot: %v", changes)
+	for sh, slot := range slots {
+		if changes[slot] != want[sh] {
+			t.Errorf("shard %d (slot %d) changed owner %d times, want %d", sh, slot, changes[slot], want[sh])
+		}
+	}
+}
+
+// admin connects to one member as the operator's user; the caller closes it.
+func admin(ctx context.Context, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, addr string) (*valkey.Client, error) {
+	var s corev1.Secret
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: v1alpha1.SystemUsersSecretName(vc.Name)}, &s); err != nil {
+		return nil, err
+	}
+	return valkey.Dial(ctx, valkey.Options{Addr: addr, Username: v1alpha1.UserOperator,
+		Password: string(s.Data[v1alpha1.UserOperator]), DialTimeout: time.Second, CommandTimeout: 2 * time.Second})
+}
+
+// ownerOf returns the node ID that serves slot, as the first member that answers says.
+func ownerOf(ctx context.Context, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, slot int) (string, error) {
+	c, err := k.AnyAdmin(ctx, vc)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	nodes, err := c.ClusterNodes(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, n := range nodes {
+		if n.Primary && !n.Fail && valkey.ContainsSlot(n.Slots, slot) {
+			return n.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// waitOwnerChange waits until slot is served by a node other than from and returns it.
+func waitOwnerChange(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, slot int, from string, timeout time.Duration) string {
+	t.Helper()
+	var owner string
+	err := framework.Until(ctx, timeout, fmt.Sprintf("slot %d served by another node than %.8s", slot, from), func(ctx context.Context) (bool, string, error) {
+		id, err := ownerOf(ctx, k, vc, slot)
+		owner = id
+		return err == nil && id != "" && id != from, "owner " + id, err
+	})
+	if err != nil {
+		t.Logf("the members' view of %.8s: %s", from, viewOf(ctx, t, k, vc, from))
+		if k.Client.Get(ctx, client.ObjectKeyFromObject(vc), vc) == nil {
+			for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionDegraded, v1alpha1.ConditionProgressing} {
+				logCondition(t, vc, typ)
+			}
+		}
+		t.Fatal(err)
+	}
+	return owner
+}
+
+// viewOf says how each member's server sees node id (its flags, address and slots).
+func viewOf(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, id string) string {
+	t.Helper()
+	var out []string
+	for _, addr := range k.MemberAddrs(ctx, t, vc) {
+		c, err := admin(ctx, k, vc, addr)
+		if err != nil {
+			out = append(out, addr+": "+err.Error())
+			continue
+		}
+		nodes, err := c.ClusterNodes(ctx)
+		c.Close()
+		if err != nil {
+			out = append(out, addr+": "+err.Error())
+			continue
+		}
+		line := "unknown"
+		for _, n := range nodes {
+			if n.ID == id {
+				line = fmt.Sprintf("flags %s addr %q slots %s", strings.Join(n.Flags, ","), n.Addr(), valkey.FormatRanges(n.Slots))
+			}
+		}
+		out = append(out, addr+": "+line)
+	}
+	return strings.Join(out, "; ")
+}
+
+// forgottenEverywhere waits until no member's server knows node id.
+func forgottenEverywhere(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, id string) {
+	t.Helper()
+	err := framework.Until(ctx, time.Minute, fmt.Sprintf("node %.8s forgotten by every member", id), func(ctx context.Context) (bool, string, error) {
+		addrs := k.MemberAddrs(ctx, t, vc)
+		for _, addr := range addrs {
+			c, err := admin(ctx, k, vc, addr)
+			if err != nil {
+				return false, "", err
+			}
+			nodes, err := c.ClusterNodes(ctx)
+			c.Close()
+			if err != nil {
+				return false, "", err
+			}
+			for _, n := range nodes {
+				if n.ID == id {
+					return false, addr + " still knows it", nil
+				}
+			}
+		}
+		return len(addrs) > 0, fmt.Sprintf("%d members asked", len(addrs)), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitNotReadyThenReady waits (briefly) for the cluster to notice a loss, then for it
+// to be Ready again, and returns the time since start.
+func waitNotReadyThenReady(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, start time.Time, timeout time.Duration) time.Duration {
+	t.Helper()
+	if err := framework.WaitFor(ctx, k.Client, vc, 30*time.Second, "notice the loss",
+		framework.ConditionIs(v1alpha1.ConditionReady, metav1.ConditionFalse, "")); err != nil {
+		t.Logf("Ready never turned False: %v", err)
+	} else {
+		logCondition(t, vc, v1alpha1.ConditionDegraded)
+	}
+	k.WaitClusterReady(ctx, t, vc, timeout)
+	return time.Since(start)
+}
+
+// logCondition logs one condition of the cluster as a user would read it.
+func logCondition(t *testing.T, vc *v1alpha1.ValkeyCluster, typ string) {
+	t.Helper()
+	if c := meta.FindStatusCondition(vc.Status.Conditions, typ); c != nil {
+		t.Logf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+}
+
+// condition returns one condition of the cluster (the zero value when absent).
+func condition(vc *v1alpha1.ValkeyCluster, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(vc.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// stopChecker stops the write-checker and logs its report; with mustKeepAll, an
+// acknowledged write lost fails the test.
+func stopChecker(ctx context.Context, t *testing.T, ch *checker.Checker, what string, mustKeepAll bool) checker.Report {
+	t.Helper()
+	r, err := ch.Stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("write-checker (%s): %s", what, r)
+	if mustKeepAll && r.Lost > 0 {
+		t.Errorf("%d acknowledged writes lost: %v", r.Lost, r.LostKeys)
+	}
+	return r
+}
+
+// gapOf returns the longest write gap of the writer of slot.
+func gapOf(r checker.Report, slot int) time.Duration {
+	suffix := fmt.Sprintf("(slot %d)", slot)
+	for name, g := range r.LongestGap {
+		if strings.HasSuffix(name, suffix) {
+			return g
+		}
+	}
+	return 0
+}
+
+// scaleClusterController sets the replicas of the cluster-controller's Deployment and
+// waits until that many pods run (none left for 0).
+func scaleClusterController(ctx context.Context, t *testing.T, k *framework.Cluster, replicas int32) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	key := client.ObjectKey{Namespace: framework.OperatorNamespace, Name: framework.OperatorDeployment("cluster-controller")}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k.Client.Get(ctx, key, d); err != nil {
+			return err
+		}
+		d.Spec.Replicas = ptr.To(replicas)
+		return k.Client.Update(ctx, d)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	err = framework.WaitForList(ctx, k.Client, &pods, 2*time.Minute, fmt.Sprintf("%d cluster-controller pods running", replicas),
+		func(l *corev1.PodList) (bool, string) {
+			ready := framework.ReadyPods(l)
+			return len(l.Items) == int(replicas) && len(ready) == int(replicas), framework.DescribePods(l)
+		}, client.InNamespace(framework.OperatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": "cluster-controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ensureClusterController brings the cluster-controller back (for cleanups).
+func ensureClusterController(t *testing.T, k *framework.Cluster) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	scaleClusterController(ctx, t, k, 1)
+}
+
+// updateSpec changes the cluster's spec as a user would, retrying on conflicts with the
+// controllers' status writes.
+func updateSpec(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, mutate func(*v1alpha1.ValkeyClusterSpec)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k.Client.Get(ctx, client.ObjectKeyFromObject(vc), vc); err != nil {
+			return err
+		}
+		mutate(&vc.Spec)
+		return k.Client.Update(ctx, vc)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitEvent waits for an event of the namespace with the reason and type whose note
+// holds every string of contains, and returns it.
+func waitEvent(ctx context.Context, t *testing.T, k *framework.Cluster, ns, reason, typ string, timeout time.Duration, contains ...string) eventsv1.Event {
+	t.Helper()
+	var found eventsv1.Event
+	err := framework.Until(ctx, timeout, fmt.Sprintf("a %s event %s naming %v", typ, reason, contains), func(ctx context.Context) (bool, string, error) {
+		evs := k.Events(ctx, t, ns, reason)
+	next:
+		for _, e := range evs {
+			if e.Type != typ {
+				continue
+			}
+			for _, s := range contains {
+				if !strings.Contains(e.Note, s) {
+					continue next
+				}
+			}
+			found = e
+			return true, "", nil
+		}
+		return false, strings.TrimSpace(framework.DescribeEvents(evs)), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("event %s %s: %s", found.Type, found.Reason, found.Note)
+	return found
+}
+
+// containerRestarts returns the restart count of a container of the pod.
+func containerRestarts(p *corev1.Pod, container string) int32 {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == container {
+			return cs.RestartCount
+		}
+	}
+	return -1
+}
+
+// conditionLog records every distinct state of some conditions of a cluster, in order,
+// with when it was first seen: what a user watching the cluster would have seen.
+type conditionLog struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	start  time.Time
+	seen   []seenCondition
+}
+
+// seenCondition is a state of a condition, first seen At after the recording started.
+type seenCondition struct {
+	metav1.Condition
+	At time.Duration
+}
+
+// recordConditions polls the cluster every 200 ms until Stop.
+func recordConditions(k *framework.Cluster, vc *v1alpha1.ValkeyCluster, types ...string) *conditionLog {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &conditionLog{cancel: cancel, done: make(chan struct{}), start: time.Now()}
+	key := client.ObjectKeyFromObject(vc)
+	go func() {
+		defer close(l.done)
+		last := map[string]string{}
+		for ctx.Err() == nil {
+			var now v1alpha1.ValkeyCluster
+			if err := k.Client.Get(ctx, key, &now); err == nil {
+				for _, typ := range types {
+					c := meta.FindStatusCondition(now.Status.Conditions, typ)
+					if c == nil {
+						continue
+					}
+					if s := string(c.Status) + c.Reason + c.Message; s != last[typ] {
+						last[typ] = s
+						l.seen = append(l.seen, seenCondition{Condition: *c, At: time.Since(l.start)})
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	return l
+}
+
+// Stop ends the recording and returns the states seen.
+func (l *conditionLog) Stop() []seenCondition {
+	l.cancel()
+	<-l.done
+	return l.seen
+}
+
+// find returns the first state seen of type typ with status (and reason, when set).
+func find(seen []seenCondition, typ string, status metav1.ConditionStatus, reason string) (seenCondition, bool) {
+	for _, c := range seen {
+		if c.Type == typ && c.Status == status && (reason == "" || c.Reason == reason) {
+			return c, true
+		}
+	}
+	return seenCondition{}, false
+}
+
+// logSeen logs the recorded states with when each was first seen.
+func logSeen(t *testing.T, seen []seenCondition) {
+	t.Helper()
+	for _, c := range seen {
+		t.Logf("  +%5.1fs %s=%s %s: %s", c.At.Seconds(), c.Type, c.Status, c.Reason, c.Message)
+	}
+}

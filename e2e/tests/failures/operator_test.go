@@ -1,0 +1,267 @@
+//go:build e2e
+
+package failures
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/e2e/checker"
+	"github.com/valkey-operator/valkey-operator/e2e/framework"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// downFor is how long the cluster-controller stays down in these features.
+const downFor = 20 * time.Second
+
+// whileDown checks that the cluster serves while the cluster-controller is down: a
+// second write-checker (its own keys) runs for downFor and must see no failed write.
+func whileDown(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster) {
+	t.Helper()
+	ch := k.StartCheckerWith(ctx, t, vc, checker.Options{Prefix: "down"})
+	time.Sleep(downFor)
+	r := stopChecker(ctx, t, ch, fmt.Sprintf("%s with the cluster-controller down", downFor), true)
+	if r.Errors > 0 || r.Acked == 0 {
+		t.Errorf("the cluster did not keep serving while the cluster-controller was down: %d of %d writes failed", r.Errors, r.Writes)
+	}
+}
+
+// TestOperatorDownDuringRoll stops the cluster-controller in the middle of an upgrade
+// from 8.0 to 9.1, right after the first shard failed over: the cluster keeps serving,
+// and once the controller is back the roll resumes from what the servers say and ends
+// with exactly one failover per shard and no acknowledged write lost.
+func TestOperatorDownDuringRoll(t *testing.T) {
+	f := framework.NewFeature(suite, "operator down during a roll").
+		Assess("the roll resumes: one failover per shard, no write lost", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			k, vc := newCluster(ctx, t, 3, 1, withImage(t, 8, 0))
+			next, err := k.ValkeyImage(9, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slots := shardSlots(t, vc)
+			before, err := ownerOf(ctx, k, vc, slots[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			owners := watchOwners(k, vc, slots)
+			ch := k.StartChecker(ctx, t, vc)
+			time.Sleep(time.Second)
+
+			start := time.Now()
+			updateSpec(ctx, t, k, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Image = next.Ref })
+			waitOwnerChange(ctx, t, k, vc, slots[0], before, 5*time.Minute)
+			t.Logf("shard 0 failed over %s after the change; stopping the cluster-controller", time.Since(start).Round(100*time.Millisecond))
+			t.Cleanup(func() { ensureClusterController(t, k) })
+			scaleClusterController(ctx, t, k, 0)
+			whileDown(ctx, t, k, vc)
+			scaleClusterController(ctx, t, k, 1)
+			k.WaitClusterReady(ctx, t, vc, 10*time.Minute)
+			t.Logf("roll done %s after the change (the controller was down %s)", time.Since(start).Round(100*time.Millisecond), downFor)
+			time.Sleep(500 * time.Millisecond)
+
+			changes := owners.Stop()
+			stopChecker(ctx, t, ch, "whole roll", true)
+			checkOwnerChanges(t, changes, slots, map[int32]int{0: 1, 1: 1, 2: 1})
+			for _, m := range k.Members(ctx, t, vc) {
+				if m.Spec.Image != next.Ref || m.Status.Version != next.Version {
+					t.Errorf("member %s: image %s version %s, want %s (%s)", m.Name, m.Spec.Image, m.Status.Version, next.Ref, next.Version)
+				}
+			}
+			if n := len(k.Members(ctx, t, vc)); n != 6 {
+				t.Errorf("%d members after the roll, want 6", n)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// scaleKeys is how many keys TestOperatorDownDuringScale writes before scaling.
+const scaleKeys = 20000
+
+// TestOperatorDownDuringScale stops the cluster-controller while slots move from three
+// shards to a new fourth one (Valkey 8.0: SETSLOT and MIGRATE, slot by slot): clients
+// keep being served, and once the controller is back it finishes any slot left open and
+// the move, with the slots balanced, every key readable and no acknowledged write lost.
+func TestOperatorDownDuringScale(t *testing.T) {
+	f := framework.NewFeature(suite, "operator down during a scale").
+		Assess("the scale resumes: balanced, no open slot, every key readable", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			k, vc := newCluster(ctx, t, 3, 1, withImage(t, 8, 0))
+			writeKeys(ctx, t, k.MemberAddrs(ctx, t, vc))
+			ch := k.StartChecker(ctx, t, vc)
+			time.Sleep(time.Second)
+
+			start := time.Now()
+			updateSpec(ctx, t, k, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = 4 })
+			moving := waitSlotsMoving(ctx, t, k, vc)
+			t.Logf("slots moving %s after the change (%s); stopping the cluster-controller", time.Since(start).Round(100*time.Millisecond), moving)
+			t.Cleanup(func() { ensureClusterController(t, k) })
+			scaleClusterController(ctx, t, k, 0)
+			t.Logf("while the controller is down: %s", slotState(ctx, t, k, vc))
+			whileDown(ctx, t, k, vc)
+			scaleClusterController(ctx, t, k, 1)
+			k.WaitClusterReady(ctx, t, vc, 10*time.Minute)
+			t.Logf("scale done %s after the change (the controller was down %s)", time.Since(start).Round(100*time.Millisecond), downFor)
+
+			stopChecker(ctx, t, ch, "whole scale", true)
+			if open := slotState(ctx, t, k, vc); open != "no open slot" {
+				t.Errorf("after the scale: %s", open)
+			}
+			checkBalanced(ctx, t, k, vc, 4)
+			readKeys(ctx, t, k.MemberAddrs(ctx, t, vc))
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// waitSlotsMoving waits until the new shard's primary holds some but not all of its
+// share of the slots, or a member has a slot importing or migrating.
+func waitSlotsMoving(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster) string {
+	t.Helper()
+	var seen string
+	err := framework.Until(ctx, 5*time.Minute, "slots moving to the new shard", func(ctx context.Context) (bool, string, error) {
+		if s := slotState(ctx, t, k, vc); s != "no open slot" {
+			seen = s
+			return true, "", nil
+		}
+		for _, m := range k.Members(ctx, t, vc) {
+			if m.Spec.ShardIndex != 3 || m.Status.PodIP == "" {
+				continue
+			}
+			c, err := admin(ctx, k, vc, m.Status.PodIP+":6379")
+			if err != nil {
+				continue
+			}
+			nodes, err := c.ClusterNodes(ctx)
+			c.Close()
+			if err != nil {
+				continue
+			}
+			for _, n := range nodes {
+				if got := valkey.CountSlots(n.Slots); n.Myself && n.Primary && got > 0 && got < valkey.SlotCount/4 {
+					seen = fmt.Sprintf("the new shard's primary %s holds %d slots", m.Name, got)
+					return true, "", nil
+				}
+			}
+		}
+		return false, "no slot moved yet", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seen
+}
+
+// slotState says which members have slots importing or migrating ("no open slot" when
+// none has).
+func slotState(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster) string {
+	t.Helper()
+	var open []string
+	for _, addr := range k.MemberAddrs(ctx, t, vc) {
+		c, err := admin(ctx, k, vc, addr)
+		if err != nil {
+			continue
+		}
+		nodes, err := c.ClusterNodes(ctx)
+		c.Close()
+		if err != nil {
+			continue
+		}
+		for _, n := range nodes {
+			if n.Myself && (len(n.Importing) > 0 || len(n.Migrating) > 0) {
+				open = append(open, fmt.Sprintf("%s importing %v migrating %v", addr, n.Importing, n.Migrating))
+			}
+		}
+	}
+	if len(open) == 0 {
+		return "no open slot"
+	}
+	return fmt.Sprint(open)
+}
+
+// checkBalanced checks, from the servers' view, that the shards' primaries each serve
+// an even share (within one slot) of all the slots.
+func checkBalanced(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, shards int) {
+	t.Helper()
+	c, err := k.AnyAdmin(ctx, vc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	nodes, err := c.ClusterNodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	even := valkey.SlotCount / shards
+	var owners, total int
+	var shares []int
+	for _, n := range nodes {
+		if !n.Primary || len(n.Slots) == 0 {
+			continue
+		}
+		got := valkey.CountSlots(n.Slots)
+		owners, total, shares = owners+1, total+got, append(shares, got)
+		if got < even || got > even+1 {
+			t.Errorf("primary %.8s serves %d slots, want %d or %d", n.ID, got, even, even+1)
+		}
+	}
+	t.Logf("slots per primary: %v", shares)
+	if owners != shards || total != valkey.SlotCount {
+		t.Errorf("%d primaries serve %d slots, want %d primaries and %d slots", owners, total, shards, valkey.SlotCount)
+	}
+}
+
+func keysClient(t *testing.T, addrs []string) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, Username: framework.TestUser, Password: "any", DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// writeKeys writes scaleKeys keys through a cluster client.
+func writeKeys(ctx context.Context, t *testing.T, addrs []string) {
+	t.Helper()
+	c := keysClient(t, addrs)
+	defer c.Close()
+	cmds := make(rueidis.Commands, 0, scaleKeys)
+	for i := range scaleKeys {
+		cmds = append(cmds, c.B().Set().Key("data:"+strconv.Itoa(i)).Value(strconv.Itoa(i)).Build())
+	}
+	for i, r := range c.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			t.Fatalf("SET data:%d: %v", i, err)
+		}
+	}
+}
+
+// readKeys reads every key writeKeys wrote.
+func readKeys(ctx context.Context, t *testing.T, addrs []string) {
+	t.Helper()
+	c := keysClient(t, addrs)
+	defer c.Close()
+	cmds := make(rueidis.Commands, 0, scaleKeys)
+	for i := range scaleKeys {
+		cmds = append(cmds, c.B().Get().Key("data:"+strconv.Itoa(i)).Build())
+	}
+	missing := 0
+	for i, r := range c.DoMulti(ctx, cmds...) {
+		if v, err := r.ToString(); err != nil || v != strconv.Itoa(i) {
+			if missing < 5 {
+				t.Errorf("data:%d = %q, %v", i, v, err)
+			}
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Fatalf("%d of %d keys not readable", missing, scaleKeys)
+	}
+	t.Logf("all %d keys readable", scaleKeys)
+}
