@@ -144,3 +144,11 @@ e2e: ## Run the e2e suites (SUITE=<label> for one) on E2E_PROVIDER=local|kind
 .PHONY: e2e-ci
 e2e-ci: ## The e2e suites that fit CI (see docs/testing.md)
 	hack/e2e.sh ci
+
+.PHONY: bench
+bench: local-build images ## Measure the operator on the local Kubernetes: one table of medians (BENCH_REPS=3, BENCH_ONLY=items), also in bench/results.json
+	cd e2e && GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-90m} ./bench/
+
+.PHONY: chaos
+chaos: local-build images ## Scale and roll a 3x1 cluster under writes while faults hit it (CHAOS_DURATION=5m, CHAOS_MAX_FAULTS=12); fails unless it converges
+	cd e2e && GOWORK=off go test -tags bench -count=1 -v -timeout $${CHAOS_TIMEOUT:-45m} ./chaos/
