@@ -21,6 +21,11 @@ const (
 	// AnnotationRotateSystemPasswords on a ValkeyCluster requests a rotation of the
 	// operator's own users' passwords; its value is any new token (a timestamp).
 	AnnotationRotateSystemPasswords = "valkey.io/rotate-system-passwords"
+
+	// AnnotationRefreshMounts on a member's pod is written by the node-controller while
+	// the tls-controller waits for the pod's mounted certificate to change: updating the
+	// pod makes the kubelet refresh its Secret volumes at once instead of at its next sync.
+	AnnotationRefreshMounts = "valkey.io/refresh-mounts"
 )
 
 // ClusterLabels selects everything of one cluster.

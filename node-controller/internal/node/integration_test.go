@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -97,6 +99,34 @@ func TestEnvStatefulSet(t *testing.T) {
 	t.Run("live config is applied without a new pod", func(t *testing.T) { liveConfig(t, te, srv, ns, name, pod.Name) })
 	t.Run("the gate holds a non-live change until the revision", func(t *testing.T) { revisionGate(t, te, ns, name, ip) })
 	t.Run("a new rendering does not roll by itself", func(t *testing.T) { operatorUpgrade(t, te, ns, name) })
+	t.Run("a pending certificate nudges the kubelet", func(t *testing.T) { mountRefresh(t, te, ns, name, pod.Name) })
+}
+
+// mountRefresh: while the tls-controller reports TLSApplied=False CertificatePending on
+// the node, its pod carries the annotation that makes the kubelet refresh its Secrets.
+func mountRefresh(t *testing.T, te *testEnv, ns, name, podName string) {
+	setTLSApplied := func(status metav1.ConditionStatus, reason string) {
+		eventually(t, "TLSApplied written", func() error {
+			var vn v1alpha1.ValkeyNode
+			te.get(t, ns, name, &vn)
+			meta.SetStatusCondition(&vn.Status.Conditions, metav1.Condition{
+				Type: v1alpha1.ConditionTLSApplied, Status: status, Reason: reason, Message: "set by the test", ObservedGeneration: vn.Generation,
+			})
+			return te.c.Status().Update(context.Background(), &vn)
+		})
+	}
+	setTLSApplied(metav1.ConditionFalse, v1alpha1.ReasonCertificatePending)
+	var vn v1alpha1.ValkeyNode
+	te.get(t, ns, name, &vn)
+	since := meta.FindStatusCondition(vn.Status.Conditions, v1alpha1.ConditionTLSApplied).LastTransitionTime.UTC().Format(time.RFC3339)
+	var p corev1.Pod
+	te.waitObject(t, ns, podName, &p, func() error {
+		if got := p.Annotations[v1alpha1.AnnotationRefreshMounts]; !strings.HasPrefix(got, since+"+") {
+			return fmt.Errorf("annotation %s = %q, want it to name the wait since %s", v1alpha1.AnnotationRefreshMounts, got, since)
+		}
+		return nil
+	})
+	setTLSApplied(metav1.ConditionTrue, v1alpha1.ReasonCertificateServed)
 }
 
 // steadyStateWritesNothing triggers passes and checks that no object changed.

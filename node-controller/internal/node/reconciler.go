@@ -140,6 +140,7 @@ func (r *Reconciler) pass(ctx context.Context, vn *v1alpha1.ValkeyNode, validity
 	var errs []error
 	for _, phase := range []func(context.Context, *scope) error{
 		r.reconcileStorage, r.ensureConfigMap, r.reconcileLiveConfig, r.reconcileWorkload, r.reconcileRoleLabels,
+		r.reconcileMountRefresh,
 	} {
 		if err := phase(ctx, s); err != nil {
 			errs = append(errs, err)
@@ -259,6 +260,34 @@ func (r *Reconciler) reconcileRoleLabels(ctx context.Context, s *scope) error {
 			return fmt.Errorf("label %s %s with role %s: %w", kindOf(obj), obj.GetName(), s.role, err)
 		}
 	}
+	return nil
+}
+
+// mountRefreshEvery is how often the pod is nudged again while the wait lasts: the
+// kubelet's cache of the Secret may have lagged behind the first nudge.
+const mountRefreshEvery = 15 * time.Second
+
+// reconcileMountRefresh shortens the wait for a new certificate. The tls-controller
+// reloads a member once its mounted files show the new certificate, reporting
+// TLSApplied=False CertificatePending meanwhile; the kubelet refreshes mounted Secrets
+// only at its periodic sync (up to about a minute), but at once when the pod is updated.
+// So while that condition holds, the pod carries an annotation naming the wait, renewed
+// every mountRefreshEvery.
+func (r *Reconciler) reconcileMountRefresh(ctx context.Context, s *scope) error {
+	c := conditionOf(s.node.Status.Conditions, v1alpha1.ConditionTLSApplied)
+	if s.pod == nil || !serverRunning(s.pod) || c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonCertificatePending {
+		return nil
+	}
+	since := c.LastTransitionTime.Time
+	token := fmt.Sprintf("%s+%d", since.UTC().Format(time.RFC3339), int64(r.now().Sub(since)/mountRefreshEvery))
+	if s.pod.Annotations[v1alpha1.AnnotationRefreshMounts] == token {
+		return nil
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationRefreshMounts, token))
+	if err := r.Patch(ctx, s.pod, client.RawPatch(types.MergePatchType, patch), fieldOwner); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("annotate pod %s to refresh its mounted Secrets: %w", s.pod.Name, err)
+	}
+	s.log.V(1).Info("asked the kubelet to refresh the pod's mounted Secrets", "pod", s.pod.Name, "waitingSince", since)
 	return nil
 }
 
