@@ -1,5 +1,11 @@
 package v1alpha1
 
+import (
+	"encoding/json"
+	"net"
+	"strconv"
+)
+
 // Keys of the {cluster}-system-users Secret besides the users' passwords (added for the
 // acl-controller; the node-controller mounts them).
 const (
@@ -12,3 +18,16 @@ const (
 	// which the acl-controller calls after a password rotation.
 	ExporterPasswordFileKey = "exporter-passwords.json"
 )
+
+// ExporterPasswordFile renders the ExporterPasswordFileKey content for the _exporter
+// password of a server on port.
+func ExporterPasswordFile(password string, port int) []byte {
+	m := map[string]string{}
+	for _, scheme := range []string{"redis", "rediss"} {
+		for _, host := range []string{"localhost", "127.0.0.1"} {
+			m[scheme+"://"+UserExporter+"@"+net.JoinHostPort(host, strconv.Itoa(port))] = password
+		}
+	}
+	b, _ := json.Marshal(m) // a map of strings always marshals
+	return append(b, '\n')
+}

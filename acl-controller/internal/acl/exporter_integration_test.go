@@ -135,9 +135,9 @@ func TestExporterUser(t *testing.T) {
 	}
 	pwFile := filepath.Join(t.TempDir(), "exporter-passwords.json")
 	oldPW := testPasswords[v1alpha1.UserExporter][0]
-	must(t, os.WriteFile(pwFile, exporterPasswordFileFor(oldPW, s.Port), 0o600))
+	must(t, os.WriteFile(pwFile, v1alpha1.ExporterPasswordFile(oldPW, s.Port), 0o600))
 	var m map[string]string
-	must(t, json.Unmarshal(exporterPasswordFileFor(oldPW, s.Port), &m))
+	must(t, json.Unmarshal(v1alpha1.ExporterPasswordFile(oldPW, s.Port), &m))
 	if m[fmt.Sprintf("redis://_exporter@127.0.0.1:%d", s.Port)] != oldPW {
 		t.Fatalf("password file %v", m)
 	}
@@ -171,7 +171,7 @@ func TestExporterUser(t *testing.T) {
 	}
 	both[v1alpha1.UserExporter] = []string{oldPW, newPW}
 	loadFile(t, s, NewFile(SystemUsers(both, s.Version), nil))
-	must(t, os.WriteFile(pwFile, exporterPasswordFileFor(newPW, s.Port), 0o600))
+	must(t, os.WriteFile(pwFile, v1alpha1.ExporterPasswordFile(newPW, s.Port), 0o600))
 	r := newTestReconciler(t)
 	must(t, r.reloadExporter(ctxT(t), fmt.Sprintf("http://127.0.0.1:%d/-/reload", port)))
 	only := systemPasswords{}
@@ -185,7 +185,7 @@ func TestExporterUser(t *testing.T) {
 	}
 	// Without the reload the exporter would have kept the old password: prove that the
 	// file is not re-read per scrape.
-	must(t, os.WriteFile(pwFile, exporterPasswordFileFor("not-the-password", s.Port), 0o600))
+	must(t, os.WriteFile(pwFile, v1alpha1.ExporterPasswordFile("not-the-password", s.Port), 0o600))
 	if got := scrape(t, metrics); got != "1" {
 		t.Fatalf("the exporter re-read its password file on a scrape (redis_up = %s)", got)
 	}

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"net"
 	"sort"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -61,19 +59,7 @@ func primaryAuthConf(password string) []byte {
 // password: the scraped URI with the user is the key (see
 // v1alpha1.ExporterPasswordFileKey).
 func exporterPasswordFile(password string) []byte {
-	return exporterPasswordFileFor(password, valkeyconn.Port)
-}
-
-// exporterPasswordFileFor is exporterPasswordFile for a server on another port.
-func exporterPasswordFileFor(password string, port int) []byte {
-	m := map[string]string{}
-	for _, scheme := range []string{"redis", "rediss"} {
-		for _, host := range []string{"localhost", "127.0.0.1"} {
-			m[scheme+"://"+v1alpha1.UserExporter+"@"+net.JoinHostPort(host, strconv.Itoa(port))] = password
-		}
-	}
-	b, _ := json.Marshal(m) // a map of strings always marshals
-	return append(b, '\n')
+	return v1alpha1.ExporterPasswordFile(password, valkeyconn.Port)
 }
 
 // newSystemUsersData generates the passwords of the system users and the derived keys.

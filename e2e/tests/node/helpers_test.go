@@ -126,8 +126,9 @@ func (f *fixture) secrets() []*corev1.Secret {
 			ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.SystemUsersSecretName(cluster), Namespace: f.ns, Labels: labels},
 			StringData: map[string]string{
 				v1alpha1.UserOperator: p[v1alpha1.UserOperator], v1alpha1.UserReplication: p[v1alpha1.UserReplication],
-				v1alpha1.UserExporter:   p[v1alpha1.UserExporter],
-				v1alpha1.PrimaryAuthKey: "primaryauth " + p[v1alpha1.UserReplication] + "\n",
+				v1alpha1.UserExporter:            p[v1alpha1.UserExporter],
+				v1alpha1.PrimaryAuthKey:          "primaryauth " + p[v1alpha1.UserReplication] + "\n",
+				v1alpha1.ExporterPasswordFileKey: string(v1alpha1.ExporterPasswordFile(p[v1alpha1.UserExporter], framework.ValkeyPort)),
 			},
 		},
 		{
