@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -209,4 +212,48 @@ func (k *Cluster) AnyAdmin(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*va
 		errs = append(errs, err.Error())
 	}
 	return nil, fmt.Errorf("no member answers: %s", strings.Join(errs, "; "))
+}
+
+// UpdateSpec changes the cluster's spec as a user would (kubectl edit), retrying on
+// conflicts with the controllers' status writes; vc is left at the updated object.
+func (k *Cluster) UpdateSpec(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, mutate func(*v1alpha1.ValkeyClusterSpec)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k.Client.Get(ctx, client.ObjectKeyFromObject(vc), vc); err != nil {
+			return err
+		}
+		mutate(&vc.Spec)
+		return k.Client.Update(ctx, vc)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ScaleOperator sets the replicas of one operator component's Deployment
+// ("cluster-controller", ...) and waits until exactly that many of its pods run and are
+// ready (none left for 0).
+func (k *Cluster) ScaleOperator(ctx context.Context, t testing.TB, component string, replicas int32) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	key := client.ObjectKey{Namespace: OperatorNamespace, Name: OperatorDeployment(component)}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k.Client.Get(ctx, key, d); err != nil {
+			return err
+		}
+		d.Spec.Replicas = ptr.To(replicas)
+		return k.Client.Update(ctx, d)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	err = WaitForList(ctx, k.Client, &pods, 2*time.Minute, fmt.Sprintf("%d %s pods running", replicas, component),
+		func(l *corev1.PodList) (bool, string) {
+			ready := ReadyPods(l)
+			return len(l.Items) == int(replicas) && len(ready) == int(replicas), DescribePods(l)
+		}, client.InNamespace(OperatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": component})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

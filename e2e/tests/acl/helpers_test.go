@@ -121,20 +121,10 @@ func (fx *fixture) refresh(ctx context.Context, t *testing.T) {
 	}
 }
 
-// updateSpec changes the cluster's spec as a user would (kubectl edit), retrying on
-// conflicts with the controllers' status writes.
+// updateSpec changes the cluster's spec as a user would.
 func (fx *fixture) updateSpec(ctx context.Context, t *testing.T, mutate func(*v1alpha1.ValkeyClusterSpec)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := fx.k.Client.Get(ctx, client.ObjectKeyFromObject(fx.vc), fx.vc); err != nil {
-			return err
-		}
-		mutate(&fx.vc.Spec)
-		return fx.k.Client.Update(ctx, fx.vc)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx.k.UpdateSpec(ctx, t, fx.vc, mutate)
 }
 
 // updateUsersSecret changes my-users-secret.

@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
@@ -72,26 +71,6 @@ func toAny[T any](items []T) []any {
 	return out
 }
 
-func scaleClusterController(ctx context.Context, t *testing.T, k *framework.Cluster, replicas int32) {
-	t.Helper()
-	d := &appsv1.Deployment{}
-	key := client.ObjectKey{Namespace: framework.OperatorNamespace, Name: framework.OperatorDeployment("cluster-controller")}
-	if err := k.Client.Get(ctx, key, d); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Spec.Replicas = ptr.To(replicas)
-	if err := k.Client.Patch(ctx, d, patch); err != nil {
-		t.Fatal(err)
-	}
-	if err := framework.WaitFor(ctx, k.Client, d, 2*time.Minute, fmt.Sprintf("cluster-controller at %d replicas", replicas),
-		func(d *appsv1.Deployment) (bool, string) {
-			return d.Status.Replicas == replicas && d.Status.AvailableReplicas == replicas, fmt.Sprintf("%d/%d", d.Status.AvailableReplicas, d.Status.Replicas)
-		}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestDeletion(t *testing.T) {
 	f := framework.NewFeature(suite, "cluster deletion").
 		Assess("deleting a cluster removes everything it owns", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -116,8 +95,8 @@ func TestDeletion(t *testing.T) {
 				t.Fatal(err)
 			}
 			k.WaitClusterReady(ctx, t, vc, 3*time.Minute)
-			scaleClusterController(ctx, t, k, 0)
-			t.Cleanup(func() { scaleClusterController(context.Background(), t, k, 1) })
+			k.ScaleOperator(ctx, t, "cluster-controller", 0)
+			t.Cleanup(func() { k.ScaleOperator(context.Background(), t, "cluster-controller", 1) })
 			if err := k.Client.Delete(ctx, vc); err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +104,7 @@ func TestDeletion(t *testing.T) {
 			if n := len(k.Members(ctx, t, vc)); n != 0 {
 				t.Logf("%d members held by their finalizer while the operator is down", n)
 			}
-			scaleClusterController(ctx, t, k, 1)
+			k.ScaleOperator(ctx, t, "cluster-controller", 1)
 			gone(ctx, t, k, vc.Namespace, vc.Name)
 			return ctx
 		}).Feature()

@@ -10,13 +10,10 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -323,54 +320,11 @@ func gapOf(r checker.Report, slot int) time.Duration {
 	return 0
 }
 
-// scaleClusterController sets the replicas of the cluster-controller's Deployment and
-// waits until that many pods run (none left for 0).
-func scaleClusterController(ctx context.Context, t *testing.T, k *framework.Cluster, replicas int32) {
-	t.Helper()
-	d := &appsv1.Deployment{}
-	key := client.ObjectKey{Namespace: framework.OperatorNamespace, Name: framework.OperatorDeployment("cluster-controller")}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k.Client.Get(ctx, key, d); err != nil {
-			return err
-		}
-		d.Spec.Replicas = ptr.To(replicas)
-		return k.Client.Update(ctx, d)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pods corev1.PodList
-	err = framework.WaitForList(ctx, k.Client, &pods, 2*time.Minute, fmt.Sprintf("%d cluster-controller pods running", replicas),
-		func(l *corev1.PodList) (bool, string) {
-			ready := framework.ReadyPods(l)
-			return len(l.Items) == int(replicas) && len(ready) == int(replicas), framework.DescribePods(l)
-		}, client.InNamespace(framework.OperatorNamespace), client.MatchingLabels{"app.kubernetes.io/component": "cluster-controller"})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // ensureClusterController brings the cluster-controller back (for cleanups).
 func ensureClusterController(t *testing.T, k *framework.Cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	scaleClusterController(ctx, t, k, 1)
-}
-
-// updateSpec changes the cluster's spec as a user would, retrying on conflicts with the
-// controllers' status writes.
-func updateSpec(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, mutate func(*v1alpha1.ValkeyClusterSpec)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k.Client.Get(ctx, client.ObjectKeyFromObject(vc), vc); err != nil {
-			return err
-		}
-		mutate(&vc.Spec)
-		return k.Client.Update(ctx, vc)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k.ScaleOperator(ctx, t, "cluster-controller", 1)
 }
 
 // waitEvent waits for an event of the namespace with the reason and type whose note

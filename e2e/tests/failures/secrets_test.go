@@ -81,7 +81,7 @@ func TestSecretsDeleted(t *testing.T) {
 			}
 			// Still operable: a new replica joins with the passwords of the held Secret.
 			start := time.Now()
-			updateSpec(ctx, t, k, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.ReplicasPerShard = ptr.To(int32(2)) })
+			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.ReplicasPerShard = ptr.To(int32(2)) })
 			k.WaitClusterReady(ctx, t, vc, 4*time.Minute)
 			t.Logf("scaled to 2 replicas %s after the change", time.Since(start).Round(100*time.Millisecond))
 			if n := len(k.Members(ctx, t, vc)); n != 3 {

@@ -50,7 +50,7 @@ func TestUnschedulableAtCreation(t *testing.T) {
 			}
 
 			start := time.Now()
-			updateSpec(ctx, t, k, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Scheduling = nil })
+			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Scheduling = nil })
 			if err := framework.WaitFor(ctx, k.Client, vc, 4*time.Minute, "become Ready", framework.ClusterReady); err != nil {
 				for _, m := range k.Members(ctx, t, vc) {
 					t.Logf("member %s: lifecycle %q, spec.scheduling %+v", m.Name, m.Status.Lifecycle, m.Spec.Scheduling)
