@@ -29,6 +29,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/guard"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
 
@@ -121,7 +122,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret)).
-		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(clusterOfNode),
+		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),
 			builder.WithPredicates(nodeChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
 		Complete(r)
@@ -173,7 +174,7 @@ func (r *Reconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	nodes, err := r.listNodes(ctx, vc)
+	nodes, err := membership.List(ctx, r.Client, vc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/guard"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/status"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
@@ -149,7 +150,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		Named("tls").
 		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(clusterChanged())).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret)).
-		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(clusterOfNode),
+		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),
 			builder.WithPredicates(nodeChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
 		Complete(r)
@@ -259,7 +260,7 @@ func (r *Reconciler) load(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	s.nodes, err = r.listNodes(ctx, vc)
+	s.nodes, err = membership.List(ctx, r.Client, vc)
 	return err
 }
 
@@ -327,7 +328,7 @@ func (r *Reconciler) forget(ctx context.Context, vc *v1alpha1.ValkeyCluster) err
 	if hasOwnedStatus(vc) {
 		errs = append(errs, status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), clusterStatus{}))
 	}
-	nodes, err := r.listNodes(ctx, vc)
+	nodes, err := membership.List(ctx, r.Client, vc)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}

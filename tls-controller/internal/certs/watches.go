@@ -12,15 +12,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 )
 
 // Field indexes of the manager's cache.
 const (
 	// indexCertificateSecret indexes ValkeyClusters by spec.tls.certificate.secretName.
 	indexCertificateSecret = "spec.tls.certificate.secretName"
-	// indexClusterName indexes ValkeyNodes by spec.clusterName.
-	indexClusterName = "spec.clusterName"
 )
 
 // addIndexes registers the field indexes the controller lists with.
@@ -29,12 +27,7 @@ func addIndexes(ctx context.Context, mgr manager.Manager) error {
 	if err := idx.IndexField(ctx, &v1alpha1.ValkeyCluster{}, indexCertificateSecret, certificateSecretName); err != nil {
 		return fmt.Errorf("index ValkeyClusters by certificate Secret: %w", err)
 	}
-	if err := idx.IndexField(ctx, &v1alpha1.ValkeyNode{}, indexClusterName, func(o client.Object) []string {
-		return []string{o.(*v1alpha1.ValkeyNode).Spec.ClusterName}
-	}); err != nil {
-		return fmt.Errorf("index ValkeyNodes by cluster: %w", err)
-	}
-	return nil
+	return membership.AddIndex(ctx, idx)
 }
 
 // certificateSecretName is the certificate Secret a cluster names, if any.
@@ -69,15 +62,6 @@ func request(namespace, name string) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}
 }
 
-// clusterOfNode maps a ValkeyNode to its cluster.
-func clusterOfNode(_ context.Context, o client.Object) []reconcile.Request {
-	vn := o.(*v1alpha1.ValkeyNode)
-	if vn.Spec.ClusterName == "" {
-		return nil
-	}
-	return []reconcile.Request{request(vn.Namespace, vn.Spec.ClusterName)}
-}
-
 // clusterChanged passes the cluster events that matter: a cluster with TLS (or with
 // TLS status left over) appears, or its spec changes.
 func clusterChanged() predicate.Predicate {
@@ -99,24 +83,7 @@ func clusterChanged() predicate.Predicate {
 // appears or goes, its pod IP or mounted Secret changes, or its pod restarts (PodReady
 // flips).
 func nodeChanged() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			a, ok1 := e.ObjectOld.(*v1alpha1.ValkeyNode)
-			b, ok2 := e.ObjectNew.(*v1alpha1.ValkeyNode)
-			if !ok1 || !ok2 {
-				return false
-			}
-			return a.Status.PodIP != b.Status.PodIP || a.Spec.TLSSecretName != b.Spec.TLSSecretName ||
-				conditions.IsTrue(a.Status.Conditions, v1alpha1.ConditionPodReady) != conditions.IsTrue(b.Status.Conditions, v1alpha1.ConditionPodReady)
-		},
-	}
-}
-
-// listNodes returns the cluster's members.
-func (r *Reconciler) listNodes(ctx context.Context, vc *v1alpha1.ValkeyCluster) ([]v1alpha1.ValkeyNode, error) {
-	var list v1alpha1.ValkeyNodeList
-	if err := r.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingFields{indexClusterName: vc.Name}); err != nil {
-		return nil, fmt.Errorf("list ValkeyNodes of %s: %w", vc.Name, err)
-	}
-	return list.Items, nil
+	return membership.Changed(func(a, b *v1alpha1.ValkeyNode) bool {
+		return a.Spec.TLSSecretName != b.Spec.TLSSecretName
+	})
 }
