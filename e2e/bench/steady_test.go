@@ -79,7 +79,8 @@ func deletePod(grace *int64) func(ctx context.Context, k *framework.Cluster, pod
 }
 
 // crash kills the server process with SIGKILL from the host: the container restarts in
-// the same pod, on the same emptyDir (same nodes.conf, so the same node ID).
+// the same pod, waits for the cluster to fail its old identity over, and joins empty
+// under a new node ID.
 func crash(_ context.Context, _ *framework.Cluster, pod *corev1.Pod) error {
 	_, err := framework.SignalContainer(pod, "server", syscall.SIGKILL)
 	return err

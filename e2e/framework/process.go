@@ -2,6 +2,7 @@ package framework
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // SignalContainer sends sig to the main process of a container, from the host.
@@ -109,4 +111,16 @@ func innermostPID(statusFile string) int {
 		return n
 	}
 	return 0
+}
+
+// KillPod takes a pod down without warning, as a node crash would: SIGKILL to its Valkey
+// server from the host (so no preStop hook or SIGTERM handler can hand anything over),
+// then the pod deleted with grace period 0. A pod deleted with grace 0 alone is not
+// enough: the kubelet still gives the containers a short grace period and runs the
+// preStop hook, which may complete a planned failover in time.
+func KillPod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
+	if _, err := SignalContainer(pod, "server", syscall.SIGKILL); err != nil {
+		return err
+	}
+	return c.Delete(ctx, pod, client.GracePeriodSeconds(0))
 }

@@ -78,10 +78,7 @@ func TestGuardWithoutWebhooks(t *testing.T) {
 			}
 			k.WaitClusterReady(ctx, t, vc, 3*time.Minute)
 			uids, gens := k.PodUIDs(ctx, t, vc), generations(ctx, t, k, vc)
-			vc.Spec.Config = v1alpha1.Config{"port": "7000"}
-			if err := k.Client.Update(ctx, vc); err != nil {
-				t.Fatal(err)
-			}
+			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Config = v1alpha1.Config{"port": "7000"} })
 			if err := framework.WaitFor(ctx, k.Client, vc, time.Minute, "InvalidSpec",
 				framework.ConditionIs(v1alpha1.ConditionInvalidSpec, metav1.ConditionTrue, v1alpha1.ReasonInvalid)); err != nil {
 				t.Fatal(err)

@@ -40,10 +40,7 @@ func TestLiveAndRolledConfig(t *testing.T) {
 			}
 			k.WaitClusterReady(ctx, t, vc, 3*time.Minute)
 			uids := k.PodUIDs(ctx, t, vc)
-			vc.Spec.Config = v1alpha1.Config{"maxmemory": "64mb"}
-			if err := k.Client.Update(ctx, vc); err != nil {
-				t.Fatal(err)
-			}
+			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Config = v1alpha1.Config{"maxmemory": "64mb"} })
 			k.WaitClusterReady(ctx, t, vc, 2*time.Minute)
 			for addr, v := range configOnAll(ctx, t, k, vc, "maxmemory") {
 				if v != "67108864" {
@@ -62,10 +59,9 @@ func TestLiveAndRolledConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			uids := k.PodUIDs(ctx, t, vc)
-			vc.Spec.Config = v1alpha1.Config{"maxmemory": "64mb", "maxmemory-policy": "sometimes"}
-			if err := k.Client.Update(ctx, vc); err != nil {
-				t.Fatal(err)
-			}
+			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) {
+				s.Config = v1alpha1.Config{"maxmemory": "64mb", "maxmemory-policy": "sometimes"}
+			})
 			err := framework.WaitForList(ctx, k.Client, &v1alpha1.ValkeyNodeList{}, 2*time.Minute, "ConfigApplied=False on the members",
 				func(l *v1alpha1.ValkeyNodeList) (bool, string) {
 					refused := 0
@@ -89,10 +85,9 @@ func TestLiveAndRolledConfig(t *testing.T) {
 			if after := k.PodUIDs(ctx, t, vc); !equal(uids, after) {
 				t.Errorf("pods were replaced: %v -> %v", uids, after)
 			}
-			vc.Spec.Config = v1alpha1.Config{"maxmemory": "64mb", "maxmemory-policy": "allkeys-lru"}
-			if err := k.Client.Update(ctx, vc); err != nil {
-				t.Fatal(err)
-			}
+			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) {
+				s.Config = v1alpha1.Config{"maxmemory": "64mb", "maxmemory-policy": "allkeys-lru"}
+			})
 			k.WaitClusterReady(ctx, t, vc, 2*time.Minute)
 			for addr, v := range configOnAll(ctx, t, k, vc, "maxmemory-policy") {
 				if v != "allkeys-lru" {
@@ -108,10 +103,7 @@ func TestLiveAndRolledConfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			uids := k.PodUIDs(ctx, t, vc)
-			vc.Spec.Config["appendonly"] = "yes"
-			if err := k.Client.Update(ctx, vc); err != nil {
-				t.Fatal(err)
-			}
+			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Config["appendonly"] = "yes" })
 			k.WaitClusterReady(ctx, t, vc, 5*time.Minute)
 			for addr, v := range configOnAll(ctx, t, k, vc, "appendonly") {
 				if v != "yes" {

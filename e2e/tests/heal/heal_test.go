@@ -108,7 +108,7 @@ func TestPrimaryKilled(t *testing.T) {
 			ch := k.StartChecker(ctx, t, vc)
 			time.Sleep(time.Second)
 			start := time.Now()
-			if err := k.Client.Delete(ctx, podOf(ctx, t, k, vc, p.Name), client.GracePeriodSeconds(0)); err != nil {
+			if err := framework.KillPod(ctx, k.Client, podOf(ctx, t, k, vc, p.Name)); err != nil {
 				t.Fatal(err)
 			}
 			waitNotReadyThenReady(ctx, t, k, vc)
@@ -136,7 +136,7 @@ func TestQuorumLost(t *testing.T) {
 			p1 := member(ctx, t, k, vc, 1, v1alpha1.RolePrimary)
 			start := time.Now()
 			for _, p := range []v1alpha1.ValkeyNode{p0, p1} {
-				if err := k.Client.Delete(ctx, podOf(ctx, t, k, vc, p.Name), client.GracePeriodSeconds(0)); err != nil {
+				if err := framework.KillPod(ctx, k.Client, podOf(ctx, t, k, vc, p.Name)); err != nil {
 					t.Fatal(err)
 				}
 			}

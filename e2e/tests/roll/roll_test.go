@@ -66,11 +66,10 @@ func (c rollCase) check(ctx context.Context, t *testing.T) {
 	time.Sleep(time.Second)
 
 	start := time.Now()
-	if err := c.mutate(k, vc); err != nil {
-		t.Fatal(err)
-	}
-	if err := k.Client.Update(ctx, vc); err != nil {
-		t.Fatal(err)
+	var mutateErr error
+	k.UpdateSpec(ctx, t, vc, func(*v1alpha1.ValkeyClusterSpec) { mutateErr = c.mutate(k, vc) })
+	if mutateErr != nil {
+		t.Fatal(mutateErr)
 	}
 	k.WaitClusterReady(ctx, t, vc, 10*time.Minute)
 	t.Logf("%s: roll done %s after the change", c.name, time.Since(start).Round(100*time.Millisecond))
@@ -200,10 +199,9 @@ func TestBlockedRoll(t *testing.T) {
 			}
 			k.WaitClusterReady(ctx, t, vc, 3*time.Minute)
 			before := k.PodUIDs(ctx, t, vc)
-			vc.Spec.Scheduling = &v1alpha1.SchedulingSpec{NodeSelector: map[string]string{"valkey.io/e2e": "nowhere"}}
-			if err := k.Client.Update(ctx, vc); err != nil {
-				t.Fatal(err)
-			}
+			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) {
+				s.Scheduling = &v1alpha1.SchedulingSpec{NodeSelector: map[string]string{"valkey.io/e2e": "nowhere"}}
+			})
 			err := framework.WaitFor(ctx, k.Client, vc, 2*time.Minute, "the roll reported blocked",
 				framework.ConditionIs(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonRollBlocked))
 			if err != nil {
@@ -233,10 +231,7 @@ func TestBlockedRoll(t *testing.T) {
 					t.Errorf("old member pod %s was touched: %v", name, err)
 				}
 			}
-			vc.Spec.Scheduling = nil
-			if err := k.Client.Update(ctx, vc); err != nil {
-				t.Fatal(err)
-			}
+			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Scheduling = nil })
 			k.WaitClusterReady(ctx, t, vc, 5*time.Minute)
 			return ctx
 		}).Feature()

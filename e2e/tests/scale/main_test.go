@@ -3,7 +3,9 @@
 // Package scale is the e2e suite of scaling by moving slots: 3 -> 5 -> 2 shards with
 // 50k keys, once on Valkey 8.0 (MIGRATE) and once on 9.1 (atomic slot migration), with
 // every key readable, no empty shard, no open slot and the slots balanced at every step,
-// while a write-checker runs (clients follow ASK redirects during the moves).
+// while a write-checker runs (clients follow ASK redirects during the moves); a shard
+// count changed or reverted while slots move; replicas per shard up and down without a
+// failover.
 package scale
 
 import (

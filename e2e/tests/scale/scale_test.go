@@ -41,20 +41,10 @@ func testScale(t *testing.T, major, minor int) {
 			for _, shards := range []int32{5, 2} {
 				ch := k.StartChecker(ctx, t, vc)
 				start := time.Now()
-				vc.Spec.Shards = shards
-				if err := k.Client.Update(ctx, vc); err != nil {
-					t.Fatal(err)
-				}
+				k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = shards })
 				k.WaitClusterReady(ctx, t, vc, 10*time.Minute)
 				t.Logf("%d shards: done %s after the change", shards, time.Since(start).Round(100*time.Millisecond))
-				r, err := ch.Stop(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("write-checker during the move: %s", r)
-				if r.Lost > 0 {
-					t.Errorf("%d acknowledged writes lost while moving slots: %v", r.Lost, r.LostKeys)
-				}
+				checkNoneLost(ctx, t, ch)
 				checkBalanced(ctx, t, k, vc, int(shards))
 				read(ctx, t, k.MemberAddrs(ctx, t, vc))
 			}
