@@ -112,21 +112,7 @@ func tlsConfig(ctx context.Context, r client.Reader, namespace, name string) (*t
 	if !pool.AppendCertsFromPEM(ca) {
 		return nil, "", fmt.Errorf("TLS Secret %s: ca.crt holds no certificate", name)
 	}
-	cfg := &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		InsecureSkipVerify: true, //nolint:gosec // the chain is verified in VerifyConnection
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("server sent no certificate")
-			}
-			inter := x509.NewCertPool()
-			for _, c := range cs.PeerCertificates[1:] {
-				inter.AddCert(c)
-			}
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter})
-			return err
-		},
-	}
+	cfg := valkey.VerifyChainOnly(pool)
 	sum := sha256.Sum256(ca)
 	return cfg, hex.EncodeToString(sum[:8]), nil
 }

@@ -181,7 +181,7 @@ func TestTLSSecretDeleted(t *testing.T) {
 			fp := vc.Status.TLS.Fingerprint
 			pool := x509.NewCertPool()
 			pool.AddCert(ca)
-			cfg := framework.VerifyChainOnly(pool)
+			cfg := valkey.VerifyChainOnly(pool)
 			checkServed(ctx, t, k, vc, cfg, fp)
 
 			if err := k.Client.Delete(ctx, s); err != nil {
@@ -219,12 +219,12 @@ func TestTLSSecretDeleted(t *testing.T) {
 func checkServed(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, cfg *tls.Config, fp string) {
 	t.Helper()
 	for _, addr := range k.MemberAddrs(ctx, t, vc) {
-		cert, err := framework.ServedCertificate(ctx, addr, cfg, 2*time.Second)
+		cert, err := valkey.ServedCertificate(ctx, addr, cfg, 2*time.Second)
 		if err != nil {
 			t.Errorf("%s: %v", addr, err)
 			continue
 		}
-		if got := framework.CertFingerprint(cert); got != fp {
+		if got := valkey.Fingerprint(cert); got != fp {
 			t.Errorf("%s serves %s, want %s", addr, got, fp)
 		}
 		c, err := valkey.Dial(ctx, valkey.Options{Addr: addr, Username: framework.TestUser, Password: "any", TLS: cfg})

@@ -62,7 +62,7 @@ func TestTLS(t *testing.T) {
 	f := framework.NewFeature(suite, "TLS on every link").
 		Assess("the cluster reaches Ready with TLS and every member serves the certificate", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			fx = newFixture(ctx, t)
-			fp := framework.CertFingerprint(fx.served.cert)
+			fp := valkey.Fingerprint(fx.served.cert)
 			if err := framework.WaitFor(ctx, fx.k.Client, fx.vc, 30*time.Second, "report TLSReady=True CertificateValid",
 				framework.ConditionIs(v1alpha1.ConditionTLSReady, metav1.ConditionTrue, v1alpha1.ReasonCertificateValid)); err != nil {
 				t.Fatal(err)
@@ -122,7 +122,7 @@ func TestTLS(t *testing.T) {
 			time.Sleep(time.Second) // some writes before the change
 
 			next := fx.ca.validLeaf(t, fx.names)
-			fp := framework.CertFingerprint(next.cert)
+			fp := valkey.Fingerprint(next.cert)
 			start := time.Now()
 			setSecret(ctx, t, fx, secretData(fx.ca, next))
 			switched := map[string]time.Duration{}
@@ -173,7 +173,7 @@ func TestTLS(t *testing.T) {
 		Assess("a key that does not match, then an expired certificate, are refused; members keep theirs", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			need(t)
 			before := fx.k.PodsState(ctx, t, fx.vc)
-			fp := framework.CertFingerprint(fx.served.cert)
+			fp := valkey.Fingerprint(fx.served.cert)
 			states := watchClusterState(ctx, t, fx)
 			served := framework.StartSampler("certificate served by the 6 members (fresh handshake every 1 s)", time.Second, func(ctx context.Context) error {
 				got := servedFingerprints(ctx, fx)
@@ -228,7 +228,7 @@ func newFixture(ctx context.Context, t *testing.T) *fixture {
 	names := []string{"vk." + ns + ".svc", "vk." + ns + ".svc.cluster.local"}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.cert)
-	fx := &fixture{k: k, ca: ca, names: names, cfg: framework.VerifyChainOnly(pool), served: ca.validLeaf(t, names)}
+	fx := &fixture{k: k, ca: ca, names: names, cfg: valkey.VerifyChainOnly(pool), served: ca.validLeaf(t, names)}
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: certSecret}, Type: corev1.SecretTypeTLS, Data: secretData(ca, fx.served)}
 	if err := k.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
@@ -329,14 +329,14 @@ func servedFingerprints(ctx context.Context, fx *fixture) map[string]string {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := framework.ServedCertificate(ctx, a, fx.cfg, 2*time.Second)
+			c, err := valkey.ServedCertificate(ctx, a, fx.cfg, 2*time.Second)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
 				out[a] = "error: " + err.Error()
 				return
 			}
-			out[a] = framework.CertFingerprint(c)
+			out[a] = valkey.Fingerprint(c)
 		}()
 	}
 	wg.Wait()

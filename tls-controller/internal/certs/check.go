@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 // Keys of a certificate Secret: the user's and the operator's copy.
@@ -103,7 +104,7 @@ func Parse(data map[string][]byte) (*Certificate, *Refusal) {
 		return nil, refuse(v1alpha1.ReasonMalformed, "%s: %v", KeyCA, err)
 	}
 	c := &Certificate{Leaf: chain[0], Intermediates: chain[1:], Roots: roots,
-		Fingerprint: Fingerprint(chain[0]), Revision: Revision(data)}
+		Fingerprint: valkey.Fingerprint(chain[0]), Revision: Revision(data)}
 	key, err := parsePrivateKey(data[KeyKey])
 	if err != nil {
 		return c, refuse(v1alpha1.ReasonMalformed, "%s: %v", KeyKey, err)
@@ -293,18 +294,6 @@ func MissingNames(leaf *x509.Certificate, names []string) []string {
 func ClientNames(cluster, namespace, clusterDomain string) []string {
 	svc := v1alpha1.ClientServiceName(cluster) + "." + namespace + ".svc"
 	return []string{svc, svc + "." + strings.TrimSuffix(clusterDomain, ".")}
-}
-
-// Fingerprint is the SHA-256 of a certificate in upper-case hex pairs separated by
-// colons, the way `openssl x509 -noout -fingerprint -sha256` prints it.
-func Fingerprint(c *x509.Certificate) string {
-	sum := sha256.Sum256(c.Raw)
-	h := strings.ToUpper(hex.EncodeToString(sum[:]))
-	pairs := make([]string, 0, len(sum))
-	for i := 0; i < len(h); i += 2 {
-		pairs = append(pairs, h[i:i+2])
-	}
-	return strings.Join(pairs, ":")
 }
 
 // Revision identifies the content of a certificate Secret's three keys: the first 16 hex

@@ -47,7 +47,7 @@ func startLive(t *testing.T, n int, data map[string][]byte, trust ...*testCA) *l
 func (lc *liveCluster) add(s *valkeytest.Server, data map[string][]byte) int {
 	lc.t.Helper()
 	o := s.Options()
-	o.TLS = verifyChainOnly(lc.trust)
+	o.TLS = valkey.VerifyChainOnly(lc.trust)
 	c, err := valkey.Dial(ctxT(lc.t), o)
 	must(lc.t, err)
 	lc.t.Cleanup(c.Close)
@@ -134,9 +134,9 @@ func connected(c *valkey.Client, n int) string {
 // probe returns the fingerprint a new handshake with server i shows.
 func (lc *liveCluster) probe(i int) string {
 	lc.t.Helper()
-	leaf, err := Probe(ctxT(lc.t), lc.servers[i].Addr(), verifyChainOnly(lc.trust), 2*time.Second)
+	leaf, err := valkey.ServedCertificate(ctxT(lc.t), lc.servers[i].Addr(), valkey.VerifyChainOnly(lc.trust), 2*time.Second)
 	must(lc.t, err)
-	return Fingerprint(leaf)
+	return valkey.Fingerprint(leaf)
 }
 
 // links returns the cluster bus links of server i with their creation times.

@@ -3,8 +3,6 @@ package certs
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -62,47 +60,8 @@ type target struct {
 
 // newTarget describes the copy as the target of the rollout.
 func newTarget(s *served) target {
-	return target{revision: s.revision(), fingerprint: s.cert.Fingerprint, tls: verifyChainOnly(s.trust()),
+	return target{revision: s.revision(), fingerprint: s.cert.Fingerprint, tls: valkey.VerifyChainOnly(s.trust()),
 		reloadAfter: s.reloadAfter, rolledOut: s.rolledOut()}
-}
-
-// verifyChainOnly returns a client configuration that verifies the server's chain
-// against roots and not its host name.
-func verifyChainOnly(roots *x509.CertPool) *tls.Config {
-	return &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		InsecureSkipVerify: true, //nolint:gosec // the chain is verified in VerifyConnection
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("the server sent no certificate")
-			}
-			inter := x509.NewCertPool()
-			for _, c := range cs.PeerCertificates[1:] {
-				inter.AddCert(c)
-			}
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter,
-				KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
-			return err
-		},
-	}
-}
-
-// Probe opens a new TLS connection to addr, verifying the chain with cfg, and returns
-// the leaf certificate the server presents. The handshake is bounded by timeout.
-func Probe(ctx context.Context, addr string, cfg *tls.Config, timeout time.Duration) (*x509.Certificate, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	d := tls.Dialer{Config: cfg}
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
-	}
-	defer conn.Close()
-	certs := conn.(*tls.Conn).ConnectionState().PeerCertificates
-	if len(certs) == 0 {
-		return nil, fmt.Errorf("TLS handshake with %s: no certificate", addr)
-	}
-	return certs[0], nil
 }
 
 // Reload makes the server re-read its certificate files: one CONFIG SET of the three
@@ -163,11 +122,11 @@ func (r *Reconciler) rollMember(ctx context.Context, vn *v1alpha1.ValkeyNode, t 
 		return memberResult{Message: why, RetryAt: now.Add(retryUnreachable)}
 	}
 	addr := r.addr(vn)
-	before, err := Probe(ctx, addr, t.tls, r.dialTimeout())
+	before, err := valkey.ServedCertificate(ctx, addr, t.tls, r.dialTimeout())
 	if err != nil {
 		return memberResult{Message: err.Error(), RetryAt: now.Add(retryUnreachable)}
 	}
-	showsLeaf := Fingerprint(before) == t.fingerprint
+	showsLeaf := valkey.Fingerprint(before) == t.fingerprint
 	if showsLeaf && r.servesWithoutReload(vn, t) {
 		return memberResult{Served: true}
 	}
@@ -182,13 +141,13 @@ func (r *Reconciler) rollMember(ctx context.Context, vn *v1alpha1.ValkeyNode, t 
 	if res, ok := r.reloadMember(ctx, vn, addr, cred); !ok {
 		return res
 	}
-	after, err := Probe(ctx, addr, t.tls, r.dialTimeout())
+	after, err := valkey.ServedCertificate(ctx, addr, t.tls, r.dialTimeout())
 	if err != nil {
 		return memberResult{Message: "after the reload: " + err.Error()}
 	}
-	if Fingerprint(after) != t.fingerprint {
+	if valkey.Fingerprint(after) != t.fingerprint {
 		return memberResult{Message: fmt.Sprintf("the server still serves certificate %s: the pod's files are not updated yet "+
-			"(the kubelet refreshes mounted Secrets within about a minute)", Fingerprint(after))}
+			"(the kubelet refreshes mounted Secrets within about a minute)", valkey.Fingerprint(after))}
 	}
 	if !t.reloadAfter.IsZero() {
 		r.reloads.Store(vn.UID, t.revision)
