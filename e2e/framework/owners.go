@@ -10,19 +10,31 @@ import (
 
 // OwnerWatch polls the cluster's own view of who serves one slot of each shard and counts
 // the changes of owner: the failovers clients saw, as the servers report them.
+//
+// A change counts only when the new owner's config epoch is higher, the rule Valkey
+// itself resolves claims with. A server that just restarted from its nodes.conf (an
+// in-place roll) lists itself with its old slots and epoch until gossip corrects it; it
+// refuses writes meanwhile (cluster_state is not ok for its first 2 s), so that stale
+// view is no failover and is ignored.
 type OwnerWatch struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	owner   map[int]string
+	owner   map[int]slotOwner
 	changes map[int]int
+}
+
+// slotOwner is a primary and the config epoch it claimed a slot with.
+type slotOwner struct {
+	id    string
+	epoch uint64
 }
 
 // WatchOwners starts polling every 100 ms. dial returns a connection to any member for
 // this attempt (members come and go during a roll). slots are one slot per shard.
 func WatchOwners(dial func(ctx context.Context) (*valkey.Client, error), slots []int) *OwnerWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &OwnerWatch{cancel: cancel, owner: map[int]string{}, changes: map[int]int{}}
+	w := &OwnerWatch{cancel: cancel, owner: map[int]slotOwner{}, changes: map[int]int{}}
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -51,11 +63,16 @@ func (w *OwnerWatch) poll(ctx context.Context, dial func(ctx context.Context) (*
 	defer w.mu.Unlock()
 	for _, slot := range slots {
 		for _, n := range nodes {
-			if n.Primary && !n.Fail && valkey.ContainsSlot(n.Slots, slot) {
-				if old, ok := w.owner[slot]; ok && old != n.ID {
-					w.changes[slot]++
-				}
-				w.owner[slot] = n.ID
+			if !n.Primary || n.Fail || !valkey.ContainsSlot(n.Slots, slot) {
+				continue
+			}
+			old, known := w.owner[slot]
+			switch {
+			case !known || n.ID == old.id:
+				w.owner[slot] = slotOwner{id: n.ID, epoch: max(old.epoch, n.ConfigEpoch)}
+			case n.ConfigEpoch > old.epoch:
+				w.changes[slot]++
+				w.owner[slot] = slotOwner{id: n.ID, epoch: n.ConfigEpoch}
 			}
 		}
 	}
