@@ -36,7 +36,8 @@ demo: ## Bring up the local Kubernetes (if none), install the operator, create a
 	hack/demo.sh
 
 .PHONY: test
-test: verify-generate vet lint unit e2e-ci ## Everything CI runs: generation check, vet, lint, unit and integration tests, the core e2e suites
+test: ## Everything CI runs: generation check, vet, lint, unit and integration tests, the core e2e suites (each step timed)
+	hack/test.sh
 
 ##@ Development
 
