@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -75,7 +76,7 @@ func TestReplicasUpAndDown(t *testing.T) {
 			ch := k.StartChecker(ctx, t, vc)
 			for _, replicas := range []int32{2, 0} {
 				start := time.Now()
-				k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.ReplicasPerShard = &replicas })
+				k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.ReplicasPerShard = ptr.To(replicas) })
 				k.WaitClusterReady(ctx, t, vc, 5*time.Minute)
 				t.Logf("%d replicas per shard: Ready %s after the change", replicas, time.Since(start).Round(100*time.Millisecond))
 				checkMembers(ctx, t, k, vc, 2, replicas)
