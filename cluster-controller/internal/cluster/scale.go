@@ -263,7 +263,12 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 			}
 		}
 	}
+	// Valkey 8.0+ replicates the migrating and importing states to replicas, which refuse
+	// SETSLOT: only primaries' states are acted on.
 	for _, m := range s.topo.reachable() {
+		if !m.isPrimary() {
+			continue
+		}
 		slots := make([]int, 0, len(m.self.Migrating))
 		for slot := range m.self.Migrating {
 			slots = append(slots, slot)
@@ -271,8 +276,8 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 		sort.Ints(slots)
 		for _, slot := range slots {
 			to := s.topo.byID(m.self.Migrating[slot])
-			if to == nil || !to.reachable {
-				s.progress(v1alpha1.ReasonMigratingSlots, "slot %d is migrating to a member that does not answer", slot)
+			if to == nil || !to.reachable || !to.isPrimary() {
+				s.progress(v1alpha1.ReasonMigratingSlots, "slot %d is migrating to a member that does not answer as a primary", slot)
 				return requeueWait, nil
 			}
 			src, err := r.client(ctx, s, m)
@@ -297,6 +302,9 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 	// An importing side without a migrating source: the source already gave the slot
 	// away or never started; close it on the side that owns it.
 	for _, m := range s.topo.reachable() {
+		if !m.isPrimary() {
+			continue
+		}
 		for slot := range m.self.Importing {
 			if owner := s.topo.ownerOf(slot); owner != nil && owner.reachable && owner.self.Migrating[slot] == "" {
 				c, err := r.client(ctx, s, m)
