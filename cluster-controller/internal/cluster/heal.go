@@ -168,7 +168,11 @@ func (s *scope) slotlessPrimary() *member {
 func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Duration, error) {
 	var forget []string
 	for _, id := range s.topo.strangers() {
-		if s.topo.followed(id) || s.topo.mayBeMember(id) || !s.topo.failed(id) {
+		if s.topo.followed(id) || s.topo.mayBeMember(id) {
+			continue
+		}
+		if !s.topo.failed(id) {
+			s.recheck = true // Valkey flags it within about the node timeout
 			continue
 		}
 		forget = append(forget, id)

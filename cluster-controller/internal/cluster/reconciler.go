@@ -162,7 +162,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if s.applied() {
+	if s.applied() && !s.recheck {
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
 	}
 	return ctrl.Result{RequeueAfter: requeueWait}, nil

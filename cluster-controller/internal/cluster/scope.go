@@ -29,6 +29,10 @@ type scope struct {
 	step struct{ reason, message string }
 	// blocked names a roll that cannot progress.
 	blocked string
+	// recheck asks for the next pass soon even when the spec is applied: the servers are
+	// about to change in a way no Kubernetes event announces (a dead identity Valkey has
+	// not flagged as failed yet, to be forgotten once it is).
+	recheck bool
 }
 
 // newScope reads the cluster's members, the operator's credentials and the servers' views.
