@@ -37,6 +37,7 @@ const FieldOwner = "cluster-controller"
 const (
 	requeueFast   = 250 * time.Millisecond
 	requeueWait   = time.Second
+	requeueSync   = 300 * time.Millisecond
 	requeueSteady = 30 * time.Second
 )
 
@@ -162,8 +163,13 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	if s.applied() && !s.recheck {
+	switch {
+	case s.applied() && !s.recheck:
 		return ctrl.Result{RequeueAfter: requeueSteady}, nil
+	case s.step.reason == "":
+		// Nothing left to do but wait for the servers (replicas syncing, the cluster
+		// state spreading): no Kubernetes event announces that, so look again soon.
+		return ctrl.Result{RequeueAfter: requeueSync}, nil
 	}
 	return ctrl.Result{RequeueAfter: requeueWait}, nil
 }
