@@ -166,14 +166,20 @@ func (s *scope) slotlessPrimary() *member {
 // a dead node that was never ours. A node that a replica still follows is kept: its
 // replicas need it known to fail over.
 func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Duration, error) {
+	replaced := s.topo.replacedIdentities()
 	var forget []string
 	for _, id := range s.topo.strangers() {
-		if s.topo.followed(id) || s.topo.mayBeMember(id) {
+		if s.topo.followed(id) {
 			continue
 		}
-		if !s.topo.failed(id) {
-			s.recheck = true // Valkey flags it within about the node timeout
-			continue
+		if !replaced[id] {
+			if s.topo.mayBeMember(id) {
+				continue
+			}
+			if !s.topo.failed(id) {
+				s.recheck = true // Valkey flags it within about the node timeout
+				continue
+			}
 		}
 		forget = append(forget, id)
 	}
@@ -190,6 +196,20 @@ func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Dur
 	r.event(s.vc, nil, eventWarning, "NodesForgotten", "Forget", "forgot nodes no member owns: %s", strings.Join(ids, ", "))
 	s.progress(v1alpha1.ReasonForgettingNodes, "forgot %d nodes no member owns", len(forget))
 	return 0, nil
+}
+
+// replacedIdentities are the node IDs members had until this pass: a member whose server
+// now answers with another ID (its pod came back empty) left its old identity behind for
+// good, so it is forgotten at once instead of after Valkey flags it as failed (about the
+// node timeout later). Only this pass knows it: the member's status gets the new ID.
+func (t *topology) replacedIdentities() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range t.members {
+		if old := m.node.Status.NodeID; m.reachable && m.self.ID != "" && old != "" && old != m.self.ID {
+			out[old] = true
+		}
+	}
+	return out
 }
 
 // failed reports whether a member's view flags node id as failed (the cluster agreed it
