@@ -133,6 +133,9 @@ func (r *Reconciler) reassignLostSlots(ctx context.Context, s *scope) error {
 	}
 	target := s.slotlessPrimary()
 	if target == nil {
+		target = s.leastLoadedPrimary()
+	}
+	if target == nil {
 		s.progress(v1alpha1.ReasonSlotsUncovered, "slots %s are not served; waiting for a primary to give them to", valkey.FormatRanges(lost))
 		return nil
 	}
@@ -148,6 +151,23 @@ func (r *Reconciler) reassignLostSlots(ctx context.Context, s *scope) error {
 		valkey.FormatRanges(lost), target.name(), target.shard())
 	s.progress(v1alpha1.ReasonDataLost, "slots %s were lost with their data and given to shard %d", valkey.FormatRanges(lost), target.shard())
 	return nil
+}
+
+// leastLoadedPrimary is the primary of a shard of the spec serving the fewest slots (the
+// lowest shard on a tie): where lost slots go when no primary is empty, since the shards
+// are then all in use and a later rebalance evens them out.
+func (s *scope) leastLoadedPrimary() *member {
+	var best *member
+	for sh := int32(0); sh < s.shards(); sh++ {
+		p := s.topo.primaryOf(sh)
+		if p == nil || !p.reachable || p.leaving() {
+			continue
+		}
+		if best == nil || valkey.CountSlots(p.slots()) < valkey.CountSlots(best.slots()) {
+			best = p
+		}
+	}
+	return best
 }
 
 // slotlessPrimary is the primary of the lowest shard of the spec that holds no slots.
