@@ -257,3 +257,24 @@ func (k *Cluster) ScaleOperator(ctx context.Context, t testing.TB, component str
 		t.Fatal(err)
 	}
 }
+
+// WaitMembersCondition waits until the cluster has members members and condition typ is
+// True on every one of them.
+func (k *Cluster) WaitMembersCondition(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, typ string, members int, timeout time.Duration) {
+	t.Helper()
+	var nodes v1alpha1.ValkeyNodeList
+	err := WaitForList(ctx, k.Client, &nodes, timeout, typ+"=True on every member",
+		func(l *v1alpha1.ValkeyNodeList) (bool, string) {
+			var behind []string
+			for _, n := range l.Items {
+				c := meta.FindStatusCondition(n.Status.Conditions, typ)
+				if c == nil || c.Status != metav1.ConditionTrue {
+					behind = append(behind, fmt.Sprintf("%s: %v", n.Name, c))
+				}
+			}
+			return len(l.Items) == members && len(behind) == 0, fmt.Sprintf("%d members, behind: %v", len(l.Items), behind)
+		}, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelInstance: vc.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -96,21 +95,7 @@ func waitACLSettled(ctx context.Context, t *testing.T, fx *fixture) {
 		framework.ConditionIs(v1alpha1.ConditionACLReady, metav1.ConditionTrue, "")); err != nil {
 		t.Fatal(err)
 	}
-	var nodes v1alpha1.ValkeyNodeList
-	err := framework.WaitForList(ctx, fx.k.Client, &nodes, 30*time.Second, "ACLApplied=True on every member",
-		func(l *v1alpha1.ValkeyNodeList) (bool, string) {
-			var behind []string
-			for _, n := range l.Items {
-				c := meta.FindStatusCondition(n.Status.Conditions, v1alpha1.ConditionACLApplied)
-				if c == nil || c.Status != metav1.ConditionTrue {
-					behind = append(behind, fmt.Sprintf("%s: %v", n.Name, c))
-				}
-			}
-			return len(l.Items) == 6 && len(behind) == 0, fmt.Sprintf("%d members, behind: %v", len(l.Items), behind)
-		}, client.InNamespace(fx.vc.Namespace), client.MatchingLabels{v1alpha1.LabelInstance: fx.vc.Name})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx.k.WaitMembersCondition(ctx, t, fx.vc, v1alpha1.ConditionACLApplied, 6, 30*time.Second)
 }
 
 // refresh reads the cluster again.

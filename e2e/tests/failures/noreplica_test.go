@@ -75,7 +75,7 @@ func testShardWithoutReplicaLost(t *testing.T, shards int32) {
 				t.Errorf("shard 0 serves %s, want %s", got, valkey.FormatRanges(lost))
 			}
 			if shards > 1 {
-				checkBalanced(ctx, t, k, vc, int(shards))
+				k.CheckBalanced(ctx, t, vc, int(shards))
 			}
 			if evs := k.Events(ctx, t, vc.Namespace, "SlotsMoved"); len(evs) > 0 {
 				t.Logf("note: slots moved between shards after the loss (not needed: the lost slots went back to their shard):\n%s", framework.DescribeEvents(evs))
@@ -133,7 +133,7 @@ func TestShardWithoutReplicaPersistence(t *testing.T) {
 // setKeys writes each key (value "v") through a cluster client.
 func setKeys(ctx context.Context, t *testing.T, addrs []string, keys map[int32]string) {
 	t.Helper()
-	c := keysClient(t, addrs)
+	c := framework.KeysClient(t, addrs)
 	defer c.Close()
 	for _, key := range keys {
 		if err := c.Do(ctx, c.B().Set().Key(key).Value("v").Build()).Error(); err != nil {
@@ -145,7 +145,7 @@ func setKeys(ctx context.Context, t *testing.T, addrs []string, keys map[int32]s
 // getKeys reports which keys exist.
 func getKeys(ctx context.Context, t *testing.T, addrs []string, keys map[int32]string) map[string]bool {
 	t.Helper()
-	c := keysClient(t, addrs)
+	c := framework.KeysClient(t, addrs)
 	defer c.Close()
 	out := map[string]bool{}
 	for _, key := range keys {

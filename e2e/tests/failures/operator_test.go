@@ -5,11 +5,9 @@ package failures
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -93,7 +91,7 @@ func TestOperatorDownDuringScale(t *testing.T) {
 	f := framework.NewFeature(suite, "operator down during a scale").
 		Assess("the scale resumes: balanced, no open slot, every key readable", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			k, vc := newCluster(ctx, t, 3, 1, withImage(t, 8, 0))
-			writeKeys(ctx, t, k.MemberAddrs(ctx, t, vc))
+			framework.WriteKeys(ctx, t, k.MemberAddrs(ctx, t, vc), scaleKeys)
 			ch := k.StartChecker(ctx, t, vc)
 			time.Sleep(time.Second)
 
@@ -113,8 +111,8 @@ func TestOperatorDownDuringScale(t *testing.T) {
 			if open := slotState(ctx, t, k, vc); open != "no open slot" {
 				t.Errorf("after the scale: %s", open)
 			}
-			checkBalanced(ctx, t, k, vc, 4)
-			readKeys(ctx, t, k.MemberAddrs(ctx, t, vc))
+			k.CheckBalanced(ctx, t, vc, 4)
+			framework.ReadKeys(ctx, t, k.MemberAddrs(ctx, t, vc), scaleKeys)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
@@ -183,85 +181,4 @@ func slotState(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1al
 		return "no open slot"
 	}
 	return fmt.Sprint(open)
-}
-
-// checkBalanced checks, from the servers' view, that the shards' primaries each serve
-// an even share (within one slot) of all the slots.
-func checkBalanced(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, shards int) {
-	t.Helper()
-	c, err := k.AnyAdmin(ctx, vc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	nodes, err := c.ClusterNodes(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	even := valkey.SlotCount / shards
-	var owners, total int
-	var shares []int
-	for _, n := range nodes {
-		if !n.Primary || len(n.Slots) == 0 {
-			continue
-		}
-		got := valkey.CountSlots(n.Slots)
-		owners, total, shares = owners+1, total+got, append(shares, got)
-		if got < even || got > even+1 {
-			t.Errorf("primary %.8s serves %d slots, want %d or %d", n.ID, got, even, even+1)
-		}
-	}
-	t.Logf("slots per primary: %v", shares)
-	if owners != shards || total != valkey.SlotCount {
-		t.Errorf("%d primaries serve %d slots, want %d primaries and %d slots", owners, total, shards, valkey.SlotCount)
-	}
-}
-
-func keysClient(t *testing.T, addrs []string) rueidis.Client {
-	t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, Username: framework.TestUser, Password: "any", DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// writeKeys writes scaleKeys keys through a cluster client.
-func writeKeys(ctx context.Context, t *testing.T, addrs []string) {
-	t.Helper()
-	c := keysClient(t, addrs)
-	defer c.Close()
-	cmds := make(rueidis.Commands, 0, scaleKeys)
-	for i := range scaleKeys {
-		cmds = append(cmds, c.B().Set().Key("data:"+strconv.Itoa(i)).Value(strconv.Itoa(i)).Build())
-	}
-	for i, r := range c.DoMulti(ctx, cmds...) {
-		if err := r.Error(); err != nil {
-			t.Fatalf("SET data:%d: %v", i, err)
-		}
-	}
-}
-
-// readKeys reads every key writeKeys wrote.
-func readKeys(ctx context.Context, t *testing.T, addrs []string) {
-	t.Helper()
-	c := keysClient(t, addrs)
-	defer c.Close()
-	cmds := make(rueidis.Commands, 0, scaleKeys)
-	for i := range scaleKeys {
-		cmds = append(cmds, c.B().Get().Key("data:"+strconv.Itoa(i)).Build())
-	}
-	missing := 0
-	for i, r := range c.DoMulti(ctx, cmds...) {
-		if v, err := r.ToString(); err != nil || v != strconv.Itoa(i) {
-			if missing < 5 {
-				t.Errorf("data:%d = %q, %v", i, v, err)
-			}
-			missing++
-		}
-	}
-	if missing > 0 {
-		t.Fatalf("%d of %d keys not readable", missing, scaleKeys)
-	}
-	t.Logf("all %d keys readable", scaleKeys)
 }

@@ -241,7 +241,7 @@ func (w *isolatedWriter) check(ctx context.Context, t *testing.T, cutAt, promote
 	}
 	gone := 0
 	if len(acked) > 0 {
-		c := keysClient(t, addrs)
+		c := framework.KeysClient(t, addrs)
 		defer c.Close()
 		for _, n := range acked {
 			if _, err := c.Do(ctx, c.B().Get().Key("{"+w.tag+"}:"+n).Build()).ToString(); rueidis.IsRedisNil(err) {

@@ -38,7 +38,7 @@ func TestScaleChangedMidway(t *testing.T) {
 				t.Fatal(err)
 			}
 			k.WaitClusterReady(ctx, t, vc, 3*time.Minute)
-			write(ctx, t, k.MemberAddrs(ctx, t, vc))
+			framework.WriteKeys(ctx, t, k.MemberAddrs(ctx, t, vc), keys)
 			ch := k.StartChecker(ctx, t, vc)
 
 			for _, step := range []struct{ from, first, then int32 }{{3, 5, 4}, {4, 2, 4}} {
@@ -52,7 +52,7 @@ func TestScaleChangedMidway(t *testing.T) {
 				t.Logf("%d shards: Ready %s after the first change", step.then, time.Since(start).Round(100*time.Millisecond))
 				checkBalanced(ctx, t, k, vc, int(step.then))
 				checkMembers(ctx, t, k, vc, step.then, 1)
-				read(ctx, t, k.MemberAddrs(ctx, t, vc))
+				framework.ReadKeys(ctx, t, k.MemberAddrs(ctx, t, vc), keys)
 			}
 			checkNoneLost(ctx, t, ch)
 			return ctx
@@ -71,7 +71,7 @@ func TestReplicasUpAndDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			k.WaitClusterReady(ctx, t, vc, 3*time.Minute)
-			write(ctx, t, k.MemberAddrs(ctx, t, vc))
+			framework.WriteKeys(ctx, t, k.MemberAddrs(ctx, t, vc), keys)
 			before := primaries(ctx, t, k, vc)
 			ch := k.StartChecker(ctx, t, vc)
 			for _, replicas := range []int32{2, 0} {
@@ -85,7 +85,7 @@ func TestReplicasUpAndDown(t *testing.T) {
 				}
 				checkBalanced(ctx, t, k, vc, 2)
 			}
-			read(ctx, t, k.MemberAddrs(ctx, t, vc))
+			framework.ReadKeys(ctx, t, k.MemberAddrs(ctx, t, vc), keys)
 			checkNoneLost(ctx, t, ch)
 			return ctx
 		}).Feature()

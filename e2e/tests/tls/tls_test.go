@@ -76,7 +76,7 @@ func TestTLS(t *testing.T) {
 			default:
 				t.Logf("status.tls: secretName %s, revision %s, fingerprint %s, notAfter %s", st.SecretName, st.Revision, st.Fingerprint, st.NotAfter.UTC())
 			}
-			waitTLSApplied(ctx, t, fx)
+			fx.k.WaitMembersCondition(ctx, t, fx.vc, v1alpha1.ConditionTLSApplied, 6, 30*time.Second)
 			if got := servedFingerprints(ctx, fx); !allEqual(got, fp) {
 				t.Errorf("members serve %v, want %s everywhere", got, fp)
 			}
@@ -165,7 +165,7 @@ func TestTLS(t *testing.T) {
 			}); err != nil {
 				t.Error(err)
 			}
-			waitTLSApplied(ctx, t, fx)
+			fx.k.WaitMembersCondition(ctx, t, fx.vc, v1alpha1.ConditionTLSApplied, 6, 30*time.Second)
 			reloads := fx.k.Events(ctx, t, fx.vc.Namespace, "CertificateReloaded")
 			t.Logf("%d CertificateReloaded events", len(reloads))
 			return ctx
@@ -290,26 +290,6 @@ func refused(ctx context.Context, t *testing.T, fx *fixture, data map[string][]b
 	}
 	if got := servedFingerprints(ctx, fx); !allEqual(got, fp) {
 		t.Errorf("after the refused Secret (%s) members serve %v, want %s everywhere", reason, got, fp)
-	}
-}
-
-// waitTLSApplied waits for TLSApplied=True on every member.
-func waitTLSApplied(ctx context.Context, t *testing.T, fx *fixture) {
-	t.Helper()
-	var nodes v1alpha1.ValkeyNodeList
-	err := framework.WaitForList(ctx, fx.k.Client, &nodes, 30*time.Second, "TLSApplied=True on every member",
-		func(l *v1alpha1.ValkeyNodeList) (bool, string) {
-			var behind []string
-			for _, n := range l.Items {
-				c := meta.FindStatusCondition(n.Status.Conditions, v1alpha1.ConditionTLSApplied)
-				if c == nil || c.Status != metav1.ConditionTrue {
-					behind = append(behind, fmt.Sprintf("%s: %v", n.Name, c))
-				}
-			}
-			return len(l.Items) == 6 && len(behind) == 0, fmt.Sprintf("%d members, behind: %v", len(l.Items), behind)
-		}, client.InNamespace(fx.vc.Namespace), client.MatchingLabels{v1alpha1.LabelInstance: fx.vc.Name})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
