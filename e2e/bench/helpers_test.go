@@ -124,17 +124,6 @@ func firstSlots(t *testing.T, vc *v1alpha1.ValkeyCluster) []int {
 	return out
 }
 
-// gapOf returns the longest gap of the writer writing slot.
-func gapOf(r checker.Report, slot int) time.Duration {
-	suffix := fmt.Sprintf("(slot %d)", slot)
-	for name, g := range r.LongestGap {
-		if strings.HasSuffix(name, suffix) {
-			return g
-		}
-	}
-	return 0
-}
-
 // startChecker starts the write-checker and lets it write for a second first.
 func startChecker(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster) *checker.Checker {
 	t.Helper()

@@ -57,7 +57,7 @@ func roll(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.
 	r := stopChecker(ctx, t, ch)
 	run := rollRun{Duration: secs(d), Failovers: failovers(ctx, t, k, vc) - before, OwnerChanges: changes, Lost: r.Lost, Timeline: tl}
 	for _, slot := range slots {
-		run.Gaps = append(run.Gaps, secs(gapOf(r, slot)))
+		run.Gaps = append(run.Gaps, secs(r.GapOf(slot)))
 	}
 	t.Logf("roll %s: %.2fs, %v failovers (metric), owner changes %v, gaps %v, %d lost; timeline %s",
 		vc.Name, run.Duration, run.Failovers, changes, run.Gaps, run.Lost, tl)

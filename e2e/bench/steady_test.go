@@ -175,7 +175,7 @@ func killPrimary(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1
 		t.Fatalf("no full redundancy after the primary %s went down (%s): %v; timeline %s", pod.Name, mode.name, err, tl)
 	}
 	r := stopChecker(ctx, t, ch)
-	run := killRun{Mode: mode.name, Shard: shard, Gap: secs(gapOf(r, slot)), Redundant: secs(d), Lost: r.Lost, Timeline: tl}
+	run := killRun{Mode: mode.name, Shard: shard, Gap: secs(r.GapOf(slot)), Redundant: secs(d), Lost: r.Lost, Timeline: tl}
 	t.Logf("primary %s of shard %d, %s: gap %.2fs, full redundancy after %.2fs, %d lost; timeline %s",
 		pod.Name, shard, mode.name, run.Gap, run.Redundant, run.Lost, tl)
 	return run

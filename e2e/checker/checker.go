@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -298,4 +299,15 @@ func retry(ctx context.Context, f func(context.Context) error) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// GapOf is the longest gap of the writer of slot (0 when no writer writes it).
+func (r Report) GapOf(slot int) time.Duration {
+	suffix := fmt.Sprintf("(slot %d)", slot)
+	for name, g := range r.LongestGap {
+		if strings.HasSuffix(name, suffix) {
+			return g
+		}
+	}
+	return 0
 }

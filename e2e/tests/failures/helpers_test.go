@@ -309,17 +309,6 @@ func stopChecker(ctx context.Context, t *testing.T, ch *checker.Checker, what st
 	return r
 }
 
-// gapOf returns the longest write gap of the writer of slot.
-func gapOf(r checker.Report, slot int) time.Duration {
-	suffix := fmt.Sprintf("(slot %d)", slot)
-	for name, g := range r.LongestGap {
-		if strings.HasSuffix(name, suffix) {
-			return g
-		}
-	}
-	return 0
-}
-
 // ensureClusterController brings the cluster-controller back (for cleanups).
 func ensureClusterController(t *testing.T, k *framework.Cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -88,7 +88,7 @@ func TestNodeCutOff(t *testing.T) {
 			// primary failed from the cut on. Writes acknowledged just before the cut and
 			// not yet replicated may be lost: reported, not asserted.
 			rep := stopChecker(ctx, t, ch, "from the host, majority side", false)
-			t.Logf("write gap of shard %d: %s", sh, gapOf(rep, slots[sh]).Round(time.Millisecond))
+			t.Logf("write gap of shard %d: %s", sh, rep.GapOf(slots[sh]).Round(time.Millisecond))
 			probe.check(ctx, t, cutAt, promoted, k.MemberAddrs(ctx, t, vc))
 			return ctx
 		}).Feature()

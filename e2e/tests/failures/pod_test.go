@@ -51,7 +51,7 @@ func testPrimaryPodDeleted(t *testing.T, major, minor int) {
 			changes := owners.Stop()
 			rep := stopChecker(ctx, t, ch, "primary pod deleted", true)
 			checkOwnerChanges(t, changes, slots, map[int32]int{0: 1})
-			gap := gapOf(rep, slots[0])
+			gap := rep.GapOf(slots[0])
 			t.Logf("write gap of shard 0: %s", gap.Round(time.Millisecond))
 			if gap >= nodeTimeout {
 				t.Errorf("shard 0 could not be written for %s: an unplanned failover, not a handover (it takes less than cluster-node-timeout %s)", gap, nodeTimeout)
@@ -102,7 +102,7 @@ func TestPrimaryProcessKilled(t *testing.T) {
 			// Asynchronous replication: writes acknowledged just before the kill may not
 			// have reached the replica. Reported, not asserted.
 			rep := stopChecker(ctx, t, ch, "primary process killed", false)
-			t.Logf("write gap of shard 0: %s", gapOf(rep, slots[0]).Round(time.Millisecond))
+			t.Logf("write gap of shard 0: %s", rep.GapOf(slots[0]).Round(time.Millisecond))
 			checkOwnerChanges(t, changes, slots, map[int32]int{0: 1})
 
 			var now corev1.Pod

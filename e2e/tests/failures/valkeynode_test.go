@@ -47,7 +47,7 @@ func TestValkeyNodeDeleted(t *testing.T) {
 
 			changes := owners.Stop()
 			rep := stopChecker(ctx, t, ch, "ValkeyNode deleted", true)
-			t.Logf("write gap of shard 0: %s", gapOf(rep, slots[0]).Round(time.Millisecond))
+			t.Logf("write gap of shard 0: %s", rep.GapOf(slots[0]).Round(time.Millisecond))
 			checkOwnerChanges(t, changes, slots, map[int32]int{0: 1})
 			members := k.Members(ctx, t, vc)
 			if len(members) != 6 {
