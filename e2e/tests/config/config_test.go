@@ -4,6 +4,7 @@ package config
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -104,6 +105,19 @@ func TestLiveAndRolledConfig(t *testing.T) {
 			}
 			uids := k.PodUIDs(ctx, t, vc)
 			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Config["appendonly"] = "yes" })
+			// The roll replaces every pod; the cluster may report Ready between two shards.
+			err := framework.Until(ctx, 5*time.Minute, "every pod replaced", func(ctx context.Context) (bool, string, error) {
+				var left []string
+				for name, uid := range k.PodUIDs(ctx, t, vc) {
+					if uids[name] == uid {
+						left = append(left, name)
+					}
+				}
+				return len(left) == 0, fmt.Sprintf("old pods left: %v", left), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			k.WaitClusterReady(ctx, t, vc, 5*time.Minute)
 			for addr, v := range configOnAll(ctx, t, k, vc, "appendonly") {
 				if v != "yes" {
