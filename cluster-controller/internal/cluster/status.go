@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -44,7 +45,10 @@ var memberConditionTypes = []string{v1alpha1.ConditionJoined, v1alpha1.Condition
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) error {
 	var errs []error
 	for _, m := range s.topo.members {
-		errs = append(errs, r.writeMemberStatus(ctx, s, m))
+		// A member retired during this pass may be gone already: nothing to report on.
+		if err := r.writeMemberStatus(ctx, s, m); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
 	}
 	vc := s.vc
 	want := computeClusterStatus(s, runErr)
