@@ -148,10 +148,13 @@ func TestQuorumLost(t *testing.T) {
 					t.Errorf("%s: cluster_state %v %v", addr, info["cluster_state"], err)
 				}
 			}
+			// One takeover may be enough: once it restores a majority of primaries, Valkey
+			// can elect the other lost primary's replica by itself.
 			evs := k.Events(ctx, t, vc.Namespace, "Takeover")
-			if len(evs) != 2 {
-				t.Errorf("%d Takeover events, want 2:\n%s", len(evs), framework.DescribeEvents(evs))
+			if len(evs) < 1 || len(evs) > 2 {
+				t.Errorf("%d Takeover events, want 1 or 2:\n%s", len(evs), framework.DescribeEvents(evs))
 			}
+			t.Logf("%d Takeover events", len(evs))
 			for _, e := range evs {
 				if e.Type != corev1.EventTypeWarning || !strings.Contains(e.Note, "quorum lost") {
 					t.Errorf("takeover event: %s %s", e.Type, e.Note)
