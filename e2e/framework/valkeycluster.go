@@ -278,3 +278,24 @@ func (k *Cluster) WaitMembersCondition(ctx context.Context, t testing.TB, vc *v1
 		t.Fatal(err)
 	}
 }
+
+// StopChecker stops the write-checker, reads every acknowledged write back and logs the
+// report (labelled with what, when set). With mustKeepAll a lost acknowledged write
+// fails the test; an unplanned loss of a primary may lose unreplicated writes, which the
+// caller then only reports.
+func StopChecker(ctx context.Context, t testing.TB, ch *checker.Checker, what string, mustKeepAll bool) checker.Report {
+	t.Helper()
+	r, err := ch.Stop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if what != "" {
+		t.Logf("write-checker (%s): %s", what, r)
+	} else {
+		t.Logf("write-checker: %s", r)
+	}
+	if mustKeepAll && r.Lost > 0 {
+		t.Errorf("%d acknowledged writes lost: %v", r.Lost, r.LostKeys)
+	}
+	return r
+}

@@ -63,11 +63,7 @@ func TestSystemPasswordRotation(t *testing.T) {
 			time.Sleep(afterRotation) // an observation window, not a wait for a state
 
 			lr, sr := links.Stop(), scrapes.Stop()
-			r, err := ch.Stop(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("write-checker: %s", r)
+			r := framework.StopChecker(ctx, t, ch, "", false)
 			t.Logf("%s", lr)
 			t.Logf("%s", sr)
 			if r.Errors > 0 || r.Lost > 0 {

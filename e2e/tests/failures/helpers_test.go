@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/e2e/checker"
 	"github.com/valkey-operator/valkey-operator/e2e/framework"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -292,21 +291,6 @@ func condition(vc *v1alpha1.ValkeyCluster, typ string) metav1.Condition {
 		return *c
 	}
 	return metav1.Condition{}
-}
-
-// stopChecker stops the write-checker and logs its report; with mustKeepAll, an
-// acknowledged write lost fails the test.
-func stopChecker(ctx context.Context, t *testing.T, ch *checker.Checker, what string, mustKeepAll bool) checker.Report {
-	t.Helper()
-	r, err := ch.Stop(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("write-checker (%s): %s", what, r)
-	if mustKeepAll && r.Lost > 0 {
-		t.Errorf("%d acknowledged writes lost: %v", r.Lost, r.LostKeys)
-	}
-	return r
 }
 
 // ensureClusterController brings the cluster-controller back (for cleanups).

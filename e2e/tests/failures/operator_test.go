@@ -25,7 +25,7 @@ func whileDown(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1al
 	t.Helper()
 	ch := k.StartCheckerWith(ctx, t, vc, checker.Options{Prefix: "down"})
 	time.Sleep(downFor)
-	r := stopChecker(ctx, t, ch, fmt.Sprintf("%s with the cluster-controller down", downFor), true)
+	r := framework.StopChecker(ctx, t, ch, fmt.Sprintf("%s with the cluster-controller down", downFor), true)
 	if r.Errors > 0 || r.Acked == 0 {
 		t.Errorf("the cluster did not keep serving while the cluster-controller was down: %d of %d writes failed", r.Errors, r.Writes)
 	}
@@ -65,7 +65,7 @@ func TestOperatorDownDuringRoll(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 
 			changes := owners.Stop()
-			stopChecker(ctx, t, ch, "whole roll", true)
+			framework.StopChecker(ctx, t, ch, "whole roll", true)
 			checkOwnerChanges(t, changes, slots, map[int32]int{0: 1, 1: 1, 2: 1})
 			for _, m := range k.Members(ctx, t, vc) {
 				if m.Spec.Image != next.Ref || m.Status.Version != next.Version {
@@ -107,7 +107,7 @@ func TestOperatorDownDuringScale(t *testing.T) {
 			k.WaitClusterReady(ctx, t, vc, 10*time.Minute)
 			t.Logf("scale done %s after the change (the controller was down %s)", time.Since(start).Round(100*time.Millisecond), downFor)
 
-			stopChecker(ctx, t, ch, "whole scale", true)
+			framework.StopChecker(ctx, t, ch, "whole scale", true)
 			if open := slotState(ctx, t, k, vc); open != "no open slot" {
 				t.Errorf("after the scale: %s", open)
 			}

@@ -87,7 +87,7 @@ func TestNodeCutOff(t *testing.T) {
 			// The checker runs on the host, on the majority side: its writes to the cut
 			// primary failed from the cut on. Writes acknowledged just before the cut and
 			// not yet replicated may be lost: reported, not asserted.
-			rep := stopChecker(ctx, t, ch, "from the host, majority side", false)
+			rep := framework.StopChecker(ctx, t, ch, "from the host, majority side", false)
 			t.Logf("write gap of shard %d: %s", sh, rep.GapOf(slots[sh]).Round(time.Millisecond))
 			probe.check(ctx, t, cutAt, promoted, k.MemberAddrs(ctx, t, vc))
 			return ctx

@@ -49,7 +49,7 @@ func testPrimaryPodDeleted(t *testing.T, major, minor int) {
 			t.Logf("full redundancy back %s after the primary's pod was deleted", took.Round(100*time.Millisecond))
 			time.Sleep(500 * time.Millisecond)
 			changes := owners.Stop()
-			rep := stopChecker(ctx, t, ch, "primary pod deleted", true)
+			rep := framework.StopChecker(ctx, t, ch, "primary pod deleted", true)
 			checkOwnerChanges(t, changes, slots, map[int32]int{0: 1})
 			gap := rep.GapOf(slots[0])
 			t.Logf("write gap of shard 0: %s", gap.Round(time.Millisecond))
@@ -101,7 +101,7 @@ func TestPrimaryProcessKilled(t *testing.T) {
 			changes := owners.Stop()
 			// Asynchronous replication: writes acknowledged just before the kill may not
 			// have reached the replica. Reported, not asserted.
-			rep := stopChecker(ctx, t, ch, "primary process killed", false)
+			rep := framework.StopChecker(ctx, t, ch, "primary process killed", false)
 			t.Logf("write gap of shard 0: %s", rep.GapOf(slots[0]).Round(time.Millisecond))
 			checkOwnerChanges(t, changes, slots, map[int32]int{0: 1})
 

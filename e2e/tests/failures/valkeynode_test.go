@@ -46,7 +46,7 @@ func TestValkeyNodeDeleted(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 
 			changes := owners.Stop()
-			rep := stopChecker(ctx, t, ch, "ValkeyNode deleted", true)
+			rep := framework.StopChecker(ctx, t, ch, "ValkeyNode deleted", true)
 			t.Logf("write gap of shard 0: %s", rep.GapOf(slots[0]).Round(time.Millisecond))
 			checkOwnerChanges(t, changes, slots, map[int32]int{0: 1})
 			members := k.Members(ctx, t, vc)

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/e2e/checker"
 	"github.com/valkey-operator/valkey-operator/e2e/framework"
 )
 
@@ -93,7 +92,7 @@ func TestReplicaPodDeleted(t *testing.T) {
 			if got := len(vc.Status.Shards); got != 3 {
 				t.Errorf("%d shards, want 3", got)
 			}
-			report(ctx, t, ch, true)
+			framework.StopChecker(ctx, t, ch, "", true)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
@@ -122,7 +121,7 @@ func TestPrimaryKilled(t *testing.T) {
 			}
 			forgottenEverywhere(ctx, t, k, vc, p.Status.NodeID)
 			// An unplanned loss may lose the writes not yet replicated: reported, not asserted.
-			report(ctx, t, ch, false)
+			framework.StopChecker(ctx, t, ch, "", false)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
@@ -171,19 +170,4 @@ func waitNotReadyThenReady(ctx context.Context, t *testing.T, k *framework.Clust
 	_ = framework.WaitFor(ctx, k.Client, vc, 15*time.Second, "the loss noticed",
 		framework.ConditionIs(v1alpha1.ConditionReady, metav1.ConditionFalse, ""))
 	k.WaitClusterReady(ctx, t, vc, 3*time.Minute)
-}
-
-// report stops the checker and logs what it saw. A replica's loss must lose no
-// acknowledged write; an unplanned primary loss may lose the writes not yet replicated
-// (asynchronous replication), which is reported, not asserted.
-func report(ctx context.Context, t *testing.T, ch *checker.Checker, mustKeepAll bool) {
-	t.Helper()
-	r, err := ch.Stop(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("write-checker: %s", r)
-	if mustKeepAll && r.Lost > 0 {
-		t.Errorf("%d acknowledged writes lost: %v", r.Lost, r.LostKeys)
-	}
 }

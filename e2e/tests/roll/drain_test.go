@@ -70,11 +70,7 @@ func testDrain(t *testing.T, major, minor int) {
 			k.WaitClusterReady(ctx, t, vc, 5*time.Minute)
 			t.Logf("full redundancy back %s after the drain started", time.Since(start).Round(100*time.Millisecond))
 			changes := owners.Stop()
-			r, err := ch.Stop(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("write-checker: %s", r)
+			r := framework.StopChecker(ctx, t, ch, "", false)
 			total := 0
 			for _, n := range changes {
 				total += n

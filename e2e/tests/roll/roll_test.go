@@ -76,11 +76,7 @@ func (c rollCase) check(ctx context.Context, t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 
 	changes := owners.Stop()
-	r, err := ch.Stop(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("write-checker: %s", r)
+	r := framework.StopChecker(ctx, t, ch, "", false)
 	failoversAfter, err := k.OperatorMetric(ctx, "cluster-controller", "valkey_operator_failovers_total", match)
 	if err != nil {
 		t.Fatal(err)

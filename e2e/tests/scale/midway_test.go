@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/e2e/checker"
 	"github.com/valkey-operator/valkey-operator/e2e/framework"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -54,7 +53,7 @@ func TestScaleChangedMidway(t *testing.T) {
 				checkMembers(ctx, t, k, vc, step.then, 1)
 				framework.ReadKeys(ctx, t, k.MemberAddrs(ctx, t, vc), keys)
 			}
-			checkNoneLost(ctx, t, ch)
+			framework.StopChecker(ctx, t, ch, "", true)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
@@ -86,7 +85,7 @@ func TestReplicasUpAndDown(t *testing.T) {
 				checkBalanced(ctx, t, k, vc, 2)
 			}
 			framework.ReadKeys(ctx, t, k.MemberAddrs(ctx, t, vc), keys)
-			checkNoneLost(ctx, t, ch)
+			framework.StopChecker(ctx, t, ch, "", true)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
@@ -164,17 +163,4 @@ func primaries(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1al
 	}
 	sort.Strings(ids)
 	return strings.Join(ids, ",")
-}
-
-// checkNoneLost stops the write-checker and wants no acknowledged write lost.
-func checkNoneLost(ctx context.Context, t *testing.T, ch *checker.Checker) {
-	t.Helper()
-	r, err := ch.Stop(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("write-checker: %s", r)
-	if r.Lost > 0 {
-		t.Errorf("%d acknowledged writes lost: %v", r.Lost, r.LostKeys)
-	}
 }

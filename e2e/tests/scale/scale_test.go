@@ -41,7 +41,7 @@ func testScale(t *testing.T, major, minor int) {
 				k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = shards })
 				k.WaitClusterReady(ctx, t, vc, 10*time.Minute)
 				t.Logf("%d shards: done %s after the change", shards, time.Since(start).Round(100*time.Millisecond))
-				checkNoneLost(ctx, t, ch)
+				framework.StopChecker(ctx, t, ch, "", true)
 				checkBalanced(ctx, t, k, vc, int(shards))
 				checkMembers(ctx, t, k, vc, shards, 1)
 				framework.ReadKeys(ctx, t, k.MemberAddrs(ctx, t, vc), keys)

@@ -194,11 +194,7 @@ func TestTLS(t *testing.T) {
 			time.Sleep(5 * time.Second) // an observation window: nothing must change
 
 			sr, fr := states.Stop(), served.Stop()
-			r, err := ch.Stop(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("write-checker: %s", r)
+			r := framework.StopChecker(ctx, t, ch, "", false)
 			t.Logf("%s", sr)
 			t.Logf("%s", fr)
 			if sr.Failures > 0 || fr.Failures > 0 {
