@@ -77,16 +77,25 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope) (time.Duration
 	return r.rollByReplacement(ctx, s, shard)
 }
 
-// nextShardToRoll is the lowest shard with an outdated member.
+// nextShardToRoll is the lowest shard with an outdated member, or with a member still
+// restarting for a roll authorised on it: the shard's roll ends when that member is back
+// in sync, not when its spec was written.
 func (s *scope) nextShardToRoll() (int32, bool) {
 	for sh := int32(0); sh < s.shards(); sh++ {
 		for _, m := range s.active(sh) {
-			if out, _ := s.outdated(m); out {
+			if out, _ := s.outdated(m); out || m.restarting() {
 				return sh, true
 			}
 		}
 	}
 	return 0, false
+}
+
+// restarting reports whether a member was authorised a new revision its running pod was
+// not built for yet. A member that never ran a pod (revision 0 in status) is starting,
+// not restarting.
+func (m *member) restarting() bool {
+	return m.node.Status.Revision != 0 && m.node.Status.Revision != m.node.Spec.Revision
 }
 
 // inPlace: members with volumes in StatefulSets are rolled in place, keeping their

@@ -133,13 +133,18 @@ func (s *scope) applied() bool {
 }
 
 // membersUpToDate reports whether every member belongs to a shard of the spec, runs the
-// spec's pod and has the spec's live settings applied.
+// spec's pod (built for its current revision) and has the spec's live settings applied.
 func (s *scope) membersUpToDate() bool {
 	for _, m := range s.topo.members {
 		if m.leaving() {
 			return false
 		}
 		if m.shard() >= s.shards() {
+			return false
+		}
+		if m.node.Status.Revision != m.node.Spec.Revision {
+			// Its pod has not been rebuilt for the revision it was given yet: a roll
+			// authorised on it is still ahead.
 			return false
 		}
 		if out, _ := s.outdated(m); out || diffSpec(m.node.Spec, desiredSpec(s.vc, m.shard()), m.liveVersion()).live {

@@ -105,7 +105,7 @@ func TestLiveAndRolledConfig(t *testing.T) {
 			}
 			uids := k.PodUIDs(ctx, t, vc)
 			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Config["appendonly"] = "yes" })
-			// The roll replaces every pod; the cluster may report Ready between two shards.
+			// The roll replaces every pod; each is checked, not only the conditions.
 			err := framework.Until(ctx, 5*time.Minute, "every pod replaced", func(ctx context.Context) (bool, string, error) {
 				var left []string
 				for name, uid := range k.PodUIDs(ctx, t, vc) {
