@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,69 +17,31 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/envtestenv"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
 )
 
-// The API server of these tests is envtest with the project's Kubernetes binaries
-// ($KUBEBUILDER_ASSETS, or .cache/k8s/v1.37.2/bin that `make local-build` fills) and
-// the CRDs of config/crd. Valkey servers from valkeytest stand in for the pods.
-
-var testEnv struct {
-	once sync.Once
-	env  *envtest.Environment
-	cfg  *rest.Config
-	err  error
-}
+// The API server of these tests is the package's envtest (see envtestenv: the project's
+// Kubernetes binaries and the CRDs of config/crd). Valkey servers from valkeytest stand
+// in for the pods.
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if testEnv.env != nil {
-		_ = testEnv.env.Stop()
-	}
+	envtestenv.Stop()
 	os.Exit(code)
-}
-
-// apiServer starts the API server once per package.
-func apiServer(t *testing.T) *rest.Config {
-	t.Helper()
-	testEnv.once.Do(func() {
-		root := filepath.Join("..", "..", "..")
-		assets := os.Getenv("KUBEBUILDER_ASSETS")
-		if assets == "" {
-			assets = filepath.Join(root, ".cache", "k8s", "v1.37.2", "bin")
-		}
-		for _, bin := range []string{"etcd", "kube-apiserver"} {
-			if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
-				testEnv.err = fmt.Errorf("envtest needs %s in %s (set KUBEBUILDER_ASSETS or run `make local-build`): %w", bin, assets, err)
-				return
-			}
-		}
-		testEnv.env = &envtest.Environment{
-			BinaryAssetsDirectory: assets,
-			CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd")},
-			ErrorIfCRDPathMissing: true,
-		}
-		testEnv.cfg, testEnv.err = testEnv.env.Start()
-	})
-	if testEnv.err != nil {
-		t.Fatalf("start the API server: %v", testEnv.err)
-	}
-	return testEnv.cfg
 }
 
 // syncBuffer collects the controller's logs.
@@ -117,7 +78,7 @@ type harness struct {
 const testDelay = 3 * time.Second
 
 func newHarness(t *testing.T) *harness {
-	cfg := apiServer(t)
+	cfg := envtestenv.Start(t)
 	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
 	must(t, err)
 	h := &harness{t: t, c: c, servers: map[string]*valkeytest.Server{}, logs: &syncBuffer{}}
@@ -139,7 +100,7 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) start() {
 	h.t.Helper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(h.logs), zap.UseDevMode(true)))
-	mgr, err := ctrl.NewManager(apiServer(h.t), ctrl.Options{
+	mgr, err := ctrl.NewManager(envtestenv.Start(h.t), ctrl.Options{
 		Scheme:                 operator.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,13 +23,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/envtestenv"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 )
 
@@ -40,12 +38,9 @@ import (
 // the tests write pod objects and their statuses themselves, and point the pods' IPs
 // at real valkey-server processes on this machine (valkeytest).
 
-// k8sVersion is the Kubernetes version whose binaries the project keeps in .cache.
-const k8sVersion = "v1.37.2"
-
-// testEnv is the API server and the running controller, shared by the tests.
+// testEnv is the running controller against the package's API server (envtestenv),
+// shared by the tests.
 type testEnv struct {
-	env    *envtest.Environment
 	c      client.Client
 	dialer *testDialer
 	// passes counts finished reconcile passes per node.
@@ -66,6 +61,7 @@ func TestMain(m *testing.M) {
 	if sharedEnv != nil {
 		sharedEnv.stop()
 	}
+	envtestenv.Stop()
 	os.Exit(code)
 }
 
@@ -82,41 +78,14 @@ func startEnv(t *testing.T) *testEnv {
 	return sharedEnv
 }
 
-// assetsDir is KUBEBUILDER_ASSETS, or the project's cache of Kubernetes binaries.
-func assetsDir() (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
-		return dir, nil
-	}
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", ".cache", "k8s", k8sVersion, "bin")
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			return "", fmt.Errorf("%s is missing in %s: build the Kubernetes binaries (make local-build) or set KUBEBUILDER_ASSETS", bin, dir)
-		}
-	}
-	return dir, nil
-}
-
 func newTestEnv() (*testEnv, error) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapLevel())))
-	dir, err := assetsDir()
+	cfg, err := envtestenv.Config()
 	if err != nil {
 		return nil, err
 	}
-	_, file, _, _ := runtime.Caller(0)
 	te := &testEnv{dialer: &testDialer{servers: map[string]Server{}}, done: make(chan struct{})}
-	te.env = &envtest.Environment{
-		BinaryAssetsDirectory: dir,
-		CRDDirectoryPaths:     []string{filepath.Join(filepath.Dir(file), "..", "..", "..", "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                operator.Scheme(),
-	}
-	cfg, err := te.env.Start()
-	if err != nil {
-		return nil, err
-	}
 	if err := te.startManager(cfg); err != nil {
-		_ = te.env.Stop()
 		return nil, err
 	}
 	return te, nil
@@ -169,7 +138,6 @@ func (te *testEnv) startManager(cfg *rest.Config) error {
 func (te *testEnv) stop() {
 	te.cancel()
 	<-te.done
-	_ = te.env.Stop()
 }
 
 // passCount is the number of passes finished for a node.

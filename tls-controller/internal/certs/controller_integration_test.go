@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,82 +15,31 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/envtestenv"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// The API server of these tests is envtest with the project's Kubernetes binaries
-// ($KUBEBUILDER_ASSETS, or .cache/k8s/v1.37.2/bin that `make local-build` fills) and the
-// CRDs of config/crd. Valkey servers from valkeytest stand in for the pods, and a fake
-// kubelet copies the operator's Secret into their files, each member with its own lag.
-
-var testEnv struct {
-	once sync.Once
-	env  *envtest.Environment
-	cfg  *rest.Config
-	err  error
-}
+// The API server of these tests is the package's envtest (see envtestenv: the project's
+// Kubernetes binaries and the CRDs of config/crd). Valkey servers from valkeytest stand
+// in for the pods, and a fake kubelet copies the operator's Secret into their files,
+// each member with its own lag.
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if testEnv.env != nil {
-		_ = testEnv.env.Stop()
-	}
+	envtestenv.Stop()
 	os.Exit(code)
-}
-
-// apiServer starts the API server once per package.
-func apiServer(t *testing.T) *rest.Config {
-	t.Helper()
-	testEnv.once.Do(func() {
-		root := filepath.Join("..", "..", "..")
-		assets := os.Getenv("KUBEBUILDER_ASSETS")
-		if assets == "" {
-			assets = filepath.Join(root, ".cache", "k8s", "v1.37.2", "bin")
-		}
-		for _, bin := range []string{"etcd", "kube-apiserver"} {
-			if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
-				testEnv.err = fmt.Errorf("envtest needs %s in %s (set KUBEBUILDER_ASSETS or run `make local-build`): %w", bin, assets, err)
-				return
-			}
-		}
-		testEnv.env = &envtest.Environment{
-			BinaryAssetsDirectory: assets,
-			CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd")},
-			ErrorIfCRDPathMissing: true,
-		}
-		if dir := os.Getenv("ENVTEST_LOG_DIR"); dir != "" {
-			// Debugging aid: keep the control plane's output.
-			api := testEnv.env.ControlPlane.GetAPIServer()
-			api.Out, _ = os.Create(filepath.Join(dir, "kube-apiserver.log"))
-			api.Err = api.Out
-			etcd := testEnv.env.ControlPlane.Etcd
-			if etcd == nil {
-				etcd = &envtest.Etcd{}
-				testEnv.env.ControlPlane.Etcd = etcd
-			}
-			etcd.Out, _ = os.Create(filepath.Join(dir, "etcd.log"))
-			etcd.Err = etcd.Out
-		}
-		testEnv.cfg, testEnv.err = testEnv.env.Start()
-	})
-	if testEnv.err != nil {
-		t.Fatalf("start the API server: %v", testEnv.err)
-	}
-	return testEnv.cfg
 }
 
 // syncBuffer collects the controller's logs.
@@ -136,7 +84,7 @@ const (
 )
 
 func newHarness(t *testing.T, servers int, boot map[string][]byte, cas ...*testCA) *harness {
-	cfg := apiServer(t)
+	cfg := envtestenv.Start(t)
 	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
 	must(t, err)
 	h := &harness{t: t, c: c, logs: &syncBuffer{}, byNode: map[string]int{}}
@@ -155,7 +103,7 @@ func newHarness(t *testing.T, servers int, boot map[string][]byte, cas ...*testC
 func (h *harness) start() {
 	h.t.Helper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(h.logs), zap.UseDevMode(true)))
-	mgr, err := ctrl.NewManager(apiServer(h.t), ctrl.Options{
+	mgr, err := ctrl.NewManager(envtestenv.Start(h.t), ctrl.Options{
 		Scheme:                 operator.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
