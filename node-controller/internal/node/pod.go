@@ -252,11 +252,11 @@ exit 0`, ExporterPasswordPath, v1alpha1.UserExporter, tls, ClientPort, handoverW
 // replica. The first start of a pod does not wait: its directory is new.
 //
 // With persistence the volume holds the member's data on purpose and the server restarts
-// with it at once.
+// with it at once, after its cluster state file is repaired (see repairNodesConf).
 func serverCommand(vn *v1alpha1.ValkeyNode) []string {
-	start := []string{"valkey-server", ConfigPath, "--cluster-announce-ip", "$(POD_IP)"}
 	if vn.Spec.Persistence != nil {
-		return start
+		return []string{"sh", "-c", repairNodesConf(DataDir+"/"+ClusterConfigFile) +
+			fmt.Sprintf(`exec valkey-server %s --cluster-announce-ip "$POD_IP"`, ConfigPath)}
 	}
 	return []string{"sh", "-c", fmt.Sprintf(`if [ -e %[1]s/%[4]s ]; then
   echo "restarted in its pod: waiting %[5]ds for the cluster to fail over the old identity"
@@ -267,6 +267,39 @@ rm -rf %[1]s/%[2]s %[1]s/dump.rdb %[1]s/appendonlydir
 exec valkey-server %[3]s --cluster-announce-ip "$POD_IP"`,
 		DataDir, ClusterConfigFile, ConfigPath, startedMarker, restartWaitSeconds(vn))}
 }
+
+// repairNodesConf is the shell that, before a server restarts on its volume, gives every
+// replica in its cluster state file the shard ID of the primary it follows.
+//
+// Valkey without the fix for valkey-io/valkey#2171 (8.0.1 among them: the node tests
+// start it on such a file) refuses to start ("corrupted cluster config file") when the
+// file records a replica with another shard ID than its primary's. The file holds
+// what gossip had told the server, and shard IDs settle some seconds after a replica is
+// attached, so a restart soon after the cluster formed or a replica moved (an in-place
+// roll, a drain) can leave such a file: the member would crash-loop on its own volume.
+// Versions with the fix mend the file the same way as they load it. The shard
+// ID is cluster metadata the servers gossip again at once; no data depends on it.
+//
+// Only the shard-id field of replica lines changes; the file is replaced atomically, and
+// each change is written to the container's log. Without awk (an unusual image) the file
+// is left as it is.
+func repairNodesConf(file string) string {
+	return fmt.Sprintf(`f=%s
+if [ -s "$f" ] && command -v awk >/dev/null 2>&1; then
+  awk '%s' "$f" "$f" >"$f.repair" && mv "$f.repair" "$f" || rm -f "$f.repair"
+fi
+`, file, nodesConfAwk)
+}
+
+// nodesConfAwk reads the file twice: first the shard ID of every primary, then every
+// line, a replica's with its primary's shard ID. POSIX awk (mawk, busybox, gawk).
+const nodesConfAwk = `function sid(f) { return match(f, /shard-id=[0-9a-f]+/) ? substr(f, RSTART + 9, RLENGTH - 9) : "" }
+NR == FNR { if (NF >= 8 && $3 ~ /master|primary/ && sid($2) != "") shard[$1] = sid($2); next }
+NF >= 8 && $3 ~ /slave|replica/ && ($4 in shard) && sid($2) != "" && sid($2) != shard[$4] {
+  print "nodes.conf: replica " $1 " takes the shard ID of its primary " $4 > "/dev/stderr"
+  sub(/shard-id=[0-9a-f]+/, "shard-id=" shard[$4], $2)
+}
+{ print }`
 
 // startedMarker, in the data directory of a member without persistence, says that a
 // server already ran in this pod.

@@ -497,7 +497,11 @@ func TestServerCommand(t *testing.T) {
 		t.Errorf("liveness initial delay = %d, want the restart wait added", p.InitialDelaySeconds)
 	}
 	vn.Spec.Persistence = &v1alpha1.PersistenceSpec{}
-	if cmd := strings.Join(serverCommand(vn), " "); strings.Contains(cmd, "rm ") || !strings.HasPrefix(cmd, "valkey-server ") {
-		t.Errorf("with persistence the data stays: %s", cmd)
+	cmd = strings.Join(serverCommand(vn), " ")
+	if strings.Contains(cmd, "rm -rf") || strings.Contains(cmd, "sleep") || !strings.Contains(cmd, "\nexec valkey-server /etc/valkey/valkey.conf") {
+		t.Errorf("with persistence the data stays and the server starts at once: %s", cmd)
+	}
+	if strings.Contains(cmd, "$(") {
+		t.Errorf("the kubelet would expand $(...) in: %s", cmd)
 	}
 }
