@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -139,6 +140,16 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, wh
 	// another replica of the shard first, and must not ask that one too.
 	if pending := s.failoverPending(replica.shard()); pending != nil {
 		s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to complete its takeover of shard %d", pending.name(), replica.shard())
+		return nil
+	}
+	if unreached := s.topo.votersNotReaching(replica); len(unreached) > 0 {
+		// The primaries answer a vote request over their own link to the candidate. A
+		// candidate whose pod just came back at a new address is reached only once they
+		// learnt it; asked before, it waits for votes until the manual failover times
+		// out, with its primary's clients paused all along.
+		s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to reach %s at %s before it takes over shard %d",
+			strings.Join(unreached, ", "), replica.name(), replica.ip(), replica.shard())
+		s.recheck = true
 		return nil
 	}
 	if err := r.setFailoverAnnotation(ctx, replica, s.topo.now.UTC().Format(time.RFC3339Nano)); err != nil {

@@ -61,6 +61,23 @@ func (m *member) knows(id string) bool {
 	return false
 }
 
+// votersNotReaching names the primaries serving slots (the voters of a failover) whose
+// link to m is not up at m's current address: m's vote requests reach them, their votes
+// would not reach m.
+func (t *topology) votersNotReaching(m *member) []string {
+	var out []string
+	for _, v := range t.reachable() {
+		if v == m || !v.isPrimary() || len(v.slots()) == 0 {
+			continue
+		}
+		n, ok := v.entry(m.id())
+		if !ok || n.IP != m.ip() || !n.Connected || n.PFail || n.Fail || n.Handshake || n.NoAddr {
+			out = append(out, v.name())
+		}
+	}
+	return out
+}
+
 // entry returns the member's view of node id.
 func (m *member) entry(id string) (valkey.ClusterNode, bool) {
 	for _, n := range m.view {
@@ -243,10 +260,26 @@ func synced(m, p *member) bool {
 	if m == nil || p == nil || !m.reachable || !p.reachable || m == p {
 		return false
 	}
-	if !m.self.Replica || m.self.PrimaryID != p.id() || !m.repl.LinkUp || m.repl.SyncInProgress {
+	if !m.self.Replica || m.self.PrimaryID != p.id() || !m.repl.LinkUp || m.repl.SyncInProgress || !acknowledged(p, m.ip()) {
 		return false
 	}
 	return p.repl.Offset-m.repl.Offset <= syncLagBytes
+}
+
+// acknowledged reports whether primary p lists the replica at ip as online with an
+// acknowledged offset close to its own. After a full sync over a socket the replica says
+// its link is up, and the primary calls it online, before the replica's first
+// acknowledgement (sent once a second) starts the stream of the writes held back
+// meanwhile; its acknowledged offset is 0 until then. A manual failover asked in between
+// waits for that stream, its primary's clients paused (a second, seen on Valkey 8.0 in
+// the in-place roll).
+func acknowledged(p *member, ip string) bool {
+	for _, r := range p.repl.Replicas {
+		if r.IP == ip && r.State == "online" && r.Offset > 0 && p.repl.Offset-r.Offset <= syncLagBytes {
+			return true
+		}
+	}
+	return false
 }
 
 // syncLagBytes is how far behind its primary a replica may be and count as in sync: a

@@ -83,6 +83,17 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 		}
 		members = append(members, m)
 	}
+	// A primary lists its replicas whose link is up as online.
+	for _, f := range fms {
+		if f.primary == "" || !f.linkUp || f.down {
+			continue
+		}
+		for j, p := range fms {
+			if p.id == f.primary && !p.down {
+				members[j].repl.Replicas = append(members[j].repl.Replicas, valkey.ReplicaInfo{IP: f.ip, Port: 6379, State: "online", Offset: f.offset})
+			}
+		}
+	}
 	return newTopology(members, t0)
 }
 
@@ -277,5 +288,51 @@ func TestMeetingsRepairAOneSidedView(t *testing.T) {
 	}
 	if n := len(meetings(build(t, threeByOne()).reachable())); n != 0 {
 		t.Errorf("a formed cluster needs %d meetings, want none", n)
+	}
+}
+
+// TestVotersNotReaching: a2's pod came back at a new address that b has not learnt yet,
+// and c's link to it is down: only a (its own primary, linked) would get its vote to a2.
+func TestVotersNotReaching(t *testing.T) {
+	topo := build(t, threeByOne())
+	a2 := topo.byID("A2")
+	if got := topo.votersNotReaching(a2); len(got) != 0 {
+		t.Fatalf("every primary reaches a2: got %v", got)
+	}
+	for i, n := range topo.byID("B").view {
+		if n.ID == "A2" {
+			topo.byID("B").view[i].IP = "10.0.0.99"
+		}
+	}
+	for i, n := range topo.byID("C").view {
+		if n.ID == "A2" {
+			topo.byID("C").view[i].Connected = false
+		}
+	}
+	if got := fmt.Sprint(topo.votersNotReaching(a2)); got != "[b c]" {
+		t.Errorf("voters not reaching a2 = %s, want [b c]", got)
+	}
+}
+
+// TestSyncedNeedsThePrimaryStreaming: a replica that says its link is up is not in sync
+// until its primary lists it online with an acknowledged offset (after a full sync, the
+// first acknowledgement starts the stream).
+func TestSyncedNeedsThePrimaryStreaming(t *testing.T) {
+	topo := build(t, threeByOne())
+	a, a2 := topo.byID("A"), topo.byID("A2")
+	if !synced(a2, a) {
+		t.Fatal("a2 is linked, caught up and listed online: want synced")
+	}
+	a.repl.Replicas[0].State = "wait_bgsave"
+	if synced(a2, a) {
+		t.Error("a's stream to a2 has not started: want not synced")
+	}
+	a.repl.Replicas[0].State, a.repl.Replicas[0].Offset = "online", 0
+	if synced(a2, a) {
+		t.Error("a2 has not acknowledged anything yet: want not synced")
+	}
+	a.repl.Replicas = nil
+	if synced(a2, a) {
+		t.Error("a does not list a2: want not synced")
 	}
 }
