@@ -272,10 +272,10 @@ func synced(m, p *member) bool {
 // acknowledgement (sent once a second) starts the stream of the writes held back
 // meanwhile; its acknowledged offset is 0 until then. A manual failover asked in between
 // waits for that stream, its primary's clients paused (a second, seen on Valkey 8.0 in
-// the in-place roll).
+// the in-place roll). A primary that never wrote anything (offset 0) holds nothing back.
 func acknowledged(p *member, ip string) bool {
 	for _, r := range p.repl.Replicas {
-		if r.IP == ip && r.State == "online" && r.Offset > 0 && p.repl.Offset-r.Offset <= syncLagBytes {
+		if r.IP == ip && r.State == "online" && (r.Offset > 0 || p.repl.Offset == 0) && p.repl.Offset-r.Offset <= syncLagBytes {
 			return true
 		}
 	}

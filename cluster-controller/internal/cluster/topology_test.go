@@ -331,6 +331,10 @@ func TestSyncedNeedsThePrimaryStreaming(t *testing.T) {
 	if synced(a2, a) {
 		t.Error("a2 has not acknowledged anything yet: want not synced")
 	}
+	a.repl.Offset, a2.repl.Offset = 0, 0
+	if !synced(a2, a) {
+		t.Error("a new primary that wrote nothing holds nothing back: want synced")
+	}
 	a.repl.Replicas = nil
 	if synced(a2, a) {
 		t.Error("a does not list a2: want not synced")
