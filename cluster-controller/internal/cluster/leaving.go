@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -177,22 +178,41 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 		if !ok || !m.reachable {
 			continue
 		}
-		switch {
-		case m.isPrimary() && len(m.slots()) > 0:
+		completed := m.isPrimary() && len(m.slots()) > 0
+		if !completed && s.topo.now.Sub(at) < s.failoverWindow() {
+			continue
+		}
+		// The request is closed first, on the version of the member this pass read: a
+		// pass that read it from a cache not yet updated by the previous close conflicts
+		// and reports nothing, so each failover is counted once.
+		if closed, err := r.closeFailoverRequest(ctx, m); err != nil || !closed {
+			return 0, err
+		}
+		if completed {
 			r.Metrics.failover(s.vc, m.shard(), "planned")
 			log.FromContext(ctx).Info("failover completed", "member", m.name(), "shard", m.shard(), "after", s.topo.now.Sub(at).String())
 			r.event(s.vc, m.node, eventNormal, "FailoverCompleted", "Failover", "%s serves shard %d", m.name(), m.shard())
-		case s.topo.now.Sub(at) >= s.failoverWindow():
-			log.FromContext(ctx).Info("failover timed out", "member", m.name(), "shard", m.shard())
-			r.event(s.vc, m.node, eventWarning, "FailoverTimedOut", "Failover", "%s did not take over shard %d within %s", m.name(), m.shard(), s.failoverWindow())
-		default:
 			continue
 		}
-		if err := r.setFailoverAnnotation(ctx, m, ""); err != nil {
-			return 0, err
-		}
+		log.FromContext(ctx).Info("failover timed out", "member", m.name(), "shard", m.shard())
+		r.event(s.vc, m.node, eventWarning, "FailoverTimedOut", "Failover", "%s did not take over shard %d within %s", m.name(), m.shard(), s.failoverWindow())
 	}
 	return 0, nil
+}
+
+// closeFailoverRequest removes the failover request of a member, on the condition that
+// the member is still the version this pass read. It reports false when it was not.
+func (r *Reconciler) closeFailoverRequest(ctx context.Context, m *member) (bool, error) {
+	patch := client.MergeFromWithOptions(m.node.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	delete(m.node.Annotations, annotationFailoverAt)
+	if err := r.Patch(ctx, m.node, patch); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			log.FromContext(ctx).V(1).Info("failover request closed or changed since this pass read it", "member", m.name())
+			return false, nil
+		}
+		return false, fmt.Errorf("close the failover request of %s: %w", m.name(), err)
+	}
+	return true, nil
 }
 
 // setFailoverAnnotation records (or, with an empty value, clears) a failover request.
