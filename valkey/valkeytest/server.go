@@ -48,6 +48,10 @@ type Options struct {
 	// TLS, when set, makes the servers speak TLS only (clients, cluster bus
 	// and replication) with certificates for 127.0.0.1 issued by this CA.
 	TLS *CA
+	// NodesConf, when set, is the cluster state file each server finds in its
+	// directory at start, as a server restarting on its volume does. Its
+	// addresses should be loopback ones: the server dials them.
+	NodesConf string
 }
 
 // Server is one running valkey-server.
@@ -177,6 +181,22 @@ func Start(t testing.TB, n int, o Options) []*Server {
 	return servers
 }
 
+// Launch starts one server like Start, but returns the reason it did not come
+// up (the end of its log included) instead of failing the test, for tests of
+// what a server refuses to start with.
+func Launch(t testing.TB, o Options) (*Server, error) {
+	t.Helper()
+	bin := Binary(t)
+	s, err := launch(t, bin, BinaryVersion(t, bin), randomSecret(), randomSecret(), o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitReady(); err != nil {
+		return s, fmt.Errorf("valkey-server %s: %w\n%s", s.Addr(), err, s.LogTail(20))
+	}
+	return s, nil
+}
+
 // launch writes the files of one server and starts it.
 func launch(t testing.TB, bin string, version valkey.Version, admin, repl string, o Options) (*Server, error) {
 	port, err := freePortPair()
@@ -219,6 +239,11 @@ func (s *Server) writeFiles(o Options) error {
 	}
 	if err := os.WriteFile(authFile, []byte("masterauth "+s.ReplicationPassword+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write auth include: %w", err)
+	}
+	if o.NodesConf != "" {
+		if err := os.WriteFile(filepath.Join(s.Dir, "nodes.conf"), []byte(o.NodesConf), 0o600); err != nil {
+			return fmt.Errorf("write nodes.conf: %w", err)
+		}
 	}
 	user := map[string]string{"cluster-node-timeout": "2000", "save": "", "appendonly": "no"}
 	for k, v := range o.Config {

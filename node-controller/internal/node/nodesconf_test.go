@@ -1,27 +1,25 @@
 package node
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
 )
 
 // divergentNodesConf is the cluster state file of a replica that crash-looped on its
 // volume after an in-place roll (e2e, Valkey 8.0.1): the replica 177262… carries another
-// shard ID than its primary e62aa9….
-const divergentNodesConf = `f7b7d063b56c86981d4d79ad8d00a11851f1286d 10.88.2.5:6379@16379,,tls-port=0,shard-id=646e551e341c141318ac2737f67abd5617148970 master - 0 1796116989773 2 connected 5462-10922
-177262926b3c7f6d81e37fa413be8364ef8bd346 10.88.2.6:6379@16379,,tls-port=0,shard-id=fc3df67cf9a84d0a14e092f88dbe8152b6aa4c95 slave e62aa9f37fe240ffc3e269e8df240f564ff84357 0 1796116989974 3 connected
-740151d240943785bc55ca4cd090c7c06653bdf3 10.88.3.6:6379@16379,,tls-port=0,shard-id=d8ebaa2ee29528580c5b65fe8a81a0888b783e14 master - 0 1796116990000 4 connected 0-5461
-e62aa9f37fe240ffc3e269e8df240f564ff84357 10.88.3.7:6379@16379,,tls-port=0,shard-id=b6db6e164a71994a761b4d4dad78bda2ff0337c3 master - 0 1796116989000 3 connected 10923-16383
-ffd06fa86d2c7de558fca8f2229786010cb7c4b2 10.88.1.6:6379@16379,,tls-port=0,shard-id=d8ebaa2ee29528580c5b65fe8a81a0888b783e14 myself,slave 740151d240943785bc55ca4cd090c7c06653bdf3 0 0 4 connected
-9a1ef7740a5187170a8cd29904465d1e2dff5a42 10.88.1.5:6379@16379,,tls-port=0,shard-id=646e551e341c141318ac2737f67abd5617148970 slave f7b7d063b56c86981d4d79ad8d00a11851f1286d 0 1796116990780 2 connected
+// shard ID than its primary e62aa9…. The pod IPs are replaced by loopback addresses: the
+// server started on it dials them.
+const divergentNodesConf = `f7b7d063b56c86981d4d79ad8d00a11851f1286d 127.0.0.2:6379@16379,,tls-port=0,shard-id=646e551e341c141318ac2737f67abd5617148970 master - 0 1796116989773 2 connected 5462-10922
+177262926b3c7f6d81e37fa413be8364ef8bd346 127.0.0.3:6379@16379,,tls-port=0,shard-id=fc3df67cf9a84d0a14e092f88dbe8152b6aa4c95 slave e62aa9f37fe240ffc3e269e8df240f564ff84357 0 1796116989974 3 connected
+740151d240943785bc55ca4cd090c7c06653bdf3 127.0.0.4:6379@16379,,tls-port=0,shard-id=d8ebaa2ee29528580c5b65fe8a81a0888b783e14 master - 0 1796116990000 4 connected 0-5461
+e62aa9f37fe240ffc3e269e8df240f564ff84357 127.0.0.5:6379@16379,,tls-port=0,shard-id=b6db6e164a71994a761b4d4dad78bda2ff0337c3 master - 0 1796116989000 3 connected 10923-16383
+ffd06fa86d2c7de558fca8f2229786010cb7c4b2 127.0.0.6:6379@16379,,tls-port=0,shard-id=d8ebaa2ee29528580c5b65fe8a81a0888b783e14 myself,slave 740151d240943785bc55ca4cd090c7c06653bdf3 0 0 4 connected
+9a1ef7740a5187170a8cd29904465d1e2dff5a42 127.0.0.7:6379@16379,,tls-port=0,shard-id=646e551e341c141318ac2737f67abd5617148970 slave f7b7d063b56c86981d4d79ad8d00a11851f1286d 0 1796116990780 2 connected
 vars currentEpoch 4 lastVoteEpoch 0
 `
 
@@ -77,57 +75,15 @@ func TestRepairNodesConf(t *testing.T) {
 // file: the versions with the bug refuse it, and every version starts on the repaired
 // one.
 func TestRepairedNodesConfStartsValkey(t *testing.T) {
-	bin := valkeytest.Binary(t)
-	start := func(conf string) (bool, string) {
-		t.Helper()
-		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, "nodes.conf"), []byte(conf), 0o644); err != nil {
-			t.Fatal(err)
+	if s, err := valkeytest.Launch(t, valkeytest.Options{NodesConf: divergentNodesConf}); err != nil {
+		if !strings.Contains(err.Error(), "corrupted cluster config file") {
+			t.Fatalf("the divergent file fails for another reason: %v", err)
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", "0",
-			"--save", "", "--appendonly", "no")
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
-			select {
-			case <-exited:
-				return false, out.String()
-			default:
-			}
-			if c, err := net.DialTimeout("tcp", l.Addr().String(), 100*time.Millisecond); err == nil {
-				c.Close()
-				_ = cmd.Process.Kill()
-				<-exited
-				return true, ""
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		_ = cmd.Process.Kill()
-		<-exited
-		return false, "not listening after 5s: " + out.String()
+		t.Log("this valkey-server refuses the divergent file, as the repair expects")
+	} else {
+		t.Logf("valkey-server %s mends the divergent file itself", s.Version)
 	}
-
-	if ok, out := start(divergentNodesConf); !ok {
-		if !strings.Contains(out, "corrupted cluster config file") {
-			t.Fatalf("the divergent file fails for another reason: %s", out)
-		}
-		t.Logf("%s refuses the divergent file, as the repair expects", valkeytest.BinaryVersion(t, bin))
-	}
-	dir := t.TempDir()
-	file := filepath.Join(dir, "nodes.conf")
+	file := filepath.Join(t.TempDir(), "nodes.conf")
 	if err := os.WriteFile(file, []byte(divergentNodesConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +94,7 @@ func TestRepairedNodesConfStartsValkey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, out := start(string(repaired)); !ok {
-		t.Errorf("the repaired file does not start valkey-server: %s", out)
+	if _, err := valkeytest.Launch(t, valkeytest.Options{NodesConf: string(repaired)}); err != nil {
+		t.Errorf("the repaired file does not start valkey-server: %v", err)
 	}
 }
