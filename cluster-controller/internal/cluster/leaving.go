@@ -153,7 +153,7 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, wh
 		s.recheck = true
 		return nil
 	}
-	if err := r.setFailoverAnnotation(ctx, replica, s.topo.now.UTC().Format(time.RFC3339Nano)); err != nil {
+	if err := r.recordFailoverRequest(ctx, replica, s.topo.now); err != nil {
 		return err
 	}
 	c, err := r.client(ctx, s, replica)
@@ -215,17 +215,14 @@ func (r *Reconciler) closeFailoverRequest(ctx context.Context, m *member) (bool,
 	return true, nil
 }
 
-// setFailoverAnnotation records (or, with an empty value, clears) a failover request.
-func (r *Reconciler) setFailoverAnnotation(ctx context.Context, m *member, value string) error {
+// recordFailoverRequest notes on a replica when it was asked to take over (closed by
+// closeFailoverRequest).
+func (r *Reconciler) recordFailoverRequest(ctx context.Context, m *member, at time.Time) error {
 	patch := client.MergeFrom(m.node.DeepCopy())
-	if value == "" {
-		delete(m.node.Annotations, annotationFailoverAt)
-	} else {
-		if m.node.Annotations == nil {
-			m.node.Annotations = map[string]string{}
-		}
-		m.node.Annotations[annotationFailoverAt] = value
+	if m.node.Annotations == nil {
+		m.node.Annotations = map[string]string{}
 	}
+	m.node.Annotations[annotationFailoverAt] = at.UTC().Format(time.RFC3339Nano)
 	if err := r.Patch(ctx, m.node, patch); err != nil {
 		return fmt.Errorf("record failover on %s: %w", m.name(), err)
 	}

@@ -91,11 +91,17 @@ func (s *scope) nextShardToRoll() (int32, bool) {
 	return 0, false
 }
 
+// podCurrent reports whether the member's pod was built for the revision its spec holds
+// (the node-controller reports the revision of the running pod).
+func (m *member) podCurrent() bool {
+	return m.node.Status.Revision == m.node.Spec.Revision
+}
+
 // restarting reports whether a member was authorised a new revision its running pod was
 // not built for yet. A member that never ran a pod (revision 0 in status) is starting,
 // not restarting.
 func (m *member) restarting() bool {
-	return m.node.Status.Revision != 0 && m.node.Status.Revision != m.node.Spec.Revision
+	return m.node.Status.Revision != 0 && !m.podCurrent()
 }
 
 // inPlace: members with volumes in StatefulSets are rolled in place, keeping their
@@ -187,7 +193,7 @@ func (r *Reconciler) rollInPlace(ctx context.Context, s *scope, sh int32) (time.
 	var outdatedReplica *member
 	var freshSynced []*member
 	for _, m := range s.active(sh) {
-		if m.node.Status.Revision != m.node.Spec.Revision || (m != p && !synced(m, p)) {
+		if !m.podCurrent() || (m != p && !synced(m, p)) {
 			s.progress(v1alpha1.ReasonRolling, "shard %d: waiting for %s to come back in sync", sh, m.name())
 			if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil && c.Status != metav1.ConditionTrue &&
 				(c.Reason == v1alpha1.ReasonImagePullBackOff || c.Reason == v1alpha1.ReasonCrashLoop || c.Reason == v1alpha1.ReasonPodUnschedulable) {

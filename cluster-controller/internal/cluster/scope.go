@@ -142,7 +142,7 @@ func (s *scope) membersUpToDate() bool {
 		if m.shard() >= s.shards() {
 			return false
 		}
-		if m.node.Status.Revision != m.node.Spec.Revision {
+		if !m.podCurrent() {
 			// Its pod has not been rebuilt for the revision it was given yet: a roll
 			// authorised on it is still ahead.
 			return false
