@@ -12,7 +12,7 @@ export LOCALKUBE_CACHE := $(CACHE)
 export CGO_ENABLED ?= 0
 
 # Every Go module of the workspace; each builds and tests alone (GOWORK=off).
-MODULES := api valkey internal cluster-controller node-controller acl-controller tls-controller webhooks e2e
+MODULES := api valkey internal cluster-controller node-controller acl-controller tls-controller webhooks localkube hack/devtools e2e
 # Binaries of the operator, one per controller.
 COMPONENTS := cluster-controller node-controller acl-controller tls-controller webhooks
 
@@ -72,7 +72,7 @@ build: ## Build every module alone and the operator binaries into bin/
 	@for m in $(MODULES); do echo "build $$m"; (cd $$m && GOWORK=off go build ./...); done
 	@mkdir -p $(BIN)
 	@for c in $(COMPONENTS); do (cd $$c && GOWORK=off go build -trimpath -ldflags='-s -w' -o $(BIN)/$$c .); done
-	cd e2e && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
+	cd localkube && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
 
 .PHONY: vet
 vet: ## go vet every module alone
@@ -93,9 +93,9 @@ unit: tools local-build ## Unit and integration tests of every module (real Valk
 
 ##@ Local Kubernetes
 
-$(LOCALKUBE): $(shell find e2e/localkube e2e/cmd/localkube -name '*.go' -not -name '*_test.go' 2>/dev/null) e2e/go.mod
+$(LOCALKUBE): $(shell find localkube -name '*.go' -not -name '*_test.go' 2>/dev/null) localkube/go.mod
 	@mkdir -p $(BIN)
-	cd e2e && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
+	cd localkube && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
 
 .PHONY: local-build
 local-build: $(LOCALKUBE) ## Build the Kubernetes, etcd and CoreDNS binaries (cached in .cache)
@@ -130,11 +130,11 @@ KIND_CLUSTER ?= kind
 
 .PHONY: docker-build
 docker-build: images ## Load the images into the local Docker engine (built without Docker by make images)
-	@for f in $$(cd e2e && GOWORK=off go run ./cmd/localkube images-list); do docker load -i "$$f"; done
+	@for f in $$($(LOCALKUBE) images-list); do docker load -i "$$f"; done
 
 .PHONY: kind-load
 kind-load: images ## Load the images into the kind cluster KIND_CLUSTER (default kind)
-	@for f in $$(cd e2e && GOWORK=off go run ./cmd/localkube images-list); do kind load image-archive --name $(KIND_CLUSTER) "$$f"; done
+	@for f in $$($(LOCALKUBE) images-list); do kind load image-archive --name $(KIND_CLUSTER) "$$f"; done
 
 ##@ End-to-end
 

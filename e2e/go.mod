@@ -7,6 +7,7 @@ replace (
 	github.com/valkey-operator/valkey-operator/api => ../api
 	github.com/valkey-operator/valkey-operator/cluster-controller => ../cluster-controller
 	github.com/valkey-operator/valkey-operator/internal => ../internal
+	github.com/valkey-operator/valkey-operator/localkube => ../localkube
 	github.com/valkey-operator/valkey-operator/node-controller => ../node-controller
 	github.com/valkey-operator/valkey-operator/tls-controller => ../tls-controller
 	github.com/valkey-operator/valkey-operator/valkey => ../valkey
@@ -14,18 +15,16 @@ replace (
 )
 
 require (
-	github.com/google/go-containerregistry v0.22.1
 	github.com/redis/rueidis v1.0.79
 	github.com/valkey-operator/valkey-operator/api v0.0.0-00010101000000-000000000000
+	github.com/valkey-operator/valkey-operator/localkube v0.0.0-00010101000000-000000000000
 	github.com/valkey-operator/valkey-operator/valkey v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
-	k8s.io/apiextensions-apiserver v0.37.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/e2e-framework v0.7.0
-	sigs.k8s.io/sig-storage-lib-external-provisioner/v13 v13.1.0
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -53,6 +52,7 @@ require (
 	github.com/go-openapi/swag/typeutils v0.29.1 // indirect
 	github.com/go-openapi/swag/yamlutils v0.29.1 // indirect
 	github.com/google/gnostic-models v0.7.1 // indirect
+	github.com/google/go-containerregistry v0.22.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
@@ -94,5 +94,6 @@ require (
 	k8s.io/streaming v0.37.2 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
+	sigs.k8s.io/sig-storage-lib-external-provisioner/v13 v13.1.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )

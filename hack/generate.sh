@@ -47,4 +47,4 @@ done
 gofmt -w api
 
 # The API reference, from the CRDs just generated.
-(cd e2e && GOWORK=off go run ./cmd/apidocs -crds ../config/crd -out ../docs/api.md)
+(cd hack/devtools && GOWORK=off go run ./apidocs -crds ../../config/crd -out ../../docs/api.md)

@@ -1,5 +1,5 @@
 // Package framework is what every e2e suite of the project uses: the cluster provider
-// (the local Kubernetes of e2e/localkube, or kind), the test environment built on
+// (the local Kubernetes of the localkube module, or kind), the test environment built on
 // sigs.k8s.io/e2e-framework, and helpers for the things suites do again and again:
 // a namespace per feature, waiting for a condition on an object, kubectl, exec into a
 // pod, one-shot toolbox pods, the image manifest, node disruptions and host snapshots.

@@ -3,7 +3,7 @@ package framework
 import (
 	"fmt"
 
-	"github.com/valkey-operator/valkey-operator/e2e/localkube/images"
+	"github.com/valkey-operator/valkey-operator/localkube/images"
 )
 
 // Images returns the image manifest of the cache (read once per suite).

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/e2e-framework/support"
 	"sigs.k8s.io/e2e-framework/support/kind"
 
-	"github.com/valkey-operator/valkey-operator/e2e/localkube/images"
+	"github.com/valkey-operator/valkey-operator/localkube/images"
 )
 
 // DefaultKindCluster is the name of the kind cluster the suites use.

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/e2e-framework/klient"
 	"sigs.k8s.io/e2e-framework/support"
 
-	"github.com/valkey-operator/valkey-operator/e2e/localkube"
-	"github.com/valkey-operator/valkey-operator/e2e/localkube/images"
+	"github.com/valkey-operator/valkey-operator/localkube"
+	"github.com/valkey-operator/valkey-operator/localkube/images"
 )
 
 // LocalProvider runs the suites on the project's local Kubernetes through the localkube
@@ -105,7 +105,7 @@ func (p *LocalProvider) ensureLocalkube(ctx context.Context) error {
 	}
 	_, err := p.opts.Runner.Run(ctx, Command{
 		Name: "go", Args: []string{"build", "-o", p.opts.Paths.Localkube, "./cmd/localkube"},
-		Dir: filepath.Join(p.opts.Paths.RepoRoot, "e2e"), Env: []string{"GOWORK=off", "CGO_ENABLED=0"},
+		Dir: filepath.Join(p.opts.Paths.RepoRoot, "localkube"), Env: []string{"GOWORK=off", "CGO_ENABLED=0"},
 		Echo: p.opts.Progress,
 	})
 	if err != nil {

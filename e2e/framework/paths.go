@@ -6,7 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/valkey-operator/valkey-operator/e2e/localkube"
+	"github.com/valkey-operator/valkey-operator/localkube"
 )
 
 // Paths locates the repository, its cache and the programs the suites run.

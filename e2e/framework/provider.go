@@ -16,7 +16,7 @@ type ProviderName string
 
 // The providers a suite can run on.
 const (
-	// ProviderLocal is the project's local Kubernetes (e2e/localkube): real nodes in
+	// ProviderLocal is the project's local Kubernetes (the localkube module): real nodes in
 	// network namespaces of this machine, no Docker needed.
 	ProviderLocal ProviderName = "local"
 	// ProviderKind is kind (Kubernetes in Docker), for machines with Docker.

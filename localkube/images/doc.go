@@ -11,7 +11,7 @@
 //     prometheus-redis-exporter from sid (entrypoint /redis_exporter, as
 //     upstream; user and password from REDIS_USER and REDIS_PASSWORD).
 //   - docker.io/local/toolbox:dev: busybox and valkey-cli 8.0, for client pods.
-//   - registry.k8s.io/pause:3.10: the static Go program of e2e/cmd/pause.
+//   - registry.k8s.io/pause:3.10: the static Go program of localkube/cmd/pause.
 //   - the operator image (Config.OperatorRef), when Config.OperatorBinaries is
 //     set: static binaries in /usr/local/bin, user nonroot (65532).
 //

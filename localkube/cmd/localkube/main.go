@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/valkey-operator/valkey-operator/e2e/localkube"
+	"github.com/valkey-operator/valkey-operator/localkube"
 )
 
 func main() {

@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/valkey-operator/valkey-operator/e2e/localkube"
-	"github.com/valkey-operator/valkey-operator/e2e/localkube/images"
+	"github.com/valkey-operator/valkey-operator/localkube"
+	"github.com/valkey-operator/valkey-operator/localkube/images"
 )
 
 // defaultOperatorImage is the reference the Helm chart uses by default.

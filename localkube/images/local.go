@@ -19,13 +19,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// e2eModule is the module whose cmd/pause is built for the pause image.
-const e2eModule = "github.com/valkey-operator/valkey-operator/e2e"
+// localkubeModule is the module whose cmd/pause is built for the pause image.
+const localkubeModule = "github.com/valkey-operator/valkey-operator/localkube"
 
 // PauseRef is the pause image's tag (the sandbox image of the CRI config).
 const PauseRef = "registry.k8s.io/pause:3.10"
 
-// pauseSpec is the pause image: the static Go program of e2e/cmd/pause.
+// pauseSpec is the pause image: the static Go program of localkube/cmd/pause.
 func (b *builder) pauseSpec() (spec, error) {
 	src, err := b.pauseSource()
 	if err != nil {
@@ -55,7 +55,7 @@ func (b *builder) pauseSpec() (spec, error) {
 }
 
 // pauseSource returns the directory of the pause program: ModuleDir/cmd/pause,
-// ModuleDir defaulting to the e2e module found from the working directory.
+// ModuleDir defaulting to the localkube module found from the working directory.
 func (b *builder) pauseSource() (string, error) {
 	dir := b.c.ModuleDir
 	if dir == "" {
@@ -71,21 +71,21 @@ func (b *builder) pauseSource() (string, error) {
 	return src, nil
 }
 
-// findModuleDir looks for the e2e module in the working directory, its
-// parents, and their e2e/ subdirectories.
+// findModuleDir looks for the localkube module in the working directory, its
+// parents, and their localkube/ subdirectories.
 func findModuleDir() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("find module %s: %w", e2eModule, err)
+		return "", fmt.Errorf("find module %s: %w", localkubeModule, err)
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
-		for _, cand := range []string{dir, filepath.Join(dir, "e2e")} {
-			if modulePath(filepath.Join(cand, "go.mod")) == e2eModule {
+		for _, cand := range []string{dir, filepath.Join(dir, "localkube")} {
+			if modulePath(filepath.Join(cand, "go.mod")) == localkubeModule {
 				return cand, nil
 			}
 		}
 		if dir == filepath.Dir(dir) {
-			return "", fmt.Errorf("module %s not found above %s: set Config.ModuleDir", e2eModule, wd)
+			return "", fmt.Errorf("module %s not found above %s: set Config.ModuleDir", localkubeModule, wd)
 		}
 	}
 }
