@@ -20,10 +20,6 @@ COMPONENTS := cluster-controller node-controller acl-controller tls-controller w
 # vet and lint see every file in one pass.
 GO_TAGS := e2e,bench
 
-CONTROLLER_GEN_VERSION := v0.23.0
-STATICCHECK_VERSION    := v0.8.2
-HELM_VERSION           := v3.22.0
-
 LOCALKUBE := $(BIN)/localkube
 NODES ?= 3
 SUITE ?=
@@ -32,7 +28,7 @@ E2E_PROVIDER ?= local
 ##@ First steps
 
 .PHONY: demo
-demo: ## Bring up the local Kubernetes (if none), install the operator, create a sample cluster, wait for Ready, print it
+demo: deps-demo ## Bring up the local Kubernetes (if none), install the operator, create a sample cluster, wait for Ready, print it
 	hack/demo.sh
 
 .PHONY: test
@@ -45,22 +41,27 @@ test: ## Everything CI runs: generation check, vet, lint, unit and integration t
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
 
-.PHONY: tools
-tools: $(TOOLS_BIN)/controller-gen $(TOOLS_BIN)/staticcheck $(TOOLS_BIN)/helm ## Install the Go tools into hack/tools/bin
+.PHONY: deps
+deps: ## Check, and on Debian 12 as root install, every program make test needs (hack/deps.txt; DEPS=check only checks)
+	@hack/deps.sh $(if $(filter kind,$(E2E_PROVIDER)),kind,test)
 
-$(TOOLS_BIN)/controller-gen:
-	GOWORK=off GOBIN=$(TOOLS_BIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
-$(TOOLS_BIN)/staticcheck:
-	GOWORK=off GOBIN=$(TOOLS_BIN) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-$(TOOLS_BIN)/helm:
-	GOWORK=off GOBIN=$(TOOLS_BIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+.PHONY: deps-demo
+deps-demo:
+	@hack/deps.sh demo
+
+.PHONY: deps-kind
+deps-kind:
+	@hack/deps.sh kind
+
+.PHONY: tools
+tools: deps ## Install the Go tools into hack/tools/bin (part of make deps)
 
 .PHONY: generate
-generate: $(TOOLS_BIN)/controller-gen ## Generate deepcopy, CRDs (config/crd and the chart) and RBAC from the code
+generate: deps ## Generate deepcopy, CRDs (config/crd and the chart) and RBAC from the code
 	hack/generate.sh
 
 .PHONY: verify-generate
-verify-generate: $(TOOLS_BIN)/controller-gen ## Fail when generated files are stale
+verify-generate: deps ## Fail when generated files are stale
 	hack/verify-generate.sh
 
 .PHONY: tidy
@@ -75,20 +76,20 @@ build: ## Build every module alone and the operator binaries into bin/
 	cd localkube && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
 
 .PHONY: vet
-vet: ## go vet every module alone
+vet: deps ## go vet every module alone
 	@for m in $(MODULES); do echo "vet $$m"; (cd $$m && GOWORK=off go vet -tags $(GO_TAGS) ./...); done
 
 .PHONY: lint
-lint: $(TOOLS_BIN)/staticcheck ## staticcheck every module, and gofmt
+lint: deps ## staticcheck every module, and gofmt
 	@test -z "$$(gofmt -l $(MODULES))" || { echo "gofmt needed:"; gofmt -l $(MODULES); exit 1; }
 	@for m in $(MODULES); do echo "staticcheck $$m"; (cd $$m && GOWORK=off $(TOOLS_BIN)/staticcheck -tags $(GO_TAGS) ./...); done
 
 .PHONY: chart-test
-chart-test: $(TOOLS_BIN)/helm ## helm lint, rendering of every toggle combination, minimal RBAC
+chart-test: deps ## helm lint, rendering of every toggle combination, minimal RBAC
 	cd e2e && GOWORK=off go test -count=1 ./charttest/
 
 .PHONY: unit
-unit: tools local-build ## Unit and integration tests of every module (real Valkey servers and a real API server where needed)
+unit: deps local-build ## Unit and integration tests of every module (real Valkey servers and a real API server where needed)
 	@for m in $(MODULES); do echo "test $$m"; (cd $$m && GOWORK=off go test -count=1 ./...); done
 
 ##@ Local Kubernetes
@@ -98,7 +99,7 @@ $(LOCALKUBE): $(shell find localkube -name '*.go' -not -name '*_test.go' 2>/dev/
 	cd localkube && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
 
 .PHONY: local-build
-local-build: $(LOCALKUBE) ## Build the Kubernetes, etcd and CoreDNS binaries (cached in .cache)
+local-build: deps-demo $(LOCALKUBE) ## Build the Kubernetes, etcd and CoreDNS binaries (cached in .cache)
 	$(LOCALKUBE) build
 
 .PHONY: operator-binaries
@@ -109,11 +110,11 @@ operator-binaries:
 		(cd $$c && GOWORK=off go build -trimpath -ldflags='-s -w' -o $(BIN)/operator/$$c .); done
 
 .PHONY: images
-images: $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator); load them into a running local cluster
+images: deps-demo $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator); load them into a running local cluster
 	$(LOCALKUBE) images --operator-binaries $(BIN)/operator
 
 .PHONY: local-up
-local-up: local-build images ## Start the local Kubernetes (NODES=3); reports a running one, cleans leftovers
+local-up: deps-demo local-build images ## Start the local Kubernetes (NODES=3); reports a running one, cleans leftovers
 	$(LOCALKUBE) up --nodes $(NODES)
 
 .PHONY: local-down
@@ -129,27 +130,27 @@ local-status: $(LOCALKUBE) ## Show whether the local Kubernetes runs
 KIND_CLUSTER ?= kind
 
 .PHONY: docker-build
-docker-build: images ## Load the images into the local Docker engine (built without Docker by make images)
+docker-build: deps-kind images ## Load the images into the local Docker engine (built without Docker by make images)
 	@for f in $$($(LOCALKUBE) images-list); do docker load -i "$$f"; done
 
 .PHONY: kind-load
-kind-load: images ## Load the images into the kind cluster KIND_CLUSTER (default kind)
+kind-load: deps-kind images ## Load the images into the kind cluster KIND_CLUSTER (default kind)
 	@for f in $$($(LOCALKUBE) images-list); do kind load image-archive --name $(KIND_CLUSTER) "$$f"; done
 
 ##@ End-to-end
 
 .PHONY: e2e
-e2e: ## Run the e2e suites (SUITE=<label> for one) on E2E_PROVIDER=local|kind
+e2e: deps ## Run the e2e suites (SUITE=<label> for one) on E2E_PROVIDER=local|kind
 	hack/e2e.sh "$(SUITE)"
 
 .PHONY: e2e-ci
-e2e-ci: ## The e2e suites that fit CI (see docs/testing.md)
+e2e-ci: deps ## The e2e suites that fit CI (see docs/testing.md)
 	hack/e2e.sh ci
 
 .PHONY: bench
-bench: local-build images ## Measure the operator on the local Kubernetes: one table of medians (BENCH_REPS=3, BENCH_ONLY=items), also in bench/results.json
+bench: deps local-build images ## Measure the operator on the local Kubernetes: one table of medians (BENCH_REPS=3, BENCH_ONLY=items), also in bench/results.json
 	cd e2e && GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-90m} ./bench/
 
 .PHONY: chaos
-chaos: local-build images ## Scale and roll a 3x1 cluster under writes while faults hit it (CHAOS_DURATION=5m, CHAOS_MAX_FAULTS=12); fails unless it converges
+chaos: deps local-build images ## Scale and roll a 3x1 cluster under writes while faults hit it (CHAOS_DURATION=5m, CHAOS_MAX_FAULTS=12); fails unless it converges
 	cd e2e && GOWORK=off go test -tags bench -count=1 -v -timeout $${CHAOS_TIMEOUT:-45m} ./chaos/

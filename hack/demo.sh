@@ -9,7 +9,6 @@ if [[ -z "${KUBECONFIG:-}" ]]; then
   KUBECONFIG=$PWD/.cache/localkube/run/kubeconfig
 else
   echo "== using the cluster of KUBECONFIG=$KUBECONFIG (the operator image must be available to it)"
-  make -s tools
 fi
 export KUBECONFIG
 KUBECTL=${KUBECTL:-.cache/k8s/v1.37.2/bin/kubectl}

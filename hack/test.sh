@@ -3,7 +3,7 @@
 # prints the durations so far either way.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-steps=(verify-generate vet lint unit e2e-ci)
+steps=(deps verify-generate vet lint unit e2e-ci)
 declare -a done_steps
 report() {
 	echo

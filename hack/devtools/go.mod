@@ -9,6 +9,7 @@ replace github.com/valkey-operator/valkey-operator/valkey => ../../valkey
 require (
 	github.com/valkey-operator/valkey-operator/valkey v0.0.0-00010101000000-000000000000
 	k8s.io/apiextensions-apiserver v0.37.0
+	mvdan.cc/sh/v3 v3.14.1
 	sigs.k8s.io/yaml v1.6.0
 )
 
