@@ -16,11 +16,27 @@ MODULES := api valkey internal cluster-controller node-controller acl-controller
 # Binaries of the operator, one per controller.
 COMPONENTS := cluster-controller node-controller acl-controller tls-controller webhooks
 
+# The release: the chart and the operator image are versioned together from VERSION.
+VERSION   ?= $(shell cat $(ROOT)/VERSION)
+REVISION  ?= $(shell git -C $(ROOT) rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -s -w -X github.com/valkey-operator/valkey-operator/internal/version.Version=$(VERSION) \
+	-X github.com/valkey-operator/valkey-operator/internal/version.Revision=$(REVISION)
+# The operator image of the local Kubernetes: the one the chart in the repository defaults to.
+LOCAL_OPERATOR_IMAGE := docker.io/library/valkey-operator:$(VERSION)
+# make image / image-push: where the release image goes, and for which platforms.
+IMG       ?= valkey-operator:$(VERSION)
+PLATFORMS ?= linux/amd64,linux/arm64
+RELEASE   := $(CACHE)/release
+# make chart-push: an OCI registry (oci://host/path); HELM_PUSH_FLAGS e.g. --plain-http.
+REGISTRY  ?=
+HELM_PUSH_FLAGS ?=
+
 # Build tags of the test programs that plain builds leave out (e2e suites, benchmarks):
 # vet and lint see every file in one pass.
 GO_TAGS := e2e,bench
 
 LOCALKUBE := $(BIN)/localkube
+comma := ,
 NODES ?= 3
 SUITE ?=
 E2E_PROVIDER ?= local
@@ -49,6 +65,10 @@ deps: ## Check, and on Debian 12 as root install, every program make test needs 
 deps-demo:
 	@hack/deps.sh demo
 
+.PHONY: deps-release
+deps-release:
+	@hack/deps.sh release
+
 .PHONY: deps-kind
 deps-kind:
 	@hack/deps.sh kind
@@ -72,7 +92,7 @@ tidy: ## go mod tidy in every module
 build: ## Build every module alone and the operator binaries into bin/
 	@for m in $(MODULES); do echo "build $$m"; (cd $$m && GOWORK=off go build ./...); done
 	@mkdir -p $(BIN)
-	@for c in $(COMPONENTS); do (cd $$c && GOWORK=off go build -trimpath -ldflags='-s -w' -o $(BIN)/$$c .); done
+	@for c in $(COMPONENTS); do (cd $$c && GOWORK=off go build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/$$c .); done
 	cd localkube && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
 
 .PHONY: vet
@@ -107,11 +127,11 @@ operator-binaries:
 	@mkdir -p $(BIN)/operator
 	@for c in $(COMPONENTS); do \
 		if ! compgen -G "$$c/*.go" >/dev/null; then echo "operator-binaries: skip $$c (no Go files yet)"; continue; fi; \
-		(cd $$c && GOWORK=off go build -trimpath -ldflags='-s -w' -o $(BIN)/operator/$$c .); done
+		(cd $$c && GOWORK=off go build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/operator/$$c .); done
 
 .PHONY: images
 images: deps-demo $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator); load them into a running local cluster
-	$(LOCALKUBE) images --operator-binaries $(BIN)/operator
+	$(LOCALKUBE) images --operator-binaries $(BIN)/operator --operator-image $(LOCAL_OPERATOR_IMAGE)
 
 .PHONY: local-up
 local-up: deps-demo local-build images ## Start the local Kubernetes (NODES=3); reports a running one, cleans leftovers
@@ -124,6 +144,37 @@ local-down: $(LOCALKUBE) ## Stop the local Kubernetes and remove everything it m
 .PHONY: local-status
 local-status: $(LOCALKUBE) ## Show whether the local Kubernetes runs
 	$(LOCALKUBE) status
+
+##@ Release
+
+.PHONY: release-binaries
+release-binaries: deps-demo ## Cross-compile every component for PLATFORMS into bin/release/<os>-<arch>/
+	@for p in $(subst $(comma), ,$(PLATFORMS)); do os=$${p%/*}; arch=$${p#*/}; \
+		echo "release-binaries: $$os/$$arch"; mkdir -p $(BIN)/release/$$os-$$arch; \
+		for c in $(COMPONENTS); do (cd $$c && GOWORK=off CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch \
+			go build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/release/$$os-$$arch/$$c .) || exit 1; done; done
+
+.PHONY: image
+image: deps-release release-binaries ## Build the operator image for PLATFORMS as an OCI layout in .cache/release/image (IMG names it at push)
+	hack/release-smoke.sh $(BIN)/release "$(PLATFORMS)" $(VERSION) $(COMPONENTS)
+	cd localkube && GOWORK=off go run ./cmd/release image --bins $(BIN)/release --platforms $(PLATFORMS) \
+		--version $(VERSION) --revision $(REVISION) --out $(RELEASE)/image
+
+.PHONY: image-push
+image-push: image ## Push the operator image to IMG=<registry>/<repository>:<tag> (credentials: the docker config file; INSECURE=1 for plain HTTP)
+	cd localkube && GOWORK=off go run ./cmd/release push --layout $(RELEASE)/image --img $(IMG) $(if $(INSECURE),--insecure)
+
+.PHONY: chart-package
+chart-package: deps-demo ## Package the chart (VERSION, default image IMG's repository) into .cache/release/
+	cd localkube && GOWORK=off go run ./cmd/release chart --chart $(ROOT)/charts/valkey-operator --version $(VERSION) \
+		--img $(IMG) --out $(RELEASE)/chart
+	helm package $(RELEASE)/chart/valkey-operator --destination $(RELEASE)
+
+.PHONY: chart-push
+chart-push: chart-package ## Push the chart package to REGISTRY=oci://<registry>/<path> (HELM_PUSH_FLAGS for --plain-http or --ca-file)
+	@test -n "$(REGISTRY)" || { echo "chart-push: set REGISTRY=oci://<registry>/<path>"; exit 2; }
+	cd localkube && GOWORK=off go run ./cmd/release check-chart-registry --img $(IMG) --registry $(REGISTRY)
+	helm push $(RELEASE)/valkey-operator-$(VERSION).tgz $(REGISTRY) $(HELM_PUSH_FLAGS)
 
 ##@ Docker and kind (machines with Docker)
 

@@ -46,5 +46,9 @@ for c in cluster-controller node-controller acl-controller tls-controller webhoo
 done
 gofmt -w api
 
+# The chart and the images are versioned together, from the VERSION file.
+version=$(<VERSION)
+sed -i -e "s/^version: .*/version: $version/" -e "s/^appVersion: .*/appVersion: \"$version\"/" "$CHART/Chart.yaml"
+
 # The API reference, from the CRDs just generated.
 (cd hack/devtools && GOWORK=off go run ./apidocs -crds ../../config/crd -out ../../docs/api.md)

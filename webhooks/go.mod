@@ -15,6 +15,7 @@ replace (
 
 require (
 	github.com/valkey-operator/valkey-operator/api v0.0.0-00010101000000-000000000000
+	github.com/valkey-operator/valkey-operator/internal v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
 	k8s.io/apiextensions-apiserver v0.37.2
 	k8s.io/apimachinery v0.37.2

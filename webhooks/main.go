@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -13,12 +14,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/valkey-operator/valkey-operator/internal/version"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/handlers"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/server"
 )
 
 func main() {
 	opts, zapOpts, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if errors.Is(err, errPrintVersion) {
+		fmt.Println(version.String("webhooks"))
+		return
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -30,12 +36,15 @@ func main() {
 		log.Error(err, "set up the webhooks")
 		os.Exit(1)
 	}
-	log.Info("starting", "certMode", opts.CertMode, "operators", opts.Operators.String())
+	log.Info("starting", "version", version.Version, "revision", version.Revision, "certMode", opts.CertMode, "operators", opts.Operators.String())
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "run the webhooks")
 		os.Exit(1)
 	}
 }
+
+// errPrintVersion is parseFlags' answer to --version: print it, check nothing else.
+var errPrintVersion = errors.New("print the version")
 
 // parseFlags reads the command line into the server options and the logger options.
 func parseFlags(fs *flag.FlagSet, args []string) (server.Options, zap.Options, error) {
@@ -69,9 +78,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (server.Options, zap.Options, e
 		"namespace of the leader election Lease (default: the pod's namespace)")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", server.DefaultLeaderElectionID, "name of the leader election Lease")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "allow HTTP/2 on the webhook server")
+	printVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, zapOpts, fmt.Errorf("parse flags: %w", err)
+	}
+	if *printVersion {
+		return o, zapOpts, errPrintVersion
 	}
 	o.CertMode = server.CertMode(certMode)
 	var err error

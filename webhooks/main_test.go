@@ -70,3 +70,10 @@ func TestParseFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestVersionNeedsNoOtherFlag: --version answers before the required flags are checked.
+func TestVersionNeedsNoOtherFlag(t *testing.T) {
+	if _, err := parse("--version"); err != errPrintVersion {
+		t.Errorf("parse(--version) = %v, want errPrintVersion", err)
+	}
+}

@@ -18,6 +18,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// kubeVersion is the Kubernetes version the chart is rendered for (the local
+// Kubernetes'; helm's own default, 1.20, is below the chart's kubeVersion).
+const kubeVersion = "1.37.2"
+
 var components = map[string]string{
 	"clusterController": "cluster-controller",
 	"nodeController":    "node-controller",
@@ -64,7 +68,7 @@ func helm(t *testing.T, args ...string) (string, error) {
 // render runs helm template with --set pairs and returns the objects by "Kind/name".
 func render(t *testing.T, sets ...string) map[string]*unstructured.Unstructured {
 	t.Helper()
-	args := []string{"template", "vko", "charts/valkey-operator", "--namespace", "vko"}
+	args := []string{"template", "vko", "charts/valkey-operator", "--namespace", "vko", "--kube-version", kubeVersion}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
@@ -88,7 +92,7 @@ func render(t *testing.T, sets ...string) map[string]*unstructured.Unstructured 
 }
 
 func TestLint(t *testing.T) {
-	if out, err := helm(t, "lint", "--strict", "charts/valkey-operator"); err != nil {
+	if out, err := helm(t, "lint", "--strict", "--kube-version", kubeVersion, "charts/valkey-operator"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
@@ -232,12 +236,41 @@ func TestWatchNamespacesAndImages(t *testing.T) {
 		img, _, _ := unstructured.NestedString(cs[0].(map[string]any), "image")
 		return img
 	}
-	if got := image("cluster-controller"); got != "ghcr.io/valkey-operator/valkey-operator:v1" {
+	if got := image("cluster-controller"); got != "valkey-operator:v1" {
 		t.Errorf("shared image = %s", got)
 	}
-	if got := image("node-controller"); got != "ghcr.io/other/node:v1" {
+	if got := image("node-controller"); got != "other/node:v1" {
 		t.Errorf("overridden image = %s", got)
 	}
+	objs = render(t, "image.registry=registry.example.com:5000", "image.repository=team/valkey-operator")
+	if got := image("acl-controller"); got != "registry.example.com:5000/team/valkey-operator:"+chartAppVersion(t) {
+		t.Errorf("image with a registry and the default tag = %s", got)
+	}
+}
+
+// chartAppVersion reads the chart's appVersion, which is the VERSION file's.
+func chartAppVersion(t *testing.T) string {
+	t.Helper()
+	root := repoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "charts", "valkey-operator", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		AppVersion string `json:"appVersion"`
+		Version    string `json:"version"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	v, err := os.ReadFile(filepath.Join(root, "VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(string(v)); c.AppVersion != want || c.Version != want {
+		t.Fatalf("Chart.yaml version %s, appVersion %s; VERSION says %s (run make generate)", c.Version, c.AppVersion, want)
+	}
+	return c.AppVersion
 }
 
 func TestPodSecurityIsRestricted(t *testing.T) {
@@ -266,10 +299,10 @@ func TestPodSecurityIsRestricted(t *testing.T) {
 }
 
 func TestSchemaRefusesUnknownKeys(t *testing.T) {
-	if _, err := helm(t, "template", "vko", "charts/valkey-operator", "--set", "clusterControler.enabled=false"); err == nil {
+	if _, err := helm(t, "template", "vko", "charts/valkey-operator", "--kube-version", kubeVersion, "--set", "clusterControler.enabled=false"); err == nil {
 		t.Error("a misspelt key must be refused by values.schema.json")
 	}
-	if _, err := helm(t, "template", "vko", "charts/valkey-operator", "--set", "webhooks.certificates.mode=magic"); err == nil {
+	if _, err := helm(t, "template", "vko", "charts/valkey-operator", "--kube-version", kubeVersion, "--set", "webhooks.certificates.mode=magic"); err == nil {
 		t.Error("an unknown certificate mode must be refused")
 	}
 }
@@ -329,5 +362,17 @@ func TestClusterRolesAreMinimal(t *testing.T) {
 		default:
 			t.Errorf("webhooks: unexpected rule %s", r)
 		}
+	}
+}
+
+// TestRefusesOldKubernetes: the chart's kubeVersion refuses a cluster without native
+// sidecars (1.28), and takes a vendor build of 1.29.
+func TestRefusesOldKubernetes(t *testing.T) {
+	_, err := helm(t, "template", "vko", "charts/valkey-operator", "--kube-version", "1.28.9")
+	if err == nil || !strings.Contains(err.Error(), "kubeVersion") {
+		t.Errorf("rendering for 1.28 = %v, want a kubeVersion error", err)
+	}
+	if _, err := helm(t, "template", "vko", "charts/valkey-operator", "--kube-version", "v1.29.3-eks-1234"); err != nil {
+		t.Errorf("rendering for a 1.29 vendor build: %v", err)
 	}
 }

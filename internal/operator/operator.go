@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/version"
 )
 
 // Flags are the settings every controller binary accepts.
@@ -73,6 +74,7 @@ func run(c Component, args []string) error {
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "elect a leader so only one replica acts at a time")
 	fs.StringVar(&namespaces, "watch-namespaces", "", "comma-separated namespaces to watch (all when empty)")
 	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "reconciles run in parallel per controller")
+	printVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	if c.AddFlags != nil {
@@ -80,6 +82,10 @@ func run(c Component, args []string) error {
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *printVersion {
+		fmt.Println(version.String(c.Name))
+		return nil
 	}
 	for _, ns := range strings.Split(namespaces, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
@@ -119,7 +125,7 @@ func run(c Component, args []string) error {
 	if err := c.Setup(ctx, mgr, f); err != nil {
 		return fmt.Errorf("set up controllers: %w", err)
 	}
-	log.Info("starting", "watchNamespaces", f.WatchNamespaces, "leaderElection", f.LeaderElect)
+	log.Info("starting", "version", version.Version, "revision", version.Revision, "watchNamespaces", f.WatchNamespaces, "leaderElection", f.LeaderElect)
 	return mgr.Start(ctx)
 }
 

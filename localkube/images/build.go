@@ -22,7 +22,7 @@ const builderVersion = "1"
 
 // DefaultOperatorRef is the operator image's tag when Config.OperatorRef is
 // empty.
-const DefaultOperatorRef = "ghcr.io/valkey-operator/valkey-operator:dev"
+const DefaultOperatorRef = "docker.io/library/valkey-operator:dev"
 
 // Config configures Build.
 type Config struct {

@@ -10,8 +10,9 @@ import (
 	"github.com/valkey-operator/valkey-operator/localkube/images"
 )
 
-// defaultOperatorImage is the reference the Helm chart uses by default.
-const defaultOperatorImage = "ghcr.io/valkey-operator/valkey-operator:dev"
+// defaultOperatorImage is the operator image's reference unless --operator-image names one
+// (the Makefile names the one the chart defaults to: valkey-operator:<VERSION>).
+const defaultOperatorImage = images.DefaultOperatorRef
 
 // buildImages builds every image into the cache; with binDir, the operator image too. When
 // the cluster runs, images that changed are imported into its nodes.
