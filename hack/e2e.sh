@@ -12,7 +12,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TESTS="$ROOT/e2e/tests"
-CI_SUITES=(localkube api node cluster-form heal config roll scale acl tls chart)
+CI_SUITES=(localkube api node cluster-form heal config roll scale acl tls chart release)
 TIMEOUT=${E2E_TIMEOUT:-20m}
 export LOCALKUBE_CACHE=${LOCALKUBE_CACHE:-$ROOT/.cache}
 
@@ -45,6 +45,14 @@ needs_operator() {
 	done
 	return 1
 }
+
+# One local Kubernetes runs on a machine at a time (its bridge, namespaces and guard have
+# fixed names): runs from several checkouts wait for each other here.
+exec 9>"${E2E_LOCK:-/tmp/valkey-operator-e2e.lock}"
+if ! flock -n 9; then
+	echo "e2e: another checkout's e2e run holds ${E2E_LOCK:-/tmp/valkey-operator-e2e.lock}; waiting"
+	flock 9
+fi
 
 # The binaries of the local cluster (kind needs only the localkube program, which
 # builds the images) and the images both providers load. Warm, this only checks the

@@ -41,6 +41,11 @@ const (
 	maxNodes       = 50
 	StorageClass   = "standard"
 	Provisioner    = "localkube.valkey.io/hostpath"
+	// RegistryAddress is where a test's image registry listens (on the bridge, which the
+	// nodes reach): every node's containerd pulls from it over HTTPS, trusting the
+	// cluster's CA, and RegistryCert is its serving certificate. localkube runs no
+	// registry itself.
+	RegistryAddress = BridgeIP + ":5100"
 )
 
 // Config says where the local cluster keeps its files and how many nodes it has.
@@ -110,6 +115,15 @@ func (c Config) RunDir() string { return filepath.Join(c.CacheDir, "localkube", 
 
 // Kubeconfig is the admin kubeconfig of the running cluster.
 func (c Config) Kubeconfig() string { return filepath.Join(c.RunDir(), "kubeconfig") }
+
+// CACert is the cluster's CA certificate (PEM), which signs the API server's and the
+// registry's serving certificates.
+func (c Config) CACert() string { return c.path("pki", "ca.crt") }
+
+// RegistryCert returns the serving certificate and key of a registry at RegistryAddress.
+func (c Config) RegistryCert() (cert, key string) {
+	return c.path("pki", "registry.crt"), c.path("pki", "registry.key")
+}
 
 func (c Config) bin(name string) string { return filepath.Join(c.BinDir(), name) }
 

@@ -47,8 +47,20 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = %q
 `, d("containerd", "root"), d("containerd", "state"), c.containerdSocket(n), d("containerd", "opt"),
-		d("containerd", "runc"), d("cni", "net.d"))
+		d("containerd", "runc"), d("cni", "net.d"), d("containerd", "certs.d"))
+}
+
+// registryHosts is the containerd hosts.toml of RegistryAddress: HTTPS, the cluster's CA.
+func (c Config) registryHosts() string {
+	return fmt.Sprintf(`server = "https://%[1]s"
+
+[host."https://%[1]s"]
+  capabilities = ["pull", "resolve"]
+  ca = %[2]q
+`, RegistryAddress, c.CACert())
 }
 
 func (c Config) containerdSocket(n Node) string { return c.nodeDir(n, "containerd.sock") }
@@ -140,7 +152,7 @@ iptables: {localhostNodePorts: false}
 
 // writeNodeFiles writes every configuration file of node n.
 func (c Config) writeNodeFiles(n Node) error {
-	for _, dir := range []string{"cni/net.d", "cni/ipam", "containerd", "logs", "pod-logs", "volume-plugins", "kubelet", "certs"} {
+	for _, dir := range []string{"cni/net.d", "cni/ipam", "containerd", "containerd/certs.d/" + RegistryAddress, "logs", "pod-logs", "volume-plugins", "kubelet", "certs"} {
 		if err := os.MkdirAll(c.nodeDir(n, dir), 0o755); err != nil {
 			return err
 		}
@@ -151,10 +163,11 @@ func (c Config) writeNodeFiles(n Node) error {
 		}
 	}
 	files := map[string]string{
-		c.nodeDir(n, "containerd.toml"):                c.containerdConfig(n),
-		c.nodeDir(n, "cni", "net.d", "10-vk.conflist"): c.cniConfig(n),
-		c.nodeDir(n, "kubelet.yaml"):                   c.kubeletConfig(n),
-		c.nodeDir(n, "kube-proxy.yaml"):                c.kubeProxyConfig(n),
+		c.nodeDir(n, "containerd.toml"):                                      c.containerdConfig(n),
+		c.nodeDir(n, "cni", "net.d", "10-vk.conflist"):                       c.cniConfig(n),
+		c.nodeDir(n, "kubelet.yaml"):                                         c.kubeletConfig(n),
+		c.nodeDir(n, "kube-proxy.yaml"):                                      c.kubeProxyConfig(n),
+		c.nodeDir(n, "containerd", "certs.d", RegistryAddress, "hosts.toml"): c.registryHosts(),
 	}
 	for path, body := range files {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {

@@ -176,6 +176,10 @@ func (c Config) writePKI() error {
 	}); err != nil {
 		return err
 	}
+	if err := ca.issue(dir, certSpec{file: "registry", cn: "localkube-registry", server: true,
+		dns: []string{"localhost"}, ips: []string{BridgeIP, "127.0.0.1"}}); err != nil {
+		return err
+	}
 	if err := ca.issue(dir, certSpec{file: "apiserver-kubelet-client", cn: "kube-apiserver-kubelet-client",
 		orgs: []string{"system:masters"}, client: true}); err != nil {
 		return err
