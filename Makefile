@@ -12,7 +12,7 @@ export LOCALKUBE_CACHE := $(CACHE)
 export CGO_ENABLED ?= 0
 
 # Every Go module of the workspace; each builds and tests alone (GOWORK=off).
-MODULES := api valkey internal cluster-controller node-controller acl-controller tls-controller webhooks localkube hack/devtools e2e
+MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller webhooks localkube hack/devtools e2e
 # Binaries of the operator, one per controller.
 COMPONENTS := cluster-controller node-controller acl-controller tls-controller webhooks
 
@@ -85,7 +85,8 @@ verify-generate: deps ## Fail when generated files are stale
 	hack/verify-generate.sh
 
 .PHONY: tidy
-tidy: ## go mod tidy in every module
+tidy: ## Write each go.mod's sibling require/replace lines from its imports (modsync), then go mod tidy in every module
+	cd hack/devtools && GOWORK=off go run ./cmd/modsync $(ROOT)
 	@for m in $(MODULES); do echo "tidy $$m"; (cd $$m && GOWORK=off go mod tidy); done
 
 .PHONY: build
@@ -100,8 +101,10 @@ vet: deps ## go vet every module alone
 	@for m in $(MODULES); do echo "vet $$m"; (cd $$m && GOWORK=off go vet -tags $(GO_TAGS) ./...); done
 
 .PHONY: lint
-lint: deps ## staticcheck every module, and gofmt
+lint: deps ## gofmt, the import rules, the go.mod sibling lines, staticcheck of every module
 	@test -z "$$(gofmt -l $(MODULES))" || { echo "gofmt needed:"; gofmt -l $(MODULES); exit 1; }
+	cd hack/devtools && GOWORK=off go run ./cmd/importcheck $(ROOT)
+	cd hack/devtools && GOWORK=off go run ./cmd/modsync -check $(ROOT)
 	@for m in $(MODULES); do echo "staticcheck $$m"; (cd $$m && GOWORK=off $(TOOLS_BIN)/staticcheck -tags $(GO_TAGS) ./...); done
 
 .PHONY: chart-test

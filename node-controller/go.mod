@@ -3,14 +3,10 @@ module github.com/valkey-operator/valkey-operator/node-controller
 go 1.26.0
 
 replace (
-	github.com/valkey-operator/valkey-operator/acl-controller => ../acl-controller
 	github.com/valkey-operator/valkey-operator/api => ../api
-	github.com/valkey-operator/valkey-operator/cluster-controller => ../cluster-controller
-	github.com/valkey-operator/valkey-operator/e2e => ../e2e
 	github.com/valkey-operator/valkey-operator/internal => ../internal
-	github.com/valkey-operator/valkey-operator/tls-controller => ../tls-controller
 	github.com/valkey-operator/valkey-operator/valkey => ../valkey
-	github.com/valkey-operator/valkey-operator/webhooks => ../webhooks
+	github.com/valkey-operator/valkey-operator/valkeyconf => ../valkeyconf
 )
 
 require (
@@ -18,6 +14,7 @@ require (
 	github.com/valkey-operator/valkey-operator/api v0.0.0-00010101000000-000000000000
 	github.com/valkey-operator/valkey-operator/internal v0.0.0-00010101000000-000000000000
 	github.com/valkey-operator/valkey-operator/valkey v0.0.0-00010101000000-000000000000
+	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000
 	go.uber.org/zap v1.27.1
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2

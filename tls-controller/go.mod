@@ -3,14 +3,10 @@ module github.com/valkey-operator/valkey-operator/tls-controller
 go 1.26.0
 
 replace (
-	github.com/valkey-operator/valkey-operator/acl-controller => ../acl-controller
 	github.com/valkey-operator/valkey-operator/api => ../api
-	github.com/valkey-operator/valkey-operator/cluster-controller => ../cluster-controller
-	github.com/valkey-operator/valkey-operator/e2e => ../e2e
 	github.com/valkey-operator/valkey-operator/internal => ../internal
-	github.com/valkey-operator/valkey-operator/node-controller => ../node-controller
 	github.com/valkey-operator/valkey-operator/valkey => ../valkey
-	github.com/valkey-operator/valkey-operator/webhooks => ../webhooks
+	github.com/valkey-operator/valkey-operator/valkeyconf => ../valkeyconf
 )
 
 require (
@@ -61,6 +57,7 @@ require (
 	github.com/prometheus/procfs v0.21.1 // indirect
 	github.com/redis/rueidis v1.0.79 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.1 // indirect

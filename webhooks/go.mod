@@ -3,14 +3,10 @@ module github.com/valkey-operator/valkey-operator/webhooks
 go 1.26.0
 
 replace (
-	github.com/valkey-operator/valkey-operator/acl-controller => ../acl-controller
 	github.com/valkey-operator/valkey-operator/api => ../api
-	github.com/valkey-operator/valkey-operator/cluster-controller => ../cluster-controller
-	github.com/valkey-operator/valkey-operator/e2e => ../e2e
 	github.com/valkey-operator/valkey-operator/internal => ../internal
-	github.com/valkey-operator/valkey-operator/node-controller => ../node-controller
-	github.com/valkey-operator/valkey-operator/tls-controller => ../tls-controller
 	github.com/valkey-operator/valkey-operator/valkey => ../valkey
+	github.com/valkey-operator/valkey-operator/valkeyconf => ../valkeyconf
 )
 
 require (
@@ -55,14 +51,14 @@ require (
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/onsi/gomega v1.42.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/client_golang v1.24.0 // indirect
 	github.com/prometheus/client_model v0.6.2 // indirect
 	github.com/prometheus/common v0.70.0 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
-	github.com/redis/rueidis v1.0.79 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
-	github.com/valkey-operator/valkey-operator/valkey v0.0.0-00010101000000-000000000000 // indirect
+	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.27.1 // indirect

@@ -141,7 +141,3 @@ type ValkeyNodeList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ValkeyNode `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ValkeyNode{}, &ValkeyNodeList{})
-}

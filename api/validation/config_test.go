@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 func config(kv ...string) func(c *v1alpha1.ValkeyCluster) {
@@ -66,7 +67,6 @@ func TestGracePeriodDerivation(t *testing.T) {
 		wantMinimum int64
 		wantGrace   int64
 		wantShort   bool
-		wantErr     bool
 	}{
 		{name: "defaults", wantMinimum: 15, wantGrace: 30},
 		{name: "timeout rounds up", config: map[string]string{"cluster-manual-failover-timeout": "5001"}, wantMinimum: 16, wantGrace: 30},
@@ -74,19 +74,17 @@ func TestGracePeriodDerivation(t *testing.T) {
 			config: map[string]string{"CLUSTER-MANUAL-FAILOVER-TIMEOUT": "60000"}, wantMinimum: 70, wantGrace: 70},
 		{name: "explicit value honoured", explicit: ptr.To[int64](20), wantMinimum: 15, wantGrace: 20},
 		{name: "explicit short value", explicit: ptr.To[int64](5), wantMinimum: 15, wantGrace: 5, wantShort: true},
+		// A value that is not a timeout is refused by validateConfig; meanwhile it counts
+		// as Valkey's default, as everywhere the operator derives from it.
 		{name: "bad timeout", config: map[string]string{"cluster-manual-failover-timeout": "x"},
-			explicit: ptr.To[int64](5), wantErr: true, wantGrace: 5},
+			explicit: ptr.To[int64](5), wantMinimum: 15, wantGrace: 5, wantShort: true},
 		{name: "bad timeout without explicit value",
-			config: map[string]string{"cluster-manual-failover-timeout": "-1"}, wantErr: true, wantGrace: 30},
+			config: map[string]string{"cluster-manual-failover-timeout": "-1"}, wantMinimum: 15, wantGrace: 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &v1alpha1.ValkeyClusterSpec{Config: tc.config, TerminationGracePeriodSeconds: tc.explicit}
-			minimum, err := MinimumGracePeriodSeconds(tc.config)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("MinimumGracePeriodSeconds error = %v, want error %v", err, tc.wantErr)
-			}
-			if !tc.wantErr && minimum != tc.wantMinimum {
-				t.Errorf("minimum = %d, want %d", minimum, tc.wantMinimum)
+			if minimum := valkeyconf.MinimumGracePeriodSeconds(tc.config); minimum != tc.wantMinimum {
+				t.Errorf("minimum = %d, want %d", valkeyconf.MinimumGracePeriodSeconds(tc.config), tc.wantMinimum)
 			}
 			if got := GracePeriodSeconds(s); got != tc.wantGrace {
 				t.Errorf("GracePeriodSeconds = %d, want %d", got, tc.wantGrace)

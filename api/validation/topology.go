@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // Sanity bounds of the cluster's size. A Valkey cluster has 16384 slots and its
@@ -97,14 +98,19 @@ func gracePeriodWarning(s *v1alpha1.ValkeyClusterSpec, p *field.Path) string {
 	if s.TerminationGracePeriodSeconds == nil {
 		return ""
 	}
-	minimum, err := MinimumGracePeriodSeconds(s.Config)
-	if err != nil || *s.TerminationGracePeriodSeconds >= minimum {
+	if raw, ok := valkeyconf.Lookup(s.Config, valkeyconf.KeyManualFailoverTimeout); ok {
+		if _, err := parseFailoverTimeout(raw); err != nil {
+			return "" // validateConfig reports the value itself
+		}
+	}
+	short, minimum := GracePeriodTooShort(s)
+	if !short {
 		return ""
 	}
 	return fmt.Sprintf("%s: %d s is shorter than the %d s a primary may need to hand its slots to a replica "+
 		"(%s/1000 + %d s); a primary stopped by Kubernetes may be killed before its failover completes",
 		p.Child("terminationGracePeriodSeconds"), *s.TerminationGracePeriodSeconds, minimum,
-		ConfigManualFailoverTimeout, GracePeriodHeadroomSeconds)
+		valkeyconf.KeyManualFailoverTimeout, valkeyconf.GracePeriodHeadroomSeconds)
 }
 
 // noReplicaWarning explains the risk of shards without replicas and without volumes.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 const (
@@ -21,7 +22,7 @@ const (
 
 // nodeTimeout is the cluster's cluster-node-timeout.
 func nodeTimeout(vc *v1alpha1.ValkeyCluster) time.Duration {
-	return valkey.NodeTimeout(vc.Spec.Config)
+	return valkeyconf.NodeTimeout(vc.Spec.Config)
 }
 
 // lostPrimary is a primary that owns slots and does not answer, with the replicas that

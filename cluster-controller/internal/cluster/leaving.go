@@ -14,6 +14,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // reconcileLeaving walks every member being deleted through its exit: a primary with slots
@@ -125,7 +126,7 @@ func (s *scope) failoverPending(sh int32) *member {
 }
 
 func (s *scope) failoverWindow() time.Duration {
-	return time.Duration(manualFailoverTimeoutMs(s.vc))*time.Millisecond + 2*time.Second
+	return valkeyconf.ManualFailoverTimeout(s.vc.Spec.Config) + 2*time.Second
 }
 
 func failoverRequestedAt(m *member) (time.Time, bool) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/big"
 	"sort"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,42 +15,12 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // memberFinalizer holds a ValkeyNode that is being deleted until its server has handed
 // over its slots and every other member has forgotten it.
 const memberFinalizer = "valkey.io/member"
-
-// Defaults that shape the derived grace period (see the reference's graceful shutdown).
-const (
-	defaultGracePeriodSeconds    = 30
-	defaultManualFailoverTimeout = 5000 // ms, Valkey's default
-	gracePeriodHeadroomSeconds   = 10
-)
-
-// manualFailoverTimeoutMs is cluster-manual-failover-timeout from the user's config.
-func manualFailoverTimeoutMs(vc *v1alpha1.ValkeyCluster) int64 {
-	if v, ok := vc.Spec.Config["cluster-manual-failover-timeout"]; ok {
-		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
-			return ms
-		}
-	}
-	return defaultManualFailoverTimeout
-}
-
-// minimumGracePeriod is what a primary needs to hand over its slots before SIGKILL.
-func minimumGracePeriod(vc *v1alpha1.ValkeyCluster) int64 {
-	return (manualFailoverTimeoutMs(vc)+999)/1000 + gracePeriodHeadroomSeconds
-}
-
-// gracePeriod is the pods' termination grace period: the user's value as is, or the
-// larger of Kubernetes' default and what a failover needs.
-func gracePeriod(vc *v1alpha1.ValkeyCluster) int64 {
-	if vc.Spec.TerminationGracePeriodSeconds != nil {
-		return *vc.Spec.TerminationGracePeriodSeconds
-	}
-	return max(defaultGracePeriodSeconds, minimumGracePeriod(vc))
-}
 
 // desiredSpec is the ValkeyNode spec a member of shard s should have now. Revision is
 // left at zero: the caller keeps the member's own or starts at 1.
@@ -72,7 +41,7 @@ func desiredSpec(vc *v1alpha1.ValkeyCluster, s int32) v1alpha1.ValkeyNodeSpec {
 		Exporter:                      exporter,
 		Persistence:                   sp.Persistence,
 		Scheduling:                    sp.Scheduling,
-		TerminationGracePeriodSeconds: ptr.To(gracePeriod(vc)),
+		TerminationGracePeriodSeconds: ptr.To(valkeyconf.GracePeriodSeconds(sp.TerminationGracePeriodSeconds, sp.Config)),
 		ACLSecretName:                 v1alpha1.ACLSecretName(vc.Name),
 		SystemUsersSecretName:         v1alpha1.SystemUsersSecretName(vc.Name),
 	}

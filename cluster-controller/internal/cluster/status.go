@@ -14,6 +14,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/status"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // clusterStatus holds the ValkeyCluster status fields this controller owns.
@@ -243,10 +244,11 @@ func slotsCondition(s *scope, gen int64) metav1.Condition {
 // graceCondition warns when the user's grace period is too short for a primary to hand
 // its slots over on SIGTERM; the value is honoured anyway.
 func graceCondition(vc *v1alpha1.ValkeyCluster, gen int64) metav1.Condition {
-	if g := vc.Spec.TerminationGracePeriodSeconds; g != nil && *g < minimumGracePeriod(vc) {
+	minimum := valkeyconf.MinimumGracePeriodSeconds(vc.Spec.Config)
+	if g := vc.Spec.TerminationGracePeriodSeconds; g != nil && *g < minimum {
 		return conditions.New(v1alpha1.ConditionConfigurationWarning, true, v1alpha1.ReasonGracePeriodTooShort,
 			fmt.Sprintf("terminationGracePeriodSeconds %d is below %d s (cluster-manual-failover-timeout %d ms + %d s): a primary may be killed before its replica takes over",
-				*g, minimumGracePeriod(vc), manualFailoverTimeoutMs(vc), gracePeriodHeadroomSeconds), gen)
+				*g, minimum, valkeyconf.ManualFailoverTimeout(vc.Spec.Config).Milliseconds(), valkeyconf.GracePeriodHeadroomSeconds), gen)
 	}
 	return conditions.New(v1alpha1.ConditionConfigurationWarning, false, v1alpha1.ReasonNoWarnings, "no configuration warnings", gen)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // liveVersion is the server version that decides which keys are live for a member: its
@@ -102,7 +103,7 @@ func configEqual(a, b map[string]string) bool {
 
 func onlyLiveKeysDiffer(a, b map[string]string, v valkey.Version) bool {
 	for _, k := range changedKeys(a, b) {
-		if !valkey.IsLiveKey(k, v) {
+		if !valkeyconf.Live(k, v) {
 			return false
 		}
 	}

@@ -63,13 +63,16 @@ func TestGracePeriod(t *testing.T) {
 		{"long manual failover timeout raises it", func(s *v1alpha1.ValkeyClusterSpec) {
 			s.Config = map[string]string{"cluster-manual-failover-timeout": "60000"}
 		}, 70, false},
+		{"in any spelling", func(s *v1alpha1.ValkeyClusterSpec) {
+			s.Config = map[string]string{"Cluster-Manual-Failover-Timeout": "60000"}
+		}, 70, false},
 		{"explicit is honoured", func(s *v1alpha1.ValkeyClusterSpec) { s.TerminationGracePeriodSeconds = ptr.To[int64](60) }, 60, false},
 		{"explicit too short warns", func(s *v1alpha1.ValkeyClusterSpec) { s.TerminationGracePeriodSeconds = ptr.To[int64](5) }, 5, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			vc := cluster(c.mod)
-			if got := gracePeriod(vc); got != c.want {
+			if got := *desiredSpec(vc, 0).TerminationGracePeriodSeconds; got != c.want {
 				t.Errorf("grace period = %d, want %d", got, c.want)
 			}
 			cond := graceCondition(vc, 1)

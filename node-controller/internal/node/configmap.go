@@ -15,6 +15,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // ConfigKey is the key of valkey.conf in the node's ConfigMap.
@@ -76,7 +77,7 @@ func configHash(vn *v1alpha1.ValkeyNode) string {
 func normaliseConfig(in map[string]string) map[string]string {
 	keys := make([]string, 0, len(in))
 	for k := range in {
-		if valkey.IsValidConfigKey(k) && !valkey.IsOperatorOwned(k) {
+		if valkeyconf.ValidName(k) && !valkeyconf.Owned(k) {
 			keys = append(keys, k)
 		}
 	}
@@ -98,7 +99,7 @@ func normaliseConfig(in map[string]string) map[string]string {
 func splitConfig(cfg map[string]string, v valkey.Version) (live, static map[string]string) {
 	live, static = map[string]string{}, map[string]string{}
 	for k, val := range cfg {
-		if valkey.IsLiveKey(k, v) {
+		if valkeyconf.Live(k, v) {
 			live[k] = val
 		} else {
 			static[k] = val

@@ -13,6 +13,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // configDiff is how the spec's config differs from the config the ConfigMap was
@@ -39,7 +40,7 @@ func diffConfig(applied, desired map[string]string, v valkey.Version) configDiff
 		have, ok := applied[k]
 		switch {
 		case ok && have == want:
-		case valkey.IsLiveKey(k, v):
+		case valkeyconf.Live(k, v):
 			d.Set[k] = want
 		default:
 			d.Restart = append(d.Restart, k)
@@ -49,7 +50,7 @@ func diffConfig(applied, desired map[string]string, v valkey.Version) configDiff
 		if _, ok := desired[k]; ok {
 			continue
 		}
-		if valkey.IsLiveKey(k, v) {
+		if valkeyconf.Live(k, v) {
 			d.Removed = append(d.Removed, k)
 		} else {
 			d.Restart = append(d.Restart, k)

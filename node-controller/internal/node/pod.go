@@ -16,19 +16,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/api/validation"
-	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // Names, ports and paths of the pods the controller builds.
 const (
 	// ServerContainer runs valkey-server.
-	ServerContainer = validation.ServerContainerName
+	ServerContainer = v1alpha1.ServerContainerName
 	// ExporterContainer runs redis_exporter. It is a native sidecar (an init container
 	// with restartPolicy Always): it starts before the server and is stopped when the
 	// server exits, so a pod whose server died ends (phase Failed) instead of running on
 	// with only its exporter.
-	ExporterContainer = validation.ExporterContainerName
+	ExporterContainer = v1alpha1.ExporterContainerName
 
 	ClientPort  = 6379
 	BusPort     = 16379
@@ -309,7 +308,7 @@ const startedMarker = ".server-started"
 // timeout (one to flag the old identity as failing, one for the election and its retry)
 // and two seconds, as long as the operator gives Valkey before it forces a takeover.
 func restartWaitSeconds(vn *v1alpha1.ValkeyNode) int32 {
-	return int32((2*valkey.NodeTimeout(vn.Spec.Config) + 2*time.Second + time.Second - 1) / time.Second)
+	return int32((2*valkeyconf.NodeTimeout(vn.Spec.Config) + 2*time.Second + time.Second - 1) / time.Second)
 }
 
 // Timing of the liveness probe: a server that has not answered for about 30 s is hung.
