@@ -24,8 +24,7 @@ func main() {
 	operator.Main(operator.Component{
 		Name: name,
 		AddFlags: func(fs *flag.FlagSet) {
-			fs.DurationVar(&propagation, "secret-propagation-delay", acl.DefaultPropagationDelay,
-				"how long mounted copies of a Secret may lag behind it (kubelet sync); a password rotation waits this long before retiring old passwords")
+			operator.SecretPropagationFlag(fs, &propagation, "a password rotation waits this long before retiring old passwords")
 			fs.DurationVar(&resync, "resync-period", acl.DefaultResync, "how often a settled cluster's members are checked again")
 		},
 		// This is the only component that reads users' password Secrets: its cache holds

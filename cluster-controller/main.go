@@ -19,7 +19,7 @@ import (
 
 func main() {
 	operator.Main(operator.Component{
-		Name: cluster.FieldOwner,
+		Name: cluster.FieldManager,
 		// Only the Secrets the operator created (the system users' passwords, certificates
 		// are read by the tls-controller): users' Secrets never enter this process.
 		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: operator.ManagedSecrets()},
@@ -28,7 +28,7 @@ func main() {
 				Client:    mgr.GetClient(),
 				APIReader: mgr.GetAPIReader(),
 				Scheme:    mgr.GetScheme(),
-				Recorder:  mgr.GetEventRecorder(cluster.FieldOwner),
+				Recorder:  mgr.GetEventRecorder(cluster.FieldManager),
 				Pool:      &valkeyconn.Pool{},
 				Metrics:   cluster.NewMetrics(metrics.Registry),
 			}

@@ -191,8 +191,12 @@ func (h *harness) member(cluster, name string) *valkeytest.Server {
 	must(h.t, os.WriteFile(s.ACLFile, append(acl.Data[v1alpha1.ACLFileKey], adminLine(s)...), 0o600))
 	must(h.t, s.Dial(h.t).ACLLoad(h.ctx()))
 	h.servers[name] = s
+	// A member as the cluster-controller makes it: labelled, controlled by its cluster.
+	var vc v1alpha1.ValkeyCluster
+	must(h.t, h.c.Get(h.ctx(), types.NamespacedName{Namespace: h.ns, Name: cluster}, &vc))
 	vn := &v1alpha1.ValkeyNode{
-		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name, Labels: v1alpha1.ClusterLabels(cluster)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name, Labels: v1alpha1.ClusterLabels(cluster),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"))}},
 		Spec: v1alpha1.ValkeyNodeSpec{ClusterName: cluster, Revision: 1, WorkloadType: v1alpha1.WorkloadStatefulSet,
 			Image: v1alpha1.DefaultImage, ACLSecretName: v1alpha1.ACLSecretName(cluster), SystemUsersSecretName: v1alpha1.SystemUsersSecretName(cluster)},
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math/big"
-	"sort"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
@@ -129,18 +129,14 @@ func (r *Reconciler) countMembers(ctx context.Context, vc *v1alpha1.ValkeyCluste
 }
 
 func (r *Reconciler) listMembersFrom(ctx context.Context, reader client.Reader, vc *v1alpha1.ValkeyCluster) ([]*v1alpha1.ValkeyNode, error) {
-	var list v1alpha1.ValkeyNodeList
-	if err := reader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels(v1alpha1.ClusterLabels(vc.Name))); err != nil {
-		return nil, fmt.Errorf("list members: %w", err)
+	list, err := membership.Of(ctx, reader, vc)
+	if err != nil {
+		return nil, err
 	}
-	var out []*v1alpha1.ValkeyNode
-	for i := range list.Items {
-		vn := &list.Items[i]
-		if metav1.IsControlledBy(vn, vc) {
-			out = append(out, vn)
-		}
+	out := make([]*v1alpha1.ValkeyNode, len(list))
+	for i := range list {
+		out[i] = &list[i]
 	}
-	sort.Slice(out, func(i, j int) bool { return olderThan(out[i], out[j]) })
 	return out, nil
 }
 

@@ -20,16 +20,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// FieldOwner is the field manager of everything this controller writes.
-const FieldOwner = "cluster-controller"
+// FieldManager is the field manager of everything this controller writes.
+const FieldManager = "cluster-controller"
 
 // Requeue intervals. Progress on the Kubernetes side comes from watches; these cover
 // what only Valkey can tell (gossip converging, a replica catching up, a failover), which
@@ -62,33 +62,23 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Pool      *valkeyconn.Pool
 	Metrics   *Metrics
-	// Now is the clock (tests replace it).
-	Now func() time.Time
+	// Clock is the clock (tests replace it).
+	Clock func() time.Time
 }
 
 // SetupWithManager registers the controller: ValkeyClusters, and the objects it owns,
 // whose changes (a member's pod becoming ready, a member deleted) drive the next pass.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	if r.Now == nil {
-		r.Now = time.Now
+	if r.Clock == nil {
+		r.Clock = time.Now
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ValkeyCluster{}).
-		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(clusterOfMember)).
+		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf)).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
-}
-
-// clusterOfMember maps a ValkeyNode to its cluster, also after the cluster is gone (its
-// members must then be released).
-func clusterOfMember(_ context.Context, o client.Object) []reconcile.Request {
-	vn, ok := o.(*v1alpha1.ValkeyNode)
-	if !ok || vn.Spec.ClusterName == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: vn.Namespace, Name: vn.Spec.ClusterName}}}
 }
 
 // Reconcile runs one pass over a cluster.
@@ -177,13 +167,13 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 // releaseOrphans lets go of the members of a cluster that is deleted: nothing is left to
 // hand over to.
 func (r *Reconciler) releaseOrphans(ctx context.Context, key client.ObjectKey) error {
-	var list v1alpha1.ValkeyNodeList
-	if err := r.List(ctx, &list, client.InNamespace(key.Namespace), client.MatchingLabels(v1alpha1.ClusterLabels(key.Name))); err != nil {
+	list, err := membership.Labelled(ctx, r.Client, key)
+	if err != nil {
 		return err
 	}
 	var errs []error
-	for i := range list.Items {
-		vn := &list.Items[i]
+	for i := range list {
+		vn := &list[i]
 		if !vn.DeletionTimestamp.IsZero() {
 			errs = append(errs, r.releaseFinalizer(ctx, vn))
 		}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -384,7 +385,7 @@ func (r *Reconciler) retireSurplusReplicas(ctx context.Context, s *scope) (time.
 			if si != sj {
 				return !si
 			}
-			return olderThan(replicas[j].node, replicas[i].node)
+			return membership.Older(replicas[j].node, replicas[i].node)
 		})
 		for i := 0; i < surplus && i < len(replicas); i++ {
 			if err := r.retire(ctx, s.vc, replicas[i], fmt.Sprintf("shard %d has more than %d replicas", sh, s.replicas())); err != nil {

@@ -58,7 +58,7 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 			log.FromContext(ctx).Error(s.credErr, "read the operator's credentials")
 		}
 	}
-	s.topo = newTopology(members, r.Now())
+	s.topo = newTopology(members, r.Clock())
 	return s, nil
 }
 

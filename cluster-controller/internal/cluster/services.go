@@ -71,7 +71,7 @@ func (r *Reconciler) applyIfChanged(ctx context.Context, existing client.Object,
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if err := r.Apply(ctx, cfg, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.Apply(ctx, cfg, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s/%s: %w", ns, name, err)
 	}
 	return nil

@@ -60,7 +60,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) er
 		Shards: vc.Status.Shards, Conditions: conditions.Owned(vc.Status.Conditions, clusterConditionTypes...),
 	}
 	if !status.Equal(have, want) {
-		errs = append(errs, status.Apply(ctx, r.Client, FieldOwner, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want))
+		errs = append(errs, status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want))
 	}
 	return errors.Join(errs...)
 }
@@ -303,7 +303,7 @@ func (r *Reconciler) writeMemberStatus(ctx context.Context, s *scope, m *member)
 	if status.Equal(have, want) {
 		return nil
 	}
-	return status.Apply(ctx, r.Client, FieldOwner, m.node, v1alpha1.GroupVersion.WithKind("ValkeyNode"), want)
+	return status.Apply(ctx, r.Client, FieldManager, m.node, v1alpha1.GroupVersion.WithKind("ValkeyNode"), want)
 }
 
 func computeMemberStatus(s *scope, m *member) memberStatus {

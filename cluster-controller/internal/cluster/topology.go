@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -99,18 +100,11 @@ type topology struct {
 
 func newTopology(members []*member, now time.Time) *topology {
 	t := &topology{members: members, shards: map[int32][]*member{}, now: now}
-	sort.SliceStable(members, func(i, j int) bool { return olderThan(members[i].node, members[j].node) })
+	sort.SliceStable(members, func(i, j int) bool { return membership.Older(members[i].node, members[j].node) })
 	for _, m := range members {
 		t.shards[m.shard()] = append(t.shards[m.shard()], m)
 	}
 	return t
-}
-
-func olderThan(a, b *v1alpha1.ValkeyNode) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
 }
 
 // reachable lists the members whose servers answered.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/guard"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -62,8 +63,8 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Dialer reaches the nodes' servers.
 	Dialer Dialer
-	// Now is the clock of condition transition times (time.Now when nil).
-	Now func() time.Time
+	// Clock is the clock of condition transition times (time.Now when nil).
+	Clock func() time.Time
 }
 
 // scope is everything one pass reads and decides.
@@ -274,7 +275,7 @@ const mountRefreshEvery = 15 * time.Second
 // So while that condition holds, the pod carries an annotation naming the wait, renewed
 // every mountRefreshEvery.
 func (r *Reconciler) reconcileMountRefresh(ctx context.Context, s *scope) error {
-	c := conditionOf(s.node.Status.Conditions, v1alpha1.ConditionTLSApplied)
+	c := conditions.Get(s.node.Status.Conditions, v1alpha1.ConditionTLSApplied)
 	if s.pod == nil || !serverRunning(s.pod) || c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonCertificatePending {
 		return nil
 	}
@@ -294,7 +295,7 @@ func (r *Reconciler) reconcileMountRefresh(ctx context.Context, s *scope) error 
 // reportTransitions emits events for pod states a user must hear about once.
 func (r *Reconciler) reportTransitions(s *scope, prev, next ownedStatus) {
 	was := reasonOf(prev.Conditions, v1alpha1.ConditionPodReady)
-	now := conditionOf(next.Conditions, v1alpha1.ConditionPodReady)
+	now := conditions.Get(next.Conditions, v1alpha1.ConditionPodReady)
 	if now == nil || now.Reason == was {
 		return
 	}
@@ -309,19 +310,9 @@ func (r *Reconciler) reportTransitions(s *scope, prev, next ownedStatus) {
 	}
 }
 
-// conditionOf finds a condition in a list.
-func conditionOf(list []metav1.Condition, typ string) *metav1.Condition {
-	for i := range list {
-		if list[i].Type == typ {
-			return &list[i]
-		}
-	}
-	return nil
-}
-
 // reasonOf returns the reason of a condition in a list, or "".
 func reasonOf(list []metav1.Condition, typ string) string {
-	if c := conditionOf(list, typ); c != nil {
+	if c := conditions.Get(list, typ); c != nil {
 		return c.Reason
 	}
 	return ""
@@ -339,8 +330,8 @@ func (r *Reconciler) event(s *scope, related runtime.Object, eventType, reason, 
 
 // now is the reconciler's clock.
 func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock != nil {
+		return r.Clock()
 	}
 	return time.Now()
 }

@@ -202,8 +202,11 @@ func (h *harness) member(cluster, name string) int {
 	h.byNode[name] = i
 	h.mu.Unlock()
 	must(h.t, Reload(ctxT(h.t), h.lc.clients[i], h.lc.files(i)))
+	// A member as the cluster-controller makes it: labelled, controlled by its cluster.
+	vc := h.cluster(cluster)
 	vn := &v1alpha1.ValkeyNode{
-		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name, Labels: v1alpha1.ClusterLabels(cluster)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name, Labels: v1alpha1.ClusterLabels(cluster),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"))}},
 		Spec: v1alpha1.ValkeyNodeSpec{ClusterName: cluster, Revision: 1, WorkloadType: v1alpha1.WorkloadStatefulSet,
 			Image: v1alpha1.DefaultImage, ACLSecretName: v1alpha1.ACLSecretName(cluster),
 			SystemUsersSecretName: v1alpha1.SystemUsersSecretName(cluster), TLSSecretName: v1alpha1.TLSSecretName(cluster)},

@@ -32,8 +32,8 @@ type Rotator struct {
 	WebhookConfiguration string
 	// Issuer describes the certificates.
 	Issuer Issuer
-	// Now returns the current time (time.Now when nil).
-	Now func() time.Time
+	// Clock returns the current time (time.Now when nil).
+	Clock func() time.Time
 }
 
 // Reconcile brings the Secret and the caBundle in line, then asks to run again when
@@ -69,10 +69,10 @@ func (r *Rotator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 
 // now returns the rotator's clock.
 func (r *Rotator) now() time.Time {
-	if r.Now == nil {
+	if r.Clock == nil {
 		return time.Now()
 	}
-	return r.Now()
+	return r.Clock()
 }
 
 // getSecret reads the Secret; it returns nil when the Secret does not exist.

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	operatorsetup "github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/handlers"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/server"
 	"github.com/valkey-operator/valkey-operator/webhooks/paths"
@@ -208,10 +209,8 @@ func startWebhooks(ctx context.Context, cfg *rest.Config) (<-chan struct{}, erro
 
 // connectUsers builds the clients of the tests.
 func connectUsers(cfg *rest.Config) error {
-	scheme, err := server.NewScheme()
-	if err != nil {
-		return err
-	}
+	scheme := operatorsetup.Scheme()
+	var err error
 	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}
