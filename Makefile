@@ -31,6 +31,9 @@ RELEASE   := $(CACHE)/release
 REGISTRY  ?=
 HELM_PUSH_FLAGS ?=
 
+# Shell scripts kept as files that the Go code embeds (shellcheck'd by make lint).
+SCRIPTS := $(wildcard node-controller/internal/node/scripts/*.sh)
+
 # Build tags of the test programs that plain builds leave out (e2e suites, benchmarks):
 # vet and lint see every file in one pass.
 GO_TAGS := e2e,bench
@@ -101,10 +104,11 @@ vet: deps ## go vet every module alone
 	@for m in $(MODULES); do echo "vet $$m"; (cd $$m && GOWORK=off go vet -tags $(GO_TAGS) ./...); done
 
 .PHONY: lint
-lint: deps ## gofmt, the import rules, the go.mod sibling lines, staticcheck of every module
+lint: deps ## gofmt, the import rules, the go.mod sibling lines, shellcheck, staticcheck of every module
 	@test -z "$$(gofmt -l $(MODULES))" || { echo "gofmt needed:"; gofmt -l $(MODULES); exit 1; }
 	cd hack/devtools && GOWORK=off go run ./cmd/importcheck $(ROOT)
 	cd hack/devtools && GOWORK=off go run ./cmd/modsync -check $(ROOT)
+	shellcheck hack/*.sh .ci/run $(SCRIPTS)
 	@for m in $(MODULES); do echo "staticcheck $$m"; (cd $$m && GOWORK=off $(TOOLS_BIN)/staticcheck -tags $(GO_TAGS) ./...); done
 
 .PHONY: chart-test

@@ -31,11 +31,15 @@ func main() {
 		// every Secret of the watched namespaces, without managed fields.
 		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: cache.TransformStripManagedFields()}},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
+			pool, err := valkeyconn.NewPool(mgr, time.Second)
+			if err != nil {
+				return err
+			}
 			r := &acl.Reconciler{
 				Client:           mgr.GetClient(),
 				Scheme:           mgr.GetScheme(),
 				Recorder:         mgr.GetEventRecorder(name),
-				Pool:             &valkeyconn.Pool{DialTimeout: time.Second},
+				Pool:             pool,
 				PropagationDelay: propagation,
 				Resync:           resync,
 			}

@@ -39,7 +39,11 @@ func main() {
 			r.Client = mgr.GetClient()
 			r.Scheme = mgr.GetScheme()
 			r.Recorder = mgr.GetEventRecorder(name)
-			r.Pool = &valkeyconn.Pool{DialTimeout: time.Second}
+			pool, err := valkeyconn.NewPool(mgr, time.Second)
+			if err != nil {
+				return err
+			}
+			r.Pool = pool
 			return r.SetupWithManager(ctx, mgr, f.MaxConcurrentReconciles)
 		},
 	})

@@ -29,18 +29,15 @@ func (r *Reconciler) reconcileLeaving(ctx context.Context, s *scope) (time.Durat
 		}
 	}
 	sort.SliceStable(leaving, func(i, j int) bool { return !leaving[i].isPrimary() && leaving[j].isPrimary() })
-	var wait time.Duration
 	for _, m := range leaving {
 		w, err := r.leave(ctx, s, m)
 		if err != nil {
 			return 0, err
 		}
-		if w > 0 && (wait == 0 || w < wait) {
-			wait = w
-		}
+		// Other phases go on while a member waits for its handover (a successor may be
+		// needed); the pass comes back when the member asked.
+		s.lookAgainWithin(w)
 	}
-	// Other phases go on while a member waits for its handover (a successor may be needed).
-	_ = wait
 	return 0, nil
 }
 

@@ -109,7 +109,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if res.RequeueAfter == 0 || res.RequeueAfter > requeueWait {
 			res.RequeueAfter = requeueWait
 		}
-		return res, nil
 	}
 	return res, nil
 }
@@ -153,15 +152,19 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
+	after := requeueWait
 	switch {
 	case s.applied() && !s.recheck:
-		return ctrl.Result{RequeueAfter: requeueSteady}, nil
+		after = requeueSteady
 	case s.step.reason == "":
 		// Nothing left to do but wait for the servers (replicas syncing, the cluster
 		// state spreading): no Kubernetes event announces that, so look again soon.
-		return ctrl.Result{RequeueAfter: requeueSync}, nil
+		after = requeueSync
 	}
-	return ctrl.Result{RequeueAfter: requeueWait}, nil
+	if s.within > 0 && s.within < after {
+		after = s.within
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // releaseOrphans lets go of the members of a cluster that is deleted: nothing is left to

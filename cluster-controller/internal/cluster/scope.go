@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -33,6 +34,17 @@ type scope struct {
 	// about to change in a way no Kubernetes event announces (a dead identity Valkey has
 	// not flagged as failed yet, to be forgotten once it is).
 	recheck bool
+	// within, when set, is the latest the next pass should come: a phase that waits
+	// without stopping the pass (a member handing over) says how soon it wants to look
+	// again.
+	within time.Duration
+}
+
+// lookAgainWithin asks for the next pass within d at the latest (the shortest ask wins).
+func (s *scope) lookAgainWithin(d time.Duration) {
+	if d > 0 && (s.within == 0 || d < s.within) {
+		s.within = d
+	}
 }
 
 // newScope reads the cluster's members, the operator's credentials and the servers' views.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
@@ -198,107 +199,33 @@ const handoverWaitSeconds = 10
 // handoverHook makes a primary hand its slots to a replica in sync before the server is
 // stopped, so a pod deleted, evicted or drained is one planned failover for clients, not
 // a lost primary. Valkey 9.0 does this itself on SIGTERM (shutdown-on-sigterm failover,
-// rendered for 9.x images); older servers get this preStop hook. The hook asks each
-// replica that INFO lists as online to run CLUSTER FAILOVER (a coordinated one: the
-// primary pauses writes until the replica has caught up, so no acknowledged write is
-// lost), then waits until the server reports it is a replica. It authenticates as the
-// exporter's user, whose rules allow CLUSTER FAILOVER and nothing else that writes.
+// rendered for 9.x images); older servers get the preStop hook of scripts/handover.sh.
+// It authenticates as the exporter's user, whose rules allow CLUSTER FAILOVER and
+// nothing else that writes.
 func handoverHook(vn *v1alpha1.ValkeyNode) *corev1.Lifecycle {
 	if imageVersion(vn.Spec.Image).AtLeast(9, 0) {
 		return nil
 	}
+	args := []string{ExporterPasswordPath, v1alpha1.UserExporter, strconv.Itoa(ClientPort), strconv.Itoa(handoverWaitSeconds)}
+	if vn.Spec.TLSSecretName != "" {
+		args = append(args, TLSDir+"/ca.crt")
+	}
 	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
-		Exec: &corev1.ExecAction{Command: []string{"sh", "-c", handoverScript(vn)}},
+		Exec: &corev1.ExecAction{Command: shell(handoverSh, "handover", args...)},
 	}}
 }
 
-// handoverScript is the shell of the preStop hook (busybox sh and valkey-cli).
-func handoverScript(vn *v1alpha1.ValkeyNode) string {
-	tls := ""
-	if vn.Spec.TLSSecretName != "" {
-		tls = " --tls --cacert " + TLSDir + "/ca.crt"
-	}
-	return fmt.Sprintf(`export REDISCLI_AUTH="$(cat %[1]s)" VALKEYCLI_AUTH="$(cat %[1]s)"
-cli() { valkey-cli --no-auth-warning --user %[2]s%[3]s "$@"; }
-primary() { cli -h 127.0.0.1 -p %[4]d info replication | grep -q '^role:master'; }
-primary || exit 0
-for r in $(cli -h 127.0.0.1 -p %[4]d info replication | awk -F'[:=,]' '/^slave[0-9]+:/ && /state=online/ {print $3 ":" $5}'); do
-  cli -h "${r%%:*}" -p "${r##*:}" cluster failover | grep -q OK || continue
-  i=0
-  while [ $i -lt %[5]d ]; do
-    primary || exit 0
-    sleep 1; i=$((i+1))
-  done
-  exit 0
-done
-exit 0`, ExporterPasswordPath, v1alpha1.UserExporter, tls, ClientPort, handoverWaitSeconds)
-}
-
-// serverCommand starts valkey-server with the rendered config, announcing the pod IP.
-//
-// Without persistence a server that restarts in its pod (a crash, a killed process, a
-// failed liveness probe) must come back as a new, empty node. Its data directory (an
-// emptyDir) outlives the container: with its old nodes.conf it would rejoin under its old
-// identity, still claiming its slots, with whatever stale or empty dataset the directory
-// holds, and its replica would copy that. So the cluster state and data files are removed
-// first, and the new node joins as a replica.
-//
-// It must not come back at once either. Its replicas keep reconnecting to the pod's
-// address: an empty primary there would give them a full resync of nothing, and the other
-// nodes, finding another identity at the old one's address, stop probing it, so Valkey
-// never fails it over. A restart therefore waits restartWait (marked by a file the
-// liveness probe honours) while the cluster sees the old identity fail and promotes a
-// replica. The first start of a pod does not wait: its directory is new.
-//
-// With persistence the volume holds the member's data on purpose and the server restarts
-// with it at once, after its cluster state file is repaired (see repairNodesConf).
+// serverCommand starts valkey-server with the rendered config, announcing the pod IP:
+// on the member's volume after repairing its cluster state (scripts/server-persistent.sh),
+// or, without persistence, as a new empty node after a restart in its pod
+// (scripts/server-ephemeral.sh).
 func serverCommand(vn *v1alpha1.ValkeyNode) []string {
 	if vn.Spec.Persistence != nil {
-		return []string{"sh", "-c", repairNodesConf(DataDir+"/"+ClusterConfigFile) +
-			fmt.Sprintf(`exec valkey-server %s --cluster-announce-ip "$POD_IP"`, ConfigPath)}
+		return shell(serverPersistentSh, "server", ConfigPath, DataDir+"/"+ClusterConfigFile)
 	}
-	return []string{"sh", "-c", fmt.Sprintf(`if [ -e %[1]s/%[4]s ]; then
-  echo "restarted in its pod: waiting %[5]ds for the cluster to fail over the old identity"
-  sleep %[5]d
-fi
-touch %[1]s/%[4]s
-rm -rf %[1]s/%[2]s %[1]s/dump.rdb %[1]s/appendonlydir
-exec valkey-server %[3]s --cluster-announce-ip "$POD_IP"`,
-		DataDir, ClusterConfigFile, ConfigPath, startedMarker, restartWaitSeconds(vn))}
+	return shell(serverEphemeralSh, "server", ConfigPath, DataDir, ClusterConfigFile, startedMarker,
+		strconv.Itoa(int(restartWaitSeconds(vn))))
 }
-
-// repairNodesConf is the shell that, before a server restarts on its volume, gives every
-// replica in its cluster state file the shard ID of the primary it follows.
-//
-// Valkey without the fix for valkey-io/valkey#2171 (8.0.1 among them: the node tests
-// start it on such a file) refuses to start ("corrupted cluster config file") when the
-// file records a replica with another shard ID than its primary's. The file holds
-// what gossip had told the server, and shard IDs settle some seconds after a replica is
-// attached, so a restart soon after the cluster formed or a replica moved (an in-place
-// roll, a drain) can leave such a file: the member would crash-loop on its own volume.
-// Versions with the fix mend the file the same way as they load it. The shard
-// ID is cluster metadata the servers gossip again at once; no data depends on it.
-//
-// Only the shard-id field of replica lines changes; the file is replaced atomically, and
-// each change is written to the container's log. Without awk (an unusual image) the file
-// is left as it is.
-func repairNodesConf(file string) string {
-	return fmt.Sprintf(`f=%s
-if [ -s "$f" ] && command -v awk >/dev/null 2>&1; then
-  awk '%s' "$f" "$f" >"$f.repair" && mv "$f.repair" "$f" || rm -f "$f.repair"
-fi
-`, file, nodesConfAwk)
-}
-
-// nodesConfAwk reads the file twice: first the shard ID of every primary, then every
-// line, a replica's with its primary's shard ID. POSIX awk (mawk, busybox, gawk).
-const nodesConfAwk = `function sid(f) { return match(f, /shard-id=[0-9a-f]+/) ? substr(f, RSTART + 9, RLENGTH - 9) : "" }
-NR == FNR { if (NF >= 8 && $3 ~ /master|primary/ && sid($2) != "") shard[$1] = sid($2); next }
-NF >= 8 && $3 ~ /slave|replica/ && ($4 in shard) && sid($2) != "" && sid($2) != shard[$4] {
-  print "nodes.conf: replica " $1 " takes the shard ID of its primary " $4 > "/dev/stderr"
-  sub(/shard-id=[0-9a-f]+/, "shard-id=" shard[$4], $2)
-}
-{ print }`
 
 // startedMarker, in the data directory of a member without persistence, says that a
 // server already ran in this pod.
@@ -340,18 +267,12 @@ func livenessProbe(vn *v1alpha1.ValkeyNode) *corev1.Probe {
 		p.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(ClientPort)}
 		return p
 	}
-	p.Exec = &corev1.ExecAction{Command: []string{"sh", "-c", pingScript(vn.Spec.SystemUsersSecretName != "")}}
-	return p
-}
-
-// pingScript is the shell line of the liveness probe.
-func pingScript(auth bool) string {
-	cli := fmt.Sprintf("valkey-cli -h 127.0.0.1 -p %d", ClientPort)
-	if auth {
-		cli = fmt.Sprintf(`export REDISCLI_AUTH="$(cat %s)" VALKEYCLI_AUTH="$(cat %s)"; %s --user %s`,
-			ExporterPasswordPath, ExporterPasswordPath, cli, v1alpha1.UserExporter)
+	args := []string{strconv.Itoa(ClientPort)}
+	if vn.Spec.SystemUsersSecretName != "" {
+		args = append(args, ExporterPasswordPath, v1alpha1.UserExporter)
 	}
-	return cli + ` PING | grep -qE '^(PONG|LOADING)'`
+	p.Exec = &corev1.ExecAction{Command: shell(livenessSh, "liveness", args...)}
+	return p
 }
 
 // exporterContainer runs redis_exporter against the server over the pod's loopback

@@ -2,6 +2,9 @@ package node
 
 import (
 	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -25,8 +28,8 @@ func TestPodTemplate(t *testing.T) {
 			name: "server runs the rendered config and announces the pod IP",
 			check: func(t *testing.T, spec corev1.PodSpec) {
 				c := container(spec, ServerContainer)
-				if len(c.Command) != 3 || c.Command[0] != "sh" ||
-					!strings.HasSuffix(c.Command[2], `exec valkey-server /etc/valkey/valkey.conf --cluster-announce-ip "$POD_IP"`) {
+				if len(c.Command) < 5 || c.Command[0] != "sh" || c.Command[4] != ConfigPath ||
+					!strings.HasSuffix(c.Command[2], `exec valkey-server "$config" --cluster-announce-ip "$POD_IP"`) {
 					t.Errorf("command = %q, want a shell that ends by exec'ing valkey-server with the config and the pod IP", c.Command)
 				}
 				if e, ok := env(c, "POD_IP"); !ok || e.ValueFrom == nil || e.ValueFrom.FieldRef.FieldPath != "status.podIP" {
@@ -77,14 +80,18 @@ func TestPodTemplate(t *testing.T) {
 				if p == nil || p.Exec == nil {
 					t.Fatalf("liveness = %+v, want exec", p)
 				}
-				script := strings.Join(p.Exec.Command, " ")
-				for _, want := range []string{"REDISCLI_AUTH=\"$(cat /etc/valkey/system/_exporter)\"", "VALKEYCLI_AUTH=", "--user _exporter", "PING", "PONG|LOADING"} {
+				cmd := p.Exec.Command
+				script := cmd[2]
+				for _, want := range []string{`REDISCLI_AUTH="$(cat "$2")"`, "VALKEYCLI_AUTH=", `--user "$3"`, "PING", "PONG|LOADING"} {
 					if !strings.Contains(script, want) {
 						t.Errorf("probe %q lacks %q", script, want)
 					}
 				}
-				if strings.Contains(script, " -a ") || strings.Contains(script, "--pass") {
-					t.Errorf("probe %q puts a password on the command line", script)
+				if args := strings.Join(cmd[4:], " "); args != "6379 "+ExporterPasswordPath+" _exporter" {
+					t.Errorf("probe arguments %q", args)
+				}
+				if all := strings.Join(cmd, " "); strings.Contains(all, " -a ") || strings.Contains(all, "--pass") {
+					t.Errorf("probe %q puts a password on the command line", all)
 				}
 			},
 		},
@@ -463,31 +470,76 @@ func TestHandoverHookByVersion(t *testing.T) {
 			continue
 		}
 		if h != nil {
-			script := h.PreStop.Exec.Command[2]
-			if !strings.Contains(script, "cluster failover") || !strings.Contains(script, ExporterPasswordPath) || strings.Contains(script, "--tls") {
-				t.Errorf("%s: script %s", image, script)
+			cmd := h.PreStop.Exec.Command
+			if !strings.Contains(cmd[2], "cluster failover") || !slices.Contains(cmd[4:], ExporterPasswordPath) || len(cmd) != 8 {
+				t.Errorf("%s: hook %q", image, cmd)
 			}
 		}
 	}
 	vn := &v1alpha1.ValkeyNode{Spec: v1alpha1.ValkeyNodeSpec{Image: "valkey/valkey:8.0.1", TLSSecretName: "t"}}
-	if s := handoverHook(vn).PreStop.Exec.Command[2]; !strings.Contains(s, "--tls --cacert "+TLSDir+"/ca.crt") {
-		t.Errorf("TLS: %s", s)
+	if cmd := handoverHook(vn).PreStop.Exec.Command; cmd[len(cmd)-1] != TLSDir+"/ca.crt" || !strings.Contains(cmd[2], `--tls --cacert "$ca"`) {
+		t.Errorf("TLS: %q", cmd)
 	}
+}
+
+// stubServer puts a valkey-server on PATH that prints its arguments, for the server
+// commands run by the host's sh.
+func stubServer(t *testing.T) []string {
+	t.Helper()
+	bin := t.TempDir()
+	stub := "#!/bin/sh\necho \"valkey-server $*\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "valkey-server"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "POD_IP=10.88.1.5"}
+}
+
+// runCommand runs a container command with the host's sh and returns its output.
+func runCommand(t *testing.T, env []string, cmd []string) string {
+	t.Helper()
+	c := exec.Command(cmd[0], cmd[1:]...)
+	c.Env = env
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%q: %v: %s", cmd, err, out)
+	}
+	return string(out)
 }
 
 // TestServerCommand: without persistence a server restarted in its pod waits for the
 // cluster to fail its old identity over, then starts as a new, empty node.
 func TestServerCommand(t *testing.T) {
 	vn := &v1alpha1.ValkeyNode{}
-	cmd := strings.Join(serverCommand(vn), " ")
-	for _, want := range []string{
-		"if [ -e /data/.server-started ]; then",
-		"sleep 12\n",
-		"touch /data/.server-started\nrm -rf /data/nodes.conf /data/dump.rdb /data/appendonlydir\nexec valkey-server",
-	} {
-		if !strings.Contains(cmd, want) {
-			t.Errorf("without persistence, want %q in:\n%s", want, cmd)
+	cmd := serverCommand(vn)
+	if args := strings.Join(cmd[3:], " "); args != "server "+ConfigPath+" "+DataDir+" "+ClusterConfigFile+" "+startedMarker+" 12" {
+		t.Errorf("without persistence, arguments %q, want a 12 s restart wait", args)
+	}
+	// Run it with the host's sh in a data directory of its own (no wait, for the test).
+	data := t.TempDir()
+	env := stubServer(t)
+	run := shell(serverEphemeralSh, "server", ConfigPath, data, ClusterConfigFile, startedMarker, "0")
+	for _, f := range []string{ClusterConfigFile, "dump.rdb", "keep.me"} {
+		if err := os.WriteFile(filepath.Join(data, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
 		}
+	}
+	if out := runCommand(t, env, run); out != "valkey-server "+ConfigPath+" --cluster-announce-ip 10.88.1.5\n" {
+		t.Errorf("first start: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, ClusterConfigFile)); !os.IsNotExist(err) {
+		t.Error("the first start kept the old cluster state")
+	}
+	if err := os.WriteFile(filepath.Join(data, "dump.rdb"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := runCommand(t, env, run); !strings.HasPrefix(out, "restarted in its pod: waiting 0s") {
+		t.Errorf("a restart in the pod does not wait: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "dump.rdb")); !os.IsNotExist(err) {
+		t.Error("a restart kept the old data")
+	}
+	if _, err := os.Stat(filepath.Join(data, "keep.me")); err != nil {
+		t.Error("the start removed a file it does not own")
 	}
 	vn.Spec.Config = v1alpha1.Config{"cluster-node-timeout": "15000"}
 	if got := restartWaitSeconds(vn); got != 32 {
@@ -497,11 +549,12 @@ func TestServerCommand(t *testing.T) {
 		t.Errorf("liveness initial delay = %d, want the restart wait added", p.InitialDelaySeconds)
 	}
 	vn.Spec.Persistence = &v1alpha1.PersistenceSpec{}
-	cmd = strings.Join(serverCommand(vn), " ")
-	if strings.Contains(cmd, "rm -rf") || strings.Contains(cmd, "sleep") || !strings.Contains(cmd, "\nexec valkey-server /etc/valkey/valkey.conf") {
-		t.Errorf("with persistence the data stays and the server starts at once: %s", cmd)
+	cmd = serverCommand(vn)
+	if strings.Contains(cmd[2], "rm -rf") || strings.Contains(cmd[2], "sleep") || !strings.Contains(cmd[2], `exec valkey-server "$config"`) ||
+		strings.Join(cmd[3:], " ") != "server "+ConfigPath+" "+DataDir+"/"+ClusterConfigFile {
+		t.Errorf("with persistence the data stays and the server starts at once: %q", cmd)
 	}
-	if strings.Contains(cmd, "$(") {
-		t.Errorf("the kubelet would expand $(...) in: %s", cmd)
+	if strings.Contains(strings.Join(cmd, " "), "$(") {
+		t.Errorf("the kubelet would expand $(...) in: %q", cmd)
 	}
 }

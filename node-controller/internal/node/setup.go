@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -38,12 +37,8 @@ func CacheByObject() map[client.Object]cache.ByObject {
 
 // Setup registers the node-controller on mgr.
 func Setup(mgr ctrl.Manager, maxConcurrentReconciles int) error {
-	pool := &valkeyconn.Pool{}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		pool.Close()
-		return nil
-	})); err != nil {
+	pool, err := valkeyconn.NewPool(mgr, 0)
+	if err != nil {
 		return err
 	}
 	r := &Reconciler{
