@@ -78,3 +78,38 @@ func GracePeriodSeconds(explicit *int64, config map[string]string) int64 {
 	}
 	return max(KubernetesDefaultGracePeriodSeconds, MinimumGracePeriodSeconds(config))
 }
+
+// Bound is the range the operator accepts for a numeric key it derives timings from.
+type Bound struct {
+	Key      string
+	Min, Max int64
+	// Why the range holds the operator's margins.
+	Why string
+}
+
+// bounds keep the timings the operator derives within their safety margins: a node
+// timeout above a minute would let a crashed primary restart empty before its replica is
+// promoted (the restart wait grows with it); one below a second flags busy nodes as
+// failed. A manual failover timeout above a minute makes the derived grace period (the
+// timeout plus 10 s) longer than a drain is expected to wait.
+var bounds = []Bound{
+	{KeyNodeTimeout, 1000, 60000, "a crashed server waits about twice this long before it starts empty; shorter than a second flags busy nodes as failed"},
+	{KeyManualFailoverTimeout, 1000, 60000, "the derived grace period of a primary is this timeout plus 10 s"},
+}
+
+// Bounds returns the bounded keys.
+func Bounds() []Bound { return append([]Bound(nil), bounds...) }
+
+// CheckBound checks the value of key (any spelling) against its bound, if it has one:
+// ok is false when the value is not a whole number of milliseconds in range.
+func CheckBound(key, value string) (b Bound, bounded, ok bool) {
+	k := Normalize(key)
+	for _, b := range bounds {
+		if b.Key != k {
+			continue
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		return b, true, err == nil && v >= b.Min && v <= b.Max
+	}
+	return Bound{}, false, true
+}

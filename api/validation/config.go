@@ -2,9 +2,7 @@ package validation
 
 import (
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -28,16 +26,6 @@ func GracePeriodTooShort(s *v1alpha1.ValkeyClusterSpec) (bool, int64) {
 	return *s.TerminationGracePeriodSeconds < minimum, minimum
 }
 
-// parseFailoverTimeout parses the manual failover timeout the way Valkey bounds it.
-func parseFailoverTimeout(raw string) (int64, error) {
-	v, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-	if err != nil || v < 1 || v > math.MaxInt32 {
-		return 0, fmt.Errorf("parse %s %q: must be a whole number of milliseconds between 1 and %d",
-			valkeyconf.KeyManualFailoverTimeout, raw, math.MaxInt32)
-	}
-	return v, nil
-}
-
 // validateConfig checks every key and value of a config map.
 func validateConfig(config map[string]string, p *field.Path) field.ErrorList {
 	keys := make([]string, 0, len(config))
@@ -51,13 +39,13 @@ func validateConfig(config map[string]string, p *field.Path) field.ErrorList {
 		kp := p.Key(k)
 		errs = append(errs, validateConfigKey(k, kp)...)
 		errs = append(errs, validateConfigValue(config[k], kp)...)
+		errs = append(errs, validateBound(k, config[k], kp)...)
 		if lower := strings.ToLower(k); seen[lower] {
 			errs = append(errs, field.Duplicate(kp, k))
 		} else {
 			seen[lower] = true
 		}
 	}
-	errs = append(errs, validateFailoverTimeout(config, p)...)
 	return errs
 }
 
@@ -97,16 +85,11 @@ func validateConfigValue(v string, p *field.Path) field.ErrorList {
 	return nil
 }
 
-// validateFailoverTimeout checks the one numeric key the operator derives from.
-func validateFailoverTimeout(config map[string]string, p *field.Path) field.ErrorList {
-	for k, v := range config {
-		if valkeyconf.Normalize(k) != valkeyconf.KeyManualFailoverTimeout {
-			continue
-		}
-		if _, err := parseFailoverTimeout(v); err != nil {
-			return field.ErrorList{field.Invalid(p.Key(k), v, fmt.Sprintf(
-				"must be a whole number of milliseconds between 1 and %d", math.MaxInt32))}
-		}
+// validateBound checks a key the operator derives timings from against its range.
+func validateBound(k, v string, p *field.Path) field.ErrorList {
+	if b, bounded, ok := valkeyconf.CheckBound(k, v); bounded && !ok {
+		return field.ErrorList{field.Invalid(p, v, fmt.Sprintf(
+			"must be a whole number of milliseconds between %d and %d: %s", b.Min, b.Max, b.Why))}
 	}
 	return nil
 }

@@ -47,6 +47,15 @@ func TestValidateConfig(t *testing.T) {
 			want: []string{`spec.config[cluster-manual-failover-timeout]: Invalid value: "5s": must be a whole number of milliseconds`}},
 		{name: "failover timeout zero", mutate: config("cluster-manual-failover-timeout", "0"),
 			want: []string{"spec.config[cluster-manual-failover-timeout]"}},
+		{name: "failover timeout above a minute (the grace period would pass 70 s)", mutate: config("cluster-manual-failover-timeout", "60001"),
+			want: []string{`spec.config[cluster-manual-failover-timeout]: Invalid value: "60001": must be a whole number of milliseconds between 1000 and 60000`}},
+		{name: "failover timeout at the bounds", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Config = map[string]string{"cluster-manual-failover-timeout": "1000", "cluster-node-timeout": "60000"}
+		}},
+		{name: "node timeout in another case, above a minute", mutate: config("Cluster-Node-Timeout", "60001"),
+			want: []string{`spec.config[Cluster-Node-Timeout]: Invalid value: "60001": must be a whole number of milliseconds between 1000 and 60000: a crashed server waits`}},
+		{name: "node timeout below a second", mutate: config("cluster-node-timeout", "999"),
+			want: []string{"spec.config[cluster-node-timeout]: Invalid value: \"999\""}},
 	})
 }
 

@@ -46,6 +46,15 @@ func validateReplicasPerShard(replicas *int32, p *field.Path) field.ErrorList {
 	return nil
 }
 
+// validateReplicasAlias refuses replicas and replicasPerShard set to different values.
+func validateReplicasAlias(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.ErrorList {
+	if s.Replicas == nil || s.ReplicasPerShard == nil || *s.Replicas == *s.ReplicasPerShard {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(p.Child("replicas"), *s.Replicas, fmt.Sprintf(
+		"is another name for replicasPerShard, which is %d: set one, or both to the same value", *s.ReplicasPerShard))}
+}
+
 // validateWorkloadType checks a workload type against the supported values; an empty
 // value is accepted unless required (it then means StatefulSet).
 func validateWorkloadType(w v1alpha1.WorkloadType, required bool, p *field.Path) field.ErrorList {
@@ -99,7 +108,7 @@ func gracePeriodWarning(s *v1alpha1.ValkeyClusterSpec, p *field.Path) string {
 		return ""
 	}
 	if raw, ok := valkeyconf.Lookup(s.Config, valkeyconf.KeyManualFailoverTimeout); ok {
-		if _, err := parseFailoverTimeout(raw); err != nil {
+		if _, _, ok := valkeyconf.CheckBound(valkeyconf.KeyManualFailoverTimeout, raw); !ok {
 			return "" // validateConfig reports the value itself
 		}
 	}
@@ -115,7 +124,7 @@ func gracePeriodWarning(s *v1alpha1.ValkeyClusterSpec, p *field.Path) string {
 
 // noReplicaWarning explains the risk of shards without replicas and without volumes.
 func noReplicaWarning(s *v1alpha1.ValkeyClusterSpec, p *field.Path) string {
-	if s.Replicas() != 0 || s.Persistence != nil {
+	if s.ReplicaCount() != 0 || s.Persistence != nil {
 		return ""
 	}
 	return fmt.Sprintf("%s: 0 without persistence: a shard whose only pod is lost loses its data",

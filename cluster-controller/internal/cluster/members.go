@@ -36,7 +36,8 @@ func desiredSpec(vc *v1alpha1.ValkeyCluster, s int32) v1alpha1.ValkeyNodeSpec {
 		Image:                         sp.ImageOrDefault(),
 		ImagePullSecrets:              sp.ImagePullSecrets,
 		Resources:                     sp.Resources,
-		Config:                        sp.Config,
+		// Keys in the one spelling every consumer reads (Valkey's own: lower case).
+		Config:                        valkeyconf.Normalized(sp.Config),
 		Containers:                    sp.Containers,
 		Exporter:                      exporter,
 		Persistence:                   sp.Persistence,

@@ -118,7 +118,7 @@ func (s *scope) progress(reason, format string, args ...any) {
 func (s *scope) shards() int32 { return s.vc.Spec.ShardCount() }
 
 // replicas is the number of replicas per shard the spec asks for.
-func (s *scope) replicas() int32 { return s.vc.Spec.Replicas() }
+func (s *scope) replicas() int32 { return s.vc.Spec.ReplicaCount() }
 
 // active lists the members of shard sh that are not leaving.
 func (s *scope) active(sh int32) []*member {

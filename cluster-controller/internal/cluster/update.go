@@ -89,7 +89,10 @@ func podShaping(s v1alpha1.ValkeyNodeSpec) podShapingFields {
 // normalize turns a value into its JSON form so that nil and empty compare equal.
 func normalize(v any) any { return jsonString(v) }
 
+// configEqual compares two configs as the server reads them (keys in any spelling), so
+// a member written before keys were normalised is not rolled for its spelling.
 func configEqual(a, b map[string]string) bool {
+	a, b = valkeyconf.Normalized(a), valkeyconf.Normalized(b)
 	if len(a) != len(b) {
 		return false
 	}

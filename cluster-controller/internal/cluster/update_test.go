@@ -101,3 +101,20 @@ func TestDesiredSpecAppliesDefaults(t *testing.T) {
 		t.Errorf("grace = %d", *spec.TerminationGracePeriodSeconds)
 	}
 }
+
+// TestConfigKeysNormalised: a member's spec gets the config keys in Valkey's own
+// spelling, and a member written with another spelling of the same config is not rolled.
+func TestConfigKeysNormalised(t *testing.T) {
+	vc := cluster(func(s *v1alpha1.ValkeyClusterSpec) {
+		s.Config = map[string]string{"Cluster-Node-Timeout": "60000", "maxmemory": "1gb"}
+	})
+	got := desiredSpec(vc, 0).Config
+	if len(got) != 2 || got["cluster-node-timeout"] != "60000" || got["maxmemory"] != "1gb" {
+		t.Errorf("member config = %v, want the keys lower-cased", got)
+	}
+	old := desiredSpec(vc, 0)
+	old.Config = map[string]string{"Cluster-Node-Timeout": "60000", "MAXMEMORY": "1gb"}
+	if d := diffSpec(old, desiredSpec(vc, 0), valkey.Version{Major: 8}); d.roll || d.live {
+		t.Errorf("a respelt config differs: %+v", d)
+	}
+}
