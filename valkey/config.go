@@ -43,6 +43,11 @@ type ServerConfig struct {
 	// the oldest supported (8.0). Defaults that only newer servers accept are
 	// rendered only when Version allows them.
 	Version Version
+	// VersionedDefaults, when set, is the path of a file included after the defaults of
+	// Version: the operator's defaults that only newer versions take, which the server's
+	// start command writes there for the version it finds (the pod does not know its
+	// version before it runs).
+	VersionedDefaults string
 	// User is the configuration the user asked for. Operator-owned keys and
 	// malformed keys in it are never rendered (valkeyconf holds both rules).
 	User map[string]string
@@ -59,6 +64,9 @@ func RenderConfig(c ServerConfig) []byte {
 	b.WriteString("\n# Operator defaults (the user's config may override them).\n")
 	for _, d := range valkeyconf.Defaults(c.Version) {
 		directive(&b, d.Key, d.Value)
+	}
+	if c.VersionedDefaults != "" {
+		directive(&b, "include", c.VersionedDefaults)
 	}
 	b.WriteString("\n# User config.\n")
 	for _, k := range userKeys(c.User) {

@@ -44,3 +44,17 @@ func defaultValue(key string) (string, bool) {
 	}
 	return "", false
 }
+
+// VersionedDefaults returns the defaults that only some supported versions take and that
+// user (the user's config, any spelling) does not set: the server writes those its
+// version takes when it starts.
+func VersionedDefaults(user map[string]string) []Default {
+	set := Normalized(user)
+	var out []Default
+	for _, d := range defaults {
+		if _, ok := set[d.Key]; !ok && !d.Since.IsZero() {
+			out = append(out, d)
+		}
+	}
+	return out
+}

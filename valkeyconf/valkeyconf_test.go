@@ -118,3 +118,70 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("9.1 lacks shutdown-on-sigterm failover: %v", got)
 	}
 }
+
+func TestSinceAndRequired(t *testing.T) {
+	for _, tc := range []struct {
+		key, value string
+		want       Version
+	}{
+		{"maxmemory", "1gb", Version{}},
+		{"Cluster-Manual-Failover-Timeout", "10000", Version{Major: 8, Minor: 1}},
+		{"shutdown-on-sigterm", "default", Version{}},
+		{"shutdown-on-sigterm", "FAILOVER force", Version{Major: 9}},
+		{"cluster-announce-client-port", "30001", Version{Major: 9}},
+	} {
+		if got := Since(tc.key, tc.value); got != tc.want {
+			t.Errorf("Since(%s, %s) = %v, want %v", tc.key, tc.value, got, tc.want)
+		}
+	}
+	v, keys := Required(map[string]string{"maxmemory": "1gb", "log-format": "json", "cluster-manual-failover-timeout": "10000"})
+	if v != (Version{Major: 8, Minor: 1}) || len(keys) != 2 || keys[0] != "cluster-manual-failover-timeout" || keys[1] != "log-format" {
+		t.Errorf("Required = %v %v", v, keys)
+	}
+	v, keys = Required(map[string]string{"log-format": "json", "shutdown-on-sigterm": "failover"})
+	if v != (Version{Major: 9}) || len(keys) != 1 || keys[0] != "shutdown-on-sigterm" {
+		t.Errorf("Required = %v %v, want 9.0 for shutdown-on-sigterm", v, keys)
+	}
+	if v, keys := Required(map[string]string{"maxmemory": "1gb"}); !v.IsZero() || keys != nil {
+		t.Errorf("Required of 8.0 keys = %v %v", v, keys)
+	}
+}
+
+func TestImageVersion(t *testing.T) {
+	for _, tc := range []struct {
+		image string
+		v     Version
+		known int
+	}{
+		{"valkey/valkey:8.0.1", Version{8, 0, 1}, 3},
+		{"valkey/valkey:8.1-alpine", Version{8, 1, 0}, 2},
+		{"registry.example.com:5000/mirror/valkey:v9", Version{9, 0, 0}, 1},
+		{"valkey/valkey:latest", Version{}, 0},
+		{"valkey/valkey", Version{}, 0},
+		{"registry.example.com:5000/valkey", Version{}, 0},
+		{"valkey/valkey@sha256:0123456789abcdef", Version{}, 0},
+		{"valkey/valkey:9.1.2@sha256:0123456789abcdef", Version{9, 1, 2}, 3},
+	} {
+		v, known := ImageVersion(tc.image)
+		if v != tc.v || known != tc.known {
+			t.Errorf("ImageVersion(%s) = %v, %d; want %v, %d", tc.image, v, known, tc.v, tc.known)
+		}
+	}
+	for _, tc := range []struct {
+		image string
+		need  Version
+		want  bool
+	}{
+		{"valkey/valkey:8.0.1", Version{Major: 8, Minor: 1}, true},
+		{"valkey/valkey:8.1.1", Version{Major: 8, Minor: 1}, false},
+		{"valkey/valkey:8", Version{Major: 8, Minor: 1}, false}, // 8.x may be 8.1
+		{"valkey/valkey:8", Version{Major: 9}, true},
+		{"valkey/valkey:latest", Version{Major: 9}, false},
+		{"valkey/valkey:8.0.1", Version{}, false},
+	} {
+		v, known := ImageVersion(tc.image)
+		if got := SurelyLacks(v, known, tc.need); got != tc.want {
+			t.Errorf("SurelyLacks(%s, %v) = %v, want %v", tc.image, tc.need, got, tc.want)
+		}
+	}
+}

@@ -84,6 +84,7 @@ func validateClusterSpec(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	errs = append(errs, validateImagePullSecrets(s.ImagePullSecrets, p.Child("imagePullSecrets"))...)
 	errs = append(errs, validateResources(s.Resources, p.Child("resources"))...)
 	errs = append(errs, validateConfig(s.Config, p.Child("config"))...)
+	errs = append(errs, validateConfigForImage(s.Config, s.ImageOrDefault(), p.Child("config"))...)
 	errs = append(errs, validateContainers(s.Containers, p.Child("containers"))...)
 	errs = append(errs, validateExporter(s.Exporter, p.Child("exporter"))...)
 	errs = append(errs, validatePersistence(s.Persistence, s.Workload(), p.Child("persistence"))...)

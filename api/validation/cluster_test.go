@@ -82,6 +82,7 @@ func TestClusterWarnings(t *testing.T) {
 			mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.TerminationGracePeriodSeconds = ptr.To[int64](14) },
 			want:   []string{"spec.terminationGracePeriodSeconds: 14 s is shorter than the 15 s"}},
 		{name: "grace period below a raised failover timeout", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "valkey/valkey:8.1.1"
 			c.Spec.Config = map[string]string{"cluster-manual-failover-timeout": "60000"}
 			c.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
 		}, want: []string{"60 s is shorter than the 70 s"}},

@@ -85,6 +85,36 @@ func validateConfigValue(v string, p *field.Path) field.ErrorList {
 	return nil
 }
 
+// validateConfigForImage refuses keys (and values) that the image's Valkey surely does
+// not take, when its tag says which version it runs: such a server would not start.
+// When the tag names no version (latest, a digest, a mirror's tag), the server's own
+// version decides when the pod starts (see the node-controller's start script).
+func validateConfigForImage(config map[string]string, image string, p *field.Path) field.ErrorList {
+	v, known := valkeyconf.ImageVersion(image)
+	keys := make([]string, 0, len(config))
+	for k := range config {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var errs field.ErrorList
+	for _, k := range keys {
+		need := valkeyconf.Since(k, config[k])
+		if valkeyconf.SurelyLacks(v, known, need) {
+			errs = append(errs, field.Invalid(p.Key(k), config[k], fmt.Sprintf(
+				"Valkey %d.%d and later take this; the image %s runs %s", need.Major, need.Minor, image, describeTagVersion(v, known))))
+		}
+	}
+	return errs
+}
+
+// describeTagVersion says what an image tag tells of its version.
+func describeTagVersion(v valkeyconf.Version, known int) string {
+	if known == 1 {
+		return fmt.Sprintf("%d.x", v.Major)
+	}
+	return fmt.Sprintf("%d.%d", v.Major, v.Minor)
+}
+
 // validateBound checks a key the operator derives timings from against its range.
 func validateBound(k, v string, p *field.Path) field.ErrorList {
 	if b, bounded, ok := valkeyconf.CheckBound(k, v); bounded && !ok {

@@ -42,7 +42,10 @@ func TestValidateConfig(t *testing.T) {
 		{name: "value with a carriage return", mutate: config("maxmemory", "1gb\r"), want: []string{"spec.config[maxmemory]"}},
 		{name: "same key twice in two cases", mutate: config("maxmemory", "1gb", "MAXMEMORY", "2gb"),
 			want: []string{"spec.config[maxmemory]: Duplicate value"}},
-		{name: "failover timeout", mutate: config("cluster-manual-failover-timeout", "20000")},
+		{name: "failover timeout (8.1 and later)", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "valkey/valkey:8.1.1"
+			c.Spec.Config = map[string]string{"cluster-manual-failover-timeout": "20000"}
+		}},
 		{name: "failover timeout not a number", mutate: config("cluster-manual-failover-timeout", "5s"),
 			want: []string{`spec.config[cluster-manual-failover-timeout]: Invalid value: "5s": must be a whole number of milliseconds`}},
 		{name: "failover timeout zero", mutate: config("cluster-manual-failover-timeout", "0"),
@@ -50,10 +53,25 @@ func TestValidateConfig(t *testing.T) {
 		{name: "failover timeout above a minute (the grace period would pass 70 s)", mutate: config("cluster-manual-failover-timeout", "60001"),
 			want: []string{`spec.config[cluster-manual-failover-timeout]: Invalid value: "60001": must be a whole number of milliseconds between 1000 and 60000`}},
 		{name: "failover timeout at the bounds", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "valkey/valkey:9.1.2"
 			c.Spec.Config = map[string]string{"cluster-manual-failover-timeout": "1000", "cluster-node-timeout": "60000"}
 		}},
 		{name: "node timeout in another case, above a minute", mutate: config("Cluster-Node-Timeout", "60001"),
 			want: []string{`spec.config[Cluster-Node-Timeout]: Invalid value: "60001": must be a whole number of milliseconds between 1000 and 60000: a crashed server waits`}},
+		{name: "a key 8.0 does not have, on the default 8.0.1 image", mutate: config("cluster-manual-failover-timeout", "10000"),
+			want: []string{`spec.config[cluster-manual-failover-timeout]: Invalid value: "10000": Valkey 8.1 and later take this; the image valkey/valkey:8.0.1 runs 8.0`}},
+		{name: "a key 8.1 has, on 8.1", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "valkey/valkey:8.1.1"
+			c.Spec.Config = map[string]string{"cluster-manual-failover-timeout": "10000"}
+		}},
+		{name: "a value only 9.0 takes, on an 8.x tag", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "valkey/valkey:8"
+			c.Spec.Config = map[string]string{"shutdown-on-sigterm": "failover"}
+		}, want: []string{"Valkey 9.0 and later take this; the image valkey/valkey:8 runs 8.x"}},
+		{name: "a tag without a version: the server decides when it starts", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "registry.example.com/mirror/valkey:stable"
+			c.Spec.Config = map[string]string{"log-format": "json"}
+		}},
 		{name: "node timeout below a second", mutate: config("cluster-node-timeout", "999"),
 			want: []string{"spec.config[cluster-node-timeout]: Invalid value: \"999\""}},
 	})

@@ -92,14 +92,13 @@ func nextConfig(desired, applied map[string]string, refused bool, v valkey.Versi
 }
 
 // liveVersion is the version whose live keys may be set on the running server: the
-// older of the spec image's version and the running server's, so a key is applied
-// live only when both the pod being run and the pod the spec builds take it live.
+// server's own (from this pass's INFO, else the one it reported before), the oldest
+// supported when it is unknown.
 func liveVersion(vn *v1alpha1.ValkeyNode, server valkey.Version) valkey.Version {
-	v := imageVersion(vn.Spec.Image)
-	if server != (valkey.Version{}) && !server.AtLeast(v.Major, v.Minor) {
+	if server != (valkey.Version{}) {
 		return server
 	}
-	return v
+	return memberVersion(vn)
 }
 
 // refusedBefore reports whether the server already refused the live values of this

@@ -84,16 +84,19 @@ func TestNextConfig(t *testing.T) {
 	}
 }
 
+// TestLiveVersion: the running server's own version decides which keys are set live,
+// then the version it reported before, never the image tag.
 func TestLiveVersion(t *testing.T) {
 	vn := testNode(func(vn *v1alpha1.ValkeyNode) { vn.Spec.Image = "valkey/valkey:9.0.0" })
-	if got := liveVersion(vn, valkey.Version{}); got != (valkey.Version{Major: 9}) {
-		t.Errorf("unknown server: %v, want the image's 9.0", got)
+	if got := liveVersion(vn, valkey.Version{}); got != (valkey.Version{Major: 8}) {
+		t.Errorf("a server that never ran: %v, want the oldest supported (the tag says nothing)", got)
+	}
+	vn.Status.Version = "9.1.2"
+	if got := liveVersion(vn, valkey.Version{}); got != (valkey.Version{Major: 9, Minor: 1, Patch: 2}) {
+		t.Errorf("not reached this pass: %v, want the version it reported, 9.1.2", got)
 	}
 	if got := liveVersion(vn, valkey.Version{Major: 8, Minor: 1, Patch: 1}); got != (valkey.Version{Major: 8, Minor: 1, Patch: 1}) {
-		t.Errorf("older server: %v, want 8.1.1", got)
-	}
-	if got := liveVersion(vn, valkey.Version{Major: 9, Minor: 1}); got != (valkey.Version{Major: 9}) {
-		t.Errorf("newer server: %v, want the image's 9.0", got)
+		t.Errorf("reached: %v, want its INFO's 8.1.1", got)
 	}
 }
 

@@ -32,11 +32,16 @@ func TestRepairNodesConf(t *testing.T) {
 	if err := os.WriteFile(file, []byte(divergentNodesConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := stubServer(t)
+	env := stubServer(t, "8.0.1")
+	defaults, include := startFiles(t)
+	command := func(nodesConf string) []string {
+		return shell(versionSh+startSh+serverPersistentSh, "server", ConfigPath, "-", "-", defaults, include, nodesConf)
+	}
 	started := "valkey-server " + ConfigPath + " --cluster-announce-ip 10.88.1.5\n"
 	repair := func() string {
 		t.Helper()
-		return strings.TrimSuffix(runCommand(t, env, shell(serverPersistentSh, "server", ConfigPath, file)), started)
+		out := strings.TrimPrefix(mustRun(t, env, command(file)), "Valkey 8.0.1\n")
+		return strings.TrimSuffix(out, started)
 	}
 	log := repair()
 	if want := "nodes.conf: replica 177262926b3c7f6d81e37fa413be8364ef8bd346 takes the shard ID of its primary e62aa9f37fe240ffc3e269e8df240f564ff84357\n"; log != want {
@@ -61,7 +66,7 @@ func TestRepairNodesConf(t *testing.T) {
 	}
 
 	empty := filepath.Join(t.TempDir(), "nodes.conf")
-	if out := runCommand(t, env, shell(serverPersistentSh, "server", ConfigPath, empty)); out != started {
+	if out := mustRun(t, env, command(empty)); out != "Valkey 8.0.1\n"+started {
 		t.Errorf("no file: %s", out)
 	}
 	if _, err := os.Stat(empty); !os.IsNotExist(err) {
@@ -85,7 +90,8 @@ func TestRepairedNodesConfStartsValkey(t *testing.T) {
 	if err := os.WriteFile(file, []byte(divergentNodesConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runCommand(t, stubServer(t), shell(serverPersistentSh, "server", ConfigPath, file))
+	defaults, include := startFiles(t)
+	mustRun(t, stubServer(t, "8.0.1"), shell(versionSh+startSh+serverPersistentSh, "server", ConfigPath, "-", "-", defaults, include, file))
 	repaired, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

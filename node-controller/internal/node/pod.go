@@ -39,6 +39,11 @@ const (
 	// Secrets into one read-only volume.
 	EtcDir               = "/etc/valkey"
 	ConfigPath           = EtcDir + "/valkey.conf"
+	// VersionedDefaultsPath lists the operator's defaults that only newer versions
+	// take ("major.minor key value"); the start command writes those of the server's
+	// version to VersionedIncludePath, which valkey.conf includes.
+	VersionedDefaultsPath = EtcDir + "/versioned-defaults"
+	VersionedIncludePath  = DataDir + "/.operator-defaults.conf"
 	ACLPath              = EtcDir + "/acl/" + v1alpha1.ACLFileKey
 	PrimaryAuthPath      = EtcDir + "/system/" + v1alpha1.PrimaryAuthKey
 	ExporterPasswordPath = EtcDir + "/system/" + v1alpha1.UserExporter
@@ -199,19 +204,17 @@ const handoverWaitSeconds = 10
 // handoverHook makes a primary hand its slots to a replica in sync before the server is
 // stopped, so a pod deleted, evicted or drained is one planned failover for clients, not
 // a lost primary. Valkey 9.0 does this itself on SIGTERM (shutdown-on-sigterm failover,
-// rendered for 9.x images); older servers get the preStop hook of scripts/handover.sh.
-// It authenticates as the exporter's user, whose rules allow CLUSTER FAILOVER and
-// nothing else that writes.
+// which the start command sets on 9.x); on older servers the preStop hook of
+// scripts/handover.sh does it (it does nothing on 9.x: the server's own version decides,
+// not the image tag). It authenticates as the exporter's user, whose rules allow
+// CLUSTER FAILOVER and nothing else that writes.
 func handoverHook(vn *v1alpha1.ValkeyNode) *corev1.Lifecycle {
-	if imageVersion(vn.Spec.Image).AtLeast(9, 0) {
-		return nil
-	}
 	args := []string{ExporterPasswordPath, v1alpha1.UserExporter, strconv.Itoa(ClientPort), strconv.Itoa(handoverWaitSeconds)}
 	if vn.Spec.TLSSecretName != "" {
 		args = append(args, TLSDir+"/ca.crt")
 	}
 	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
-		Exec: &corev1.ExecAction{Command: shell(handoverSh, "handover", args...)},
+		Exec: &corev1.ExecAction{Command: shell(versionSh+handoverSh, "handover", args...)},
 	}}
 }
 
@@ -219,12 +222,29 @@ func handoverHook(vn *v1alpha1.ValkeyNode) *corev1.Lifecycle {
 // on the member's volume after repairing its cluster state (scripts/server-persistent.sh),
 // or, without persistence, as a new empty node after a restart in its pod
 // (scripts/server-ephemeral.sh).
+//
+// Both first ask the image's server for its version (scripts/start.sh): a config key the
+// version does not have stops the start with a message saying so (the server itself
+// would refuse the whole file), and the operator's defaults of newer versions are
+// written for the version found.
 func serverCommand(vn *v1alpha1.ValkeyNode) []string {
+	start := startArgs(vn)
 	if vn.Spec.Persistence != nil {
-		return shell(serverPersistentSh, "server", ConfigPath, DataDir+"/"+ClusterConfigFile)
+		return shell(versionSh+startSh+serverPersistentSh, "server", append(start, DataDir+"/"+ClusterConfigFile)...)
 	}
-	return shell(serverEphemeralSh, "server", ConfigPath, DataDir, ClusterConfigFile, startedMarker,
-		strconv.Itoa(int(restartWaitSeconds(vn))))
+	return shell(versionSh+startSh+serverEphemeralSh, "server", append(start, DataDir, ClusterConfigFile, startedMarker,
+		strconv.Itoa(int(restartWaitSeconds(vn))))...)
+}
+
+// startArgs are the arguments of prepare_start: the config file, the version the
+// config's keys need and those keys, the versioned defaults and the file to write them.
+func startArgs(vn *v1alpha1.ValkeyNode) []string {
+	need, keys := valkeyconf.Required(vn.Spec.Config)
+	required, names := "-", "-"
+	if !need.IsZero() {
+		required, names = fmt.Sprintf("%d.%d", need.Major, need.Minor), strings.Join(keys, ",")
+	}
+	return []string{ConfigPath, required, names, VersionedDefaultsPath, VersionedIncludePath}
 }
 
 // startedMarker, in the data directory of a member without persistence, says that a
@@ -359,7 +379,8 @@ func projections(vn *v1alpha1.ValkeyNode) []corev1.VolumeProjection {
 	s := vn.Spec
 	out := []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
 		LocalObjectReference: corev1.LocalObjectReference{Name: vn.Name},
-		Items:                []corev1.KeyToPath{{Key: ConfigKey, Path: relPath(ConfigPath)}},
+		Items: []corev1.KeyToPath{{Key: ConfigKey, Path: relPath(ConfigPath)},
+			{Key: VersionedDefaultsKey, Path: relPath(VersionedDefaultsPath)}},
 	}}}
 	if s.ACLSecretName != "" {
 		out = append(out, secretProjection(s.ACLSecretName, v1alpha1.ACLFileKey, relPath(ACLPath)))

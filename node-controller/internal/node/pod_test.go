@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -63,7 +64,8 @@ func TestPodTemplate(t *testing.T) {
 				got := projectedPaths(volume(spec, volumeEtc))
 				want := []string{"demo-acl:users.acl=acl/users.acl", "demo-system-users:_exporter=system/_exporter",
 					"demo-system-users:exporter-passwords.json=system/exporter-passwords.json",
-					"demo-system-users:primaryauth.conf=system/primaryauth.conf", "demo-x7k2p:valkey.conf=valkey.conf"}
+					"demo-system-users:primaryauth.conf=system/primaryauth.conf", "demo-x7k2p:valkey.conf=valkey.conf",
+					"demo-x7k2p:versioned-defaults=versioned-defaults"}
 				if !slices.Equal(got, want) {
 					t.Errorf("projected = %q, want %q (never the operator's password)", got, want)
 				}
@@ -457,11 +459,11 @@ func TestPatchContainersEmpty(t *testing.T) {
 	}
 }
 
-// TestHandoverHookByVersion: 8.x servers get the preStop handover, 9.x hands over on
-// SIGTERM itself (shutdown-on-sigterm failover) and gets none.
+// TestHandoverHookByVersion: every member gets the preStop handover, whatever its image
+// tag says; the hook itself leaves 9.x to the server (TestHandoverLeavesNineToTheServer).
 func TestHandoverHookByVersion(t *testing.T) {
 	for image, want := range map[string]bool{
-		"valkey/valkey:8.0.1": true, "valkey/valkey:8.1.1": true, "valkey/valkey:9.1.2": false, "valkey/valkey:latest": true,
+		"valkey/valkey:8.0.1": true, "valkey/valkey:8.1.1": true, "valkey/valkey:9.1.2": true, "valkey/valkey:latest": true,
 	} {
 		vn := &v1alpha1.ValkeyNode{Spec: v1alpha1.ValkeyNodeSpec{Image: image, SystemUsersSecretName: "s"}}
 		h := handoverHook(vn)
@@ -482,28 +484,113 @@ func TestHandoverHookByVersion(t *testing.T) {
 	}
 }
 
-// stubServer puts a valkey-server on PATH that prints its arguments, for the server
-// commands run by the host's sh.
-func stubServer(t *testing.T) []string {
+// stubServer puts a valkey-server on PATH that says it is Valkey version and otherwise
+// prints its arguments, for the server commands run by the host's sh.
+func stubServer(t *testing.T, version string) []string {
 	t.Helper()
 	bin := t.TempDir()
-	stub := "#!/bin/sh\necho \"valkey-server $*\"\n"
+	stub := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo \"Valkey server v=" + version + " sha=00000000:0 malloc=libc bits=64 build=0\"; exit 0; fi\necho \"valkey-server $*\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "valkey-server"), []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "POD_IP=10.88.1.5"}
 }
 
-// runCommand runs a container command with the host's sh and returns its output.
-func runCommand(t *testing.T, env []string, cmd []string) string {
+// runCommand runs a container command with the host's sh and returns its output and
+// whether it succeeded.
+func runCommand(t *testing.T, env []string, cmd []string) (string, bool) {
 	t.Helper()
 	c := exec.Command(cmd[0], cmd[1:]...)
 	c.Env = env
 	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%q: %v: %s", cmd, err, out)
+	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+		t.Fatalf("%q: %v", cmd, err)
 	}
-	return string(out)
+	return string(out), err == nil
+}
+
+// mustRun runs a container command that must succeed.
+func mustRun(t *testing.T, env []string, cmd []string) string {
+	t.Helper()
+	out, ok := runCommand(t, env, cmd)
+	if !ok {
+		t.Fatalf("%q failed: %s", cmd, out)
+	}
+	return out
+}
+
+// startFiles is a versioned-defaults file as the ConfigMap holds it, and the file the
+// start command writes, for commands run in a test.
+func startFiles(t *testing.T) (defaults, include string) {
+	t.Helper()
+	dir := t.TempDir()
+	defaults, include = filepath.Join(dir, "versioned-defaults"), filepath.Join(dir, "operator-defaults.conf")
+	if err := os.WriteFile(defaults, []byte(versionedDefaults(nil)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return defaults, include
+}
+
+// TestStartAsksTheServerForItsVersion runs the start of the server commands with a stub
+// valkey-server of each version: the defaults of newer versions are written for the
+// version found, and a config key the version does not have stops the start with a
+// message saying why.
+func TestStartAsksTheServerForItsVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version, required, keys string
+		wantInclude             string
+		wantFail                string
+	}{
+		{"8.0.1", "-", "-", "", ""},
+		{"9.1.2", "-", "-", "shutdown-on-sigterm failover\n", ""},
+		{"8.1.1", "8.1", "cluster-manual-failover-timeout", "", ""},
+		{"8.0.1", "8.1", "cluster-manual-failover-timeout",
+			"", "config key cluster-manual-failover-timeout needs Valkey 8.1 or later; this image runs Valkey 8.0.1"},
+		{"10.0.0", "9.0", "shutdown-on-sigterm", "shutdown-on-sigterm failover\n", ""},
+	} {
+		defaults, include := startFiles(t)
+		cmd := shell(versionSh+startSh+serverPersistentSh, "server", ConfigPath, tc.required, tc.keys, defaults, include, filepath.Join(t.TempDir(), "nodes.conf"))
+		out, ok := runCommand(t, stubServer(t, tc.version), cmd)
+		if tc.wantFail != "" {
+			if ok || !strings.Contains(out, tc.wantFail) {
+				t.Errorf("%s needing %s: ok %v, output %q", tc.version, tc.required, ok, out)
+			}
+			continue
+		}
+		if !ok || !strings.Contains(out, "Valkey "+tc.version+"\nvalkey-server "+ConfigPath) {
+			t.Errorf("%s: ok %v, output %q", tc.version, ok, out)
+		}
+		if got, _ := os.ReadFile(include); string(got) != tc.wantInclude {
+			t.Errorf("%s: included defaults %q, want %q", tc.version, got, tc.wantInclude)
+		}
+	}
+}
+
+// TestHandoverLeavesNineToTheServer: on 9.x the preStop hook does nothing (the server
+// hands over on SIGTERM); on 8.x it asks the server (a stub valkey-cli here) who it is.
+func TestHandoverLeavesNineToTheServer(t *testing.T) {
+	for version, wantCLI := range map[string]bool{"9.0.0": false, "8.0.1": true} {
+		env := stubServer(t, version)
+		bin := strings.TrimPrefix(strings.SplitN(env[0], ":", 2)[0], "PATH=")
+		log := filepath.Join(t.TempDir(), "cli.log")
+		if err := os.WriteFile(filepath.Join(bin, "valkey-cli"), []byte("#!/bin/sh\necho \"$*\" >>"+log+"\necho role:slave\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		pw := filepath.Join(t.TempDir(), "pw")
+		if err := os.WriteFile(pw, []byte("secret"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := handoverHook(&v1alpha1.ValkeyNode{}).PreStop.Exec.Command
+		cmd[4] = pw
+		mustRun(t, env, cmd)
+		called, _ := os.ReadFile(log)
+		if (len(called) > 0) != wantCLI {
+			t.Errorf("Valkey %s: valkey-cli called %q, want called %v", version, called, wantCLI)
+		}
+		if strings.Contains(string(called), "secret") {
+			t.Errorf("the password is on valkey-cli's command line: %q", called)
+		}
+	}
 }
 
 // TestServerCommand: without persistence a server restarted in its pod waits for the
@@ -511,19 +598,21 @@ func runCommand(t *testing.T, env []string, cmd []string) string {
 func TestServerCommand(t *testing.T) {
 	vn := &v1alpha1.ValkeyNode{}
 	cmd := serverCommand(vn)
-	if args := strings.Join(cmd[3:], " "); args != "server "+ConfigPath+" "+DataDir+" "+ClusterConfigFile+" "+startedMarker+" 12" {
+	start := ConfigPath + " - - " + VersionedDefaultsPath + " " + VersionedIncludePath
+	if args := strings.Join(cmd[3:], " "); args != "server "+start+" "+DataDir+" "+ClusterConfigFile+" "+startedMarker+" 12" {
 		t.Errorf("without persistence, arguments %q, want a 12 s restart wait", args)
 	}
 	// Run it with the host's sh in a data directory of its own (no wait, for the test).
 	data := t.TempDir()
-	env := stubServer(t)
-	run := shell(serverEphemeralSh, "server", ConfigPath, data, ClusterConfigFile, startedMarker, "0")
+	env := stubServer(t, "8.0.1")
+	defaults, include := startFiles(t)
+	run := shell(versionSh+startSh+serverEphemeralSh, "server", ConfigPath, "-", "-", defaults, include, data, ClusterConfigFile, startedMarker, "0")
 	for _, f := range []string{ClusterConfigFile, "dump.rdb", "keep.me"} {
 		if err := os.WriteFile(filepath.Join(data, f), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if out := runCommand(t, env, run); out != "valkey-server "+ConfigPath+" --cluster-announce-ip 10.88.1.5\n" {
+	if out := mustRun(t, env, run); out != "Valkey 8.0.1\nvalkey-server "+ConfigPath+" --cluster-announce-ip 10.88.1.5\n" {
 		t.Errorf("first start: %q", out)
 	}
 	if _, err := os.Stat(filepath.Join(data, ClusterConfigFile)); !os.IsNotExist(err) {
@@ -532,7 +621,7 @@ func TestServerCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "dump.rdb"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := runCommand(t, env, run); !strings.HasPrefix(out, "restarted in its pod: waiting 0s") {
+	if out := mustRun(t, env, run); !strings.Contains(out, "\nrestarted in its pod: waiting 0s") {
 		t.Errorf("a restart in the pod does not wait: %q", out)
 	}
 	if _, err := os.Stat(filepath.Join(data, "dump.rdb")); !os.IsNotExist(err) {
@@ -551,10 +640,12 @@ func TestServerCommand(t *testing.T) {
 	vn.Spec.Persistence = &v1alpha1.PersistenceSpec{}
 	cmd = serverCommand(vn)
 	if strings.Contains(cmd[2], "rm -rf") || strings.Contains(cmd[2], "sleep") || !strings.Contains(cmd[2], `exec valkey-server "$config"`) ||
-		strings.Join(cmd[3:], " ") != "server "+ConfigPath+" "+DataDir+"/"+ClusterConfigFile {
+		strings.Join(cmd[3:], " ") != "server "+start+" "+DataDir+"/"+ClusterConfigFile {
 		t.Errorf("with persistence the data stays and the server starts at once: %q", cmd)
 	}
-	if strings.Contains(strings.Join(cmd, " "), "$(") {
-		t.Errorf("the kubelet would expand $(...) in: %q", cmd)
+	// The kubelet replaces $(NAME) in commands with the container's variable NAME: the
+	// scripts must hold no such reference (a user's env patch could set one).
+	if ref := regexp.MustCompile(`\$\([A-Za-z_][A-Za-z0-9_]*\)`).FindString(strings.Join(cmd, " ")); ref != "" {
+		t.Errorf("the kubelet would expand %s in: %q", ref, cmd)
 	}
 }

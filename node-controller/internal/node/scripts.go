@@ -14,6 +14,10 @@ var (
 	serverEphemeralSh string
 	//go:embed scripts/handover.sh
 	handoverSh string
+	//go:embed scripts/version.sh
+	versionSh string
+	//go:embed scripts/start.sh
+	startSh string
 	//go:embed scripts/liveness.sh
 	livenessSh string
 )

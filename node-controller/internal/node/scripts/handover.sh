@@ -1,14 +1,19 @@
 # shellcheck shell=sh
-# The preStop hook of a primary on Valkey before 9.0 (9.0 hands over by itself on
-# SIGTERM, shutdown-on-sigterm failover): each replica that INFO lists as online is asked
+# The preStop hook of every member: on Valkey before 9.0 (9.0 hands over by itself on
+# SIGTERM, shutdown-on-sigterm failover, which the start command sets), a primary's
+# replicas that INFO lists as online are asked in turn
 # to run CLUSTER FAILOVER (a coordinated one: the primary pauses writes until the replica
 # has caught up, so no acknowledged write is lost), then the hook waits until the server
 # reports it is a replica. busybox sh and valkey-cli.
 #
-#   sh -c "$(cat handover.sh)" handover PASSWORD_FILE USER PORT WAIT_SECONDS [TLS_CA]
+#   sh -c "$(cat version.sh handover.sh)" handover PASSWORD_FILE USER PORT WAIT_SECONDS [TLS_CA]
 #
 # The password reaches valkey-cli through the environment (REDISCLI_AUTH for 8.0,
 # VALKEYCLI_AUTH later), never its command line.
+version=$( valkey_version ) || exit 0
+if at_least "$version" 9.0; then
+  exit 0
+fi
 password_file=$1
 user=$2
 port=$3

@@ -1,7 +1,9 @@
 # shellcheck shell=sh
 # The server container of a member without persistence.
 #
-#   sh -c "$(cat server-ephemeral.sh)" server CONFIG DATA_DIR NODES_CONF STARTED_MARKER RESTART_WAIT
+#   sh -c "$(cat version.sh start.sh server-ephemeral.sh)" server CONFIG REQUIRED KEYS DEFAULTS INCLUDE DATA_DIR NODES_CONF STARTED_MARKER RESTART_WAIT
+#
+# (REQUIRED to INCLUDE: see prepare_start in start.sh.)
 #
 # A server that restarts in its pod (a crash, a killed process, a failed liveness probe)
 # must come back as a new, empty node. Its data directory (an emptyDir) outlives the
@@ -17,10 +19,11 @@
 # the liveness probe's delay accounts for) while the cluster sees the old identity fail
 # and promotes a replica. The first start of a pod does not wait: its directory is new.
 config=$1
-data=$2
-nodes_conf=$3
-marker=$4
-wait=$5
+data=$6
+nodes_conf=$7
+marker=$8
+wait=$9
+prepare_start "$2" "$3" "$4" "$5"
 if [ -e "$data/$marker" ]; then
   echo "restarted in its pod: waiting ${wait}s for the cluster to fail over the old identity"
   sleep "$wait"

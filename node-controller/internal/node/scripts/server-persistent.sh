@@ -2,7 +2,9 @@
 # The server container of a member with persistence: valkey-server on the member's
 # volume, after the shard IDs of its cluster state file are repaired.
 #
-#   sh -c "$(cat server-persistent.sh)" server CONFIG NODES_CONF
+#   sh -c "$(cat version.sh start.sh server-persistent.sh)" server CONFIG REQUIRED KEYS DEFAULTS INCLUDE NODES_CONF
+#
+# (REQUIRED to INCLUDE: see prepare_start in start.sh.)
 #
 # Valkey without the fix for valkey-io/valkey#2171 (8.0.1 among them) refuses to start
 # ("corrupted cluster config file") when the file records a replica with another shard
@@ -19,7 +21,8 @@
 # (POSIX awk: mawk, busybox, gawk). Without awk (an unusual image) the file is left as it
 # is.
 config=$1
-nodes_conf=$2
+nodes_conf=$6
+prepare_start "$2" "$3" "$4" "$5"
 if [ -s "$nodes_conf" ] && command -v awk >/dev/null 2>&1; then
   if awk '
 function sid(f) { return match(f, /shard-id=[0-9a-f]+/) ? substr(f, RSTART + 9, RLENGTH - 9) : "" }
