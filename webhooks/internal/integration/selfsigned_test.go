@@ -39,7 +39,7 @@ func selfSignedSetup(t *testing.T) *admissionregistrationv1.ValidatingWebhookCon
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name: "nothing.example.com", AdmissionReviewVersions: []string{"v1"},
 			SideEffects:   ptr.To(admissionregistrationv1.SideEffectClassNone),
-			FailurePolicy: ptr.To(admissionregistrationv1.Ignore), // as the chart installs it
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail), // as the chart installs it
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 				Namespace: certNamespace, Name: "hooks", Path: ptr.To("/nothing")}},
 			Rules: []admissionregistrationv1.RuleWithOperations{{
@@ -144,7 +144,7 @@ func servingCA(configName string, secretKey types.NamespacedName, addr string) (
 		return nil, fmt.Errorf("caBundle does not hold the Secret's CA yet")
 	}
 	if fp := cfg.Webhooks[0].FailurePolicy; fp == nil || *fp != admissionregistrationv1.Fail {
-		return nil, fmt.Errorf("the webhook does not fail closed yet")
+		return nil, fmt.Errorf("the rotator changed the chart's failurePolicy to %v", fp)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(bundle)

@@ -171,5 +171,11 @@ func addChecks(mgr ctrl.Manager, o Options, keeper *certs.Keeper) error {
 	if err := mgr.AddReadyzCheck("certificate", keeper.Checker); err != nil {
 		return fmt.Errorf("add certificate readiness check: %w", err)
 	}
+	if o.WebhookConfiguration == "" {
+		return nil
+	}
+	if err := mgr.AddReadyzCheck("ca-injected", keeper.InjectedChecker(o.WebhookConfiguration)); err != nil {
+		return fmt.Errorf("add CA readiness check: %w", err)
+	}
 	return nil
 }
