@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -353,10 +352,7 @@ func TestComputeMemberStatus(t *testing.T) {
 			fms: append(healthyThreeByOne(),
 				fakeMember{name: "a3", shard: 0, ip: "10.0.0.7", id: "A3", primary: "A", offset: 100, linkUp: true, joining: true}),
 			member: "a3",
-			mod: func(s *scope) {
-				b := memberNamed(t, s.topo, "b")
-				b.view = slices.DeleteFunc(b.view, func(n valkey.ClusterNode) bool { return n.ID == "A3" })
-			},
+			mod:    func(s *scope) { unknown(s.topo, "A3") },
 			nodeID: "A3", lifecycle: v1alpha1.LifecycleJoining, joined: notJoined, synced: inSync,
 		},
 		{

@@ -183,6 +183,15 @@ func scopeFor(t *testing.T, vc *v1alpha1.ValkeyCluster, fms []fakeMember, extra 
 	return &scope{vc: vc, guard: guard.Check(vc), topo: topo}
 }
 
+// unknown removes node id from the views of the other members: they have not met it yet.
+func unknown(topo *topology, id string) {
+	for _, m := range topo.members {
+		if m.id() != id {
+			m.view = slices.DeleteFunc(m.view, func(n valkey.ClusterNode) bool { return n.ID == id })
+		}
+	}
+}
+
 // memberNamed returns the member called name.
 func memberNamed(t *testing.T, topo *topology, name string) *member {
 	t.Helper()
