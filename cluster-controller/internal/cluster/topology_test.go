@@ -45,6 +45,9 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 	t.Helper()
 	var nodes []valkey.ClusterNode
 	for _, f := range fms {
+		if f.id == "" {
+			continue // a server whose ID nobody recorded: the others do not know it
+		}
 		n := valkey.ClusterNode{ID: f.id, IP: f.ip, Port: 6379, BusPort: 16379, Connected: true, PongRecv: t0.UnixMilli()}
 		if f.primary != "" {
 			n.Replica, n.PrimaryID = true, f.primary
