@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,15 +33,23 @@ func TestDiffSpec(t *testing.T) {
 		name       string
 		mod        func(*v1alpha1.ValkeyClusterSpec)
 		live, roll bool
+		fields     string // as messages name them
 	}{
-		{"nothing", func(*v1alpha1.ValkeyClusterSpec) {}, false, false},
-		{"maxmemory is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["maxmemory"] = "200mb" }, true, false},
-		{"maxmemory-policy added is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["maxmemory-policy"] = "allkeys-lru" }, true, false},
-		{"appendonly rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["appendonly"] = "yes" }, false, true},
-		{"image rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Image = "valkey/valkey:9.1.2" }, false, true},
-		{"grace period rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.TerminationGracePeriodSeconds = ptr.To[int64](90) }, false, true},
-		{"exporter off rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Exporter.Enabled = ptr.To(false) }, false, true},
-		{"volume growth is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Persistence.Size = resource.MustParse("2Gi") }, true, false},
+		{"nothing", func(*v1alpha1.ValkeyClusterSpec) {}, false, false, ""},
+		{"maxmemory is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["maxmemory"] = "200mb" }, true, false, "config"},
+		{"maxmemory-policy added is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["maxmemory-policy"] = "allkeys-lru" }, true, false, "config"},
+		{"appendonly rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["appendonly"] = "yes" }, false, true, "config"},
+		{"image rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Image = "valkey/valkey:9.1.2" }, false, true, "Image"},
+		{"grace period rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.TerminationGracePeriodSeconds = ptr.To[int64](90) }, false, true, "GracePeriod"},
+		{"exporter off rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Exporter.Enabled = ptr.To(false) }, false, true, "Exporter"},
+		{"volume growth is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Persistence.Size = resource.MustParse("2Gi") }, true, false, "persistence.size"},
+		{"several at once are named in a fixed order", func(s *v1alpha1.ValkeyClusterSpec) {
+			s.Persistence.StorageClassName = ptr.To("fast")
+			s.TerminationGracePeriodSeconds = ptr.To[int64](90)
+			s.Scheduling = &v1alpha1.SchedulingSpec{PriorityClassName: "high"}
+			s.Image = "valkey/valkey:9.1.2"
+			s.Config["maxmemory"] = "200mb"
+		}, true, true, "config, Image, Scheduling, GracePeriod, StorageClass"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -48,8 +57,8 @@ func TestDiffSpec(t *testing.T) {
 			next := base.DeepCopy()
 			c.mod(&next.Spec)
 			d := diffSpec(have, desiredSpec(next, 0), v8)
-			if d.live != c.live || d.roll != c.roll {
-				t.Fatalf("diff = %+v, want live=%v roll=%v", d, c.live, c.roll)
+			if d.live != c.live || d.roll != c.roll || strings.Join(d.fields, ", ") != c.fields {
+				t.Fatalf("diff = %+v, want live=%v roll=%v fields %q", d, c.live, c.roll, c.fields)
 			}
 		})
 	}
@@ -131,7 +140,7 @@ type changeOf struct {
 
 // Every field of ValkeyNodeSpec is in exactly one of these lists: what a change of it
 // needs on a running member. A field added to the spec fails TestNodeSpecFieldsClassified
-// until it is classified here (and, for a pod-shaping field, compared by diffSpec).
+// until it is classified here (and, for a pod-shaping field, in podShapingFields).
 var (
 	// rolledFields need a new pod: diffSpec reports roll.
 	rolledFields = []changeOf{
@@ -205,11 +214,24 @@ func TestNodeSpecFieldsClassified(t *testing.T) {
 		}
 	}
 	walk("", reflect.TypeOf(v1alpha1.ValkeyNodeSpec{}))
+	var shaping []string
+	for _, f := range podShapingFields {
+		shaping = append(shaping, f.path)
+	}
+	var rolled []string
+	for _, c := range rolledFields {
+		rolled = append(rolled, c.path)
+	}
+	slices.Sort(shaping)
+	slices.Sort(rolled)
+	if !slices.Equal(shaping, rolled) {
+		t.Errorf("podShapingFields (update.go) compares %v, rolledFields lists %v", shaping, rolled)
+	}
 	seen := map[string]bool{}
 	for _, path := range fields {
 		seen[path] = true
 		if _, ok := class[path]; !ok {
-			t.Errorf("ValkeyNodeSpec.%s is not classified: add it to rolledFields (and to what diffSpec compares) "+
+			t.Errorf("ValkeyNodeSpec.%s is not classified: add it to podShapingFields (update.go) and rolledFields "+
 				"if a change of it needs a new pod, to liveFields if the running member takes it, else to ignoredFields", path)
 		}
 	}
