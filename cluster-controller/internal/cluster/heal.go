@@ -240,10 +240,10 @@ func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Dur
 	return 0, nil
 }
 
-// toForget returns the strangers to forget now: the replaced identities of members, and
-// the nodes the cluster flags as failed that no replica follows and that may not be a
-// member that did not answer. soon reports a stranger that may be forgotten once Valkey
-// flags it as failed.
+// toForget returns the strangers to forget now, unless a replica follows them: the old
+// identities of members that came back with a new one, and the nodes the cluster flags as
+// failed that cannot be a member that did not answer. soon reports a stranger that may be
+// forgotten once Valkey flags it as failed.
 func (t *topology) toForget() (forget []string, soon bool) {
 	replaced := t.replacedIdentities()
 	for _, id := range t.strangers() {
