@@ -77,15 +77,14 @@ func (t *topology) lostPrimaries() []lostPrimary {
 // reconcileHeal handles what Valkey cannot handle alone: a failover that does not happen
 // because a majority of primaries is gone (quorum lost), and slots whose data is gone.
 func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration, error) {
-	limit := 2*nodeTimeout(s.vc) + takeoverMargin
 	var wait time.Duration
-	for _, lp := range s.topo.lostPrimaries() {
-		if lp.silentFor < limit {
+	for _, t := range s.planTakeovers() {
+		lp, best := t.lost, t.by
+		if best == nil {
 			s.progress(v1alpha1.ReasonFailingOver, "primary %s is not answering; waiting for Valkey's failover", shortID(lp.id))
 			wait = requeueWait
 			continue
 		}
-		best := mostCaughtUp(lp.replicas)
 		c, err := r.client(ctx, s, best)
 		if err != nil {
 			return 0, err
@@ -106,6 +105,30 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 	return 0, r.reassignLostSlots(ctx, s)
 }
 
+// takeover is the heal phase's decision about a lost primary: by, the replica that forces
+// a failover without a vote, or nil while Valkey's own failover may still happen.
+type takeover struct {
+	lost lostPrimary
+	by   *member
+}
+
+// planTakeovers decides for each lost primary: a primary silent for less than twice the
+// node timeout plus takeoverMargin may still be failed over by Valkey (its replicas need
+// the votes of a majority of primaries); after that, the quorum is taken as lost and the
+// most caught-up replica takes over.
+func (s *scope) planTakeovers() []takeover {
+	limit := 2*nodeTimeout(s.vc) + takeoverMargin
+	var out []takeover
+	for _, lp := range s.topo.lostPrimaries() {
+		t := takeover{lost: lp}
+		if lp.silentFor >= limit {
+			t.by = mostCaughtUp(lp.replicas)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 // mostCaughtUp returns the replica with the highest replication offset.
 func mostCaughtUp(ms []*member) *member {
 	best := ms[0]
@@ -121,20 +144,9 @@ func mostCaughtUp(ms []*member) *member {
 // replica and its data cannot come back) to a shard of the spec, empty: the data is lost,
 // and serving the slots again beats a cluster that refuses every request.
 func (r *Reconciler) reassignLostSlots(ctx context.Context, s *scope) error {
-	if clusterEmpty(s.topo) || s.topo.openSlots() {
-		return nil
-	}
-	var owned []valkey.SlotRange
-	for _, rs := range s.topo.ownedSlots() {
-		owned = append(owned, rs...)
-	}
-	lost := valkey.SubtractRanges([]valkey.SlotRange{{Start: 0, End: slotCount - 1}}, valkey.NormalizeRanges(owned))
+	lost, target := s.lostSlots()
 	if len(lost) == 0 {
 		return nil
-	}
-	target := s.slotlessPrimary()
-	if target == nil {
-		target = s.leastLoadedPrimary()
 	}
 	if target == nil {
 		s.progress(v1alpha1.ReasonSlotsUncovered, "slots %s are not served; waiting for a primary to give them to", valkey.FormatRanges(lost))
@@ -152,6 +164,28 @@ func (r *Reconciler) reassignLostSlots(ctx context.Context, s *scope) error {
 		valkey.FormatRanges(lost), target.name(), target.shard())
 	s.progress(v1alpha1.ReasonDataLost, "slots %s were lost with their data and given to shard %d", valkey.FormatRanges(lost), target.shard())
 	return nil
+}
+
+// lostSlots returns the slots nobody serves any more, and the primary to give them to:
+// the lowest shard's primary holding no slots, else the least loaded one, else nil. Nothing
+// is lost while the cluster is being created or a slot is open.
+func (s *scope) lostSlots() ([]valkey.SlotRange, *member) {
+	if clusterEmpty(s.topo) || s.topo.openSlots() {
+		return nil, nil
+	}
+	var owned []valkey.SlotRange
+	for _, rs := range s.topo.ownedSlots() {
+		owned = append(owned, rs...)
+	}
+	lost := valkey.SubtractRanges([]valkey.SlotRange{{Start: 0, End: slotCount - 1}}, valkey.NormalizeRanges(owned))
+	if len(lost) == 0 {
+		return nil, nil
+	}
+	target := s.slotlessPrimary()
+	if target == nil {
+		target = s.leastLoadedPrimary()
+	}
+	return lost, target
 }
 
 // leastLoadedPrimary is the primary of a shard of the spec serving the fewest slots (the
@@ -187,22 +221,9 @@ func (s *scope) slotlessPrimary() *member {
 // a dead node that was never ours. A node that a replica still follows is kept: its
 // replicas need it known to fail over.
 func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Duration, error) {
-	replaced := s.topo.replacedIdentities()
-	var forget []string
-	for _, id := range s.topo.strangers() {
-		if s.topo.followed(id) {
-			continue
-		}
-		if !replaced[id] {
-			if s.topo.mayBeMember(id) {
-				continue
-			}
-			if !s.topo.failed(id) {
-				s.recheck = true // Valkey flags it within about the node timeout
-				continue
-			}
-		}
-		forget = append(forget, id)
+	forget, soon := s.topo.toForget()
+	if soon {
+		s.recheck = true // Valkey flags it within about the node timeout
 	}
 	if len(forget) == 0 {
 		return 0, nil
@@ -217,6 +238,30 @@ func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Dur
 	r.event(s.vc, nil, eventWarning, "NodesForgotten", "Forget", "forgot nodes no member owns: %s", strings.Join(ids, ", "))
 	s.progress(v1alpha1.ReasonForgettingNodes, "forgot %d nodes no member owns", len(forget))
 	return 0, nil
+}
+
+// toForget returns the strangers to forget now, unless a replica follows them: the old
+// identities of members that came back with a new one, and the nodes the cluster flags as
+// failed that cannot be a member that did not answer. soon reports a stranger that may be
+// forgotten once Valkey flags it as failed.
+func (t *topology) toForget() (forget []string, soon bool) {
+	replaced := t.replacedIdentities()
+	for _, id := range t.strangers() {
+		if t.followed(id) {
+			continue
+		}
+		if !replaced[id] {
+			if t.mayBeMember(id) {
+				continue
+			}
+			if !t.failed(id) {
+				soon = true
+				continue
+			}
+		}
+		forget = append(forget, id)
+	}
+	return forget, soon
 }
 
 // replacedIdentities are the node IDs members had until this pass: a member whose server

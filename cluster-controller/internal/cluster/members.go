@@ -30,12 +30,12 @@ func desiredSpec(vc *v1alpha1.ValkeyCluster, s int32) v1alpha1.ValkeyNodeSpec {
 	exporter.Enabled = ptr.To(sp.Exporter.IsEnabled())
 	exporter.Image = sp.Exporter.ImageOrDefault()
 	spec := v1alpha1.ValkeyNodeSpec{
-		ClusterName:                   vc.Name,
-		ShardIndex:                    s,
-		WorkloadType:                  sp.Workload(),
-		Image:                         sp.ImageOrDefault(),
-		ImagePullSecrets:              sp.ImagePullSecrets,
-		Resources:                     sp.Resources,
+		ClusterName:      vc.Name,
+		ShardIndex:       s,
+		WorkloadType:     sp.Workload(),
+		Image:            sp.ImageOrDefault(),
+		ImagePullSecrets: sp.ImagePullSecrets,
+		Resources:        sp.Resources,
 		// Keys in the one spelling every consumer reads (Valkey's own: lower case).
 		Config:                        valkeyconf.Normalized(sp.Config),
 		Containers:                    sp.Containers,
