@@ -37,16 +37,16 @@ const (
 	// EtcDir holds everything the server reads: valkey.conf, the aclfile, the system
 	// users' files and the TLS files, projected from one ConfigMap and up to three
 	// Secrets into one read-only volume.
-	EtcDir               = "/etc/valkey"
-	ConfigPath           = EtcDir + "/valkey.conf"
+	EtcDir     = "/etc/valkey"
+	ConfigPath = EtcDir + "/valkey.conf"
 	// VersionedDefaultsPath lists the operator's defaults that only newer versions
 	// take ("major.minor key value"); the start command writes those of the server's
 	// version to VersionedIncludePath, which valkey.conf includes.
 	VersionedDefaultsPath = EtcDir + "/versioned-defaults"
 	VersionedIncludePath  = DataDir + "/.operator-defaults.conf"
-	ACLPath              = EtcDir + "/acl/" + v1alpha1.ACLFileKey
-	PrimaryAuthPath      = EtcDir + "/system/" + v1alpha1.PrimaryAuthKey
-	ExporterPasswordPath = EtcDir + "/system/" + v1alpha1.UserExporter
+	ACLPath               = EtcDir + "/acl/" + v1alpha1.ACLFileKey
+	PrimaryAuthPath       = EtcDir + "/system/" + v1alpha1.PrimaryAuthKey
+	ExporterPasswordPath  = EtcDir + "/system/" + v1alpha1.UserExporter
 	// ExporterPasswordFilePath is redis_exporter's password file, re-read on GET
 	// /-/reload when the acl-controller rotates the system passwords.
 	ExporterPasswordFilePath = EtcDir + "/system/" + v1alpha1.ExporterPasswordFileKey
