@@ -69,3 +69,17 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// MemberVersion is the version a member's live keys are decided by, in the cluster- and
+// the node-controller alike: the one its server answered this pass (INFO), else the one
+// it reported before (the ValkeyNode's status.version), else Oldest. Never the image's
+// tag: what a pod runs is known only once it runs.
+func MemberVersion(observed Version, reported string) Version {
+	if !observed.IsZero() {
+		return observed
+	}
+	if v, err := ParseVersion(reported); err == nil {
+		return v
+	}
+	return Oldest
+}

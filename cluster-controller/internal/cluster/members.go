@@ -32,6 +32,7 @@ func desiredSpec(vc *v1alpha1.ValkeyCluster, s int32) v1alpha1.ValkeyNodeSpec {
 	spec := v1alpha1.ValkeyNodeSpec{
 		ClusterName:      vc.Name,
 		ShardIndex:       s,
+		Replicas:         ptr.To[int32](1),
 		WorkloadType:     sp.Workload(),
 		Image:            sp.ImageOrDefault(),
 		ImagePullSecrets: sp.ImagePullSecrets,

@@ -15,13 +15,14 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
-// liveVersion is the server version that decides which keys are live for a member: its
-// own when known, else the oldest supported.
+// liveVersion is the server version that decides which keys are live for a member
+// (valkeyconf.MemberVersion, as in the node-controller).
 func (m *member) liveVersion() valkey.Version {
-	if m.reachable && m.version.Major > 0 {
-		return m.version
+	var observed valkey.Version
+	if m.reachable {
+		observed = m.version
 	}
-	return valkey.Version{Major: 8, Minor: 0}
+	return valkeyconf.MemberVersion(observed, m.node.Status.Version)
 }
 
 // specDiff says how a member's spec differs from what the cluster asks now.
@@ -48,6 +49,11 @@ func diffSpec(have, want v1alpha1.ValkeyNodeSpec, v valkey.Version) specDiff {
 	if have.Persistence != nil && want.Persistence != nil && have.Persistence.Size.Cmp(want.Persistence.Size) != 0 {
 		d.live = true
 		d.fields = append(d.fields, "persistence.size")
+	}
+	if have.Persistence != nil && want.Persistence != nil &&
+		have.Persistence.ReclaimPolicyOrDefault() != want.Persistence.ReclaimPolicyOrDefault() {
+		d.live = true
+		d.fields = append(d.fields, "persistence.reclaimPolicy")
 	}
 	// Everything else shapes the pod.
 	for _, f := range podShapingFields {

@@ -43,6 +43,7 @@ func TestDiffSpec(t *testing.T) {
 		{"grace period rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.TerminationGracePeriodSeconds = ptr.To[int64](90) }, false, true, "GracePeriod"},
 		{"exporter off rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Exporter.Enabled = ptr.To(false) }, false, true, "Exporter"},
 		{"volume growth is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Persistence.Size = resource.MustParse("2Gi") }, true, false, "persistence.size"},
+		{"a new reclaim policy reaches running members", func(s *v1alpha1.ValkeyClusterSpec) { s.Persistence.ReclaimPolicy = v1alpha1.ReclaimDelete }, true, false, "persistence.reclaimPolicy"},
 		{"several at once are named in a fixed order", func(s *v1alpha1.ValkeyClusterSpec) {
 			s.Persistence.StorageClassName = ptr.To("fast")
 			s.TerminationGracePeriodSeconds = ptr.To[int64](90)
@@ -171,6 +172,9 @@ var (
 	liveFields = []changeOf{
 		{"Config", func(s *v1alpha1.ValkeyNodeSpec) { s.Config = v1alpha1.Config{"maxmemory": "200mb"} }},
 		{"Persistence.Size", func(s *v1alpha1.ValkeyNodeSpec) { s.Persistence.Size = resource.MustParse("2Gi") }},
+		// Read by the node-controller, which keeps the claim's owner reference in line:
+		// a change reaches every member without a new pod.
+		{"Persistence.ReclaimPolicy", func(s *v1alpha1.ValkeyNodeSpec) { s.Persistence.ReclaimPolicy = v1alpha1.ReclaimDelete }},
 	}
 	// ignoredFields are never compared: diffSpec reports nothing.
 	ignoredFields = []changeOf{
@@ -178,10 +182,8 @@ var (
 		{"ClusterName", func(s *v1alpha1.ValkeyNodeSpec) { s.ClusterName = "other" }},
 		{"ShardIndex", func(s *v1alpha1.ValkeyNodeSpec) { s.ShardIndex = 7 }},
 		{"Revision", func(s *v1alpha1.ValkeyNodeSpec) { s.Revision++ }},
-		// Read by the node-controller when the member is removed. A change reaches a
-		// running member only with a live change or a roll of it (both copy Persistence
-		// whole); alone it is handed to new members only.
-		{"Persistence.ReclaimPolicy", func(s *v1alpha1.ValkeyNodeSpec) { s.Persistence.ReclaimPolicy = v1alpha1.ReclaimDelete }},
+		// The scale subresource's constant 1, for the disruption controller.
+		{"Replicas", func(s *v1alpha1.ValkeyNodeSpec) { s.Replicas = ptr.To[int32](2) }},
 	}
 )
 

@@ -52,13 +52,9 @@ func serverConfig(vn *v1alpha1.ValkeyNode, user map[string]string) valkey.Server
 }
 
 // memberVersion is the version the member's server reported (status.version, from its
-// INFO), the oldest supported when it has not run yet: the one source of the member's
-// version, never the image tag.
+// INFO), the oldest supported when it has not run yet: never the image tag.
 func memberVersion(vn *v1alpha1.ValkeyNode) valkey.Version {
-	if v, err := valkey.ParseVersion(vn.Status.Version); err == nil {
-		return v
-	}
-	return valkeyconf.Oldest
+	return valkeyconf.MemberVersion(valkey.Version{}, vn.Status.Version)
 }
 
 // versionedDefaults is the file of the operator's defaults that only some versions take

@@ -95,10 +95,7 @@ func nextConfig(desired, applied map[string]string, refused bool, v valkey.Versi
 // server's own (from this pass's INFO, else the one it reported before), the oldest
 // supported when it is unknown.
 func liveVersion(vn *v1alpha1.ValkeyNode, server valkey.Version) valkey.Version {
-	if server != (valkey.Version{}) {
-		return server
-	}
-	return memberVersion(vn)
+	return valkeyconf.MemberVersion(server, vn.Status.Version)
 }
 
 // refusedBefore reports whether the server already refused the live values of this

@@ -29,6 +29,7 @@ type ownedStatus struct {
 	Role       v1alpha1.Role      `json:"role,omitempty"`
 	Version    string             `json:"version,omitempty"`
 	Revision   int64              `json:"revision,omitempty"`
+	Replicas   int32              `json:"replicas,omitempty"`
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
@@ -36,7 +37,7 @@ type ownedStatus struct {
 func currentStatus(vn *v1alpha1.ValkeyNode) ownedStatus {
 	st := vn.Status
 	return ownedStatus{
-		PodName: st.PodName, PodIP: st.PodIP, Role: st.Role, Version: st.Version, Revision: st.Revision,
+		PodName: st.PodName, PodIP: st.PodIP, Role: st.Role, Version: st.Version, Revision: st.Revision, Replicas: st.Replicas,
 		Conditions: conditions.Owned(st.Conditions, ownedConditions...),
 	}
 }
@@ -59,7 +60,7 @@ func desiredStatus(s *scope, now time.Time) ownedStatus {
 		Revision: runningRevision(s),
 	}
 	if s.pod != nil {
-		out.PodName, out.PodIP = s.pod.Name, s.pod.Status.PodIP
+		out.PodName, out.PodIP, out.Replicas = s.pod.Name, s.pod.Status.PodIP, 1
 	}
 	switch {
 	case s.server != nil:
