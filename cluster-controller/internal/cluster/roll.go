@@ -6,11 +6,9 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/conditions"
 )
 
 // outdated reports whether a member needs a new pod to match the spec, and why.
@@ -231,13 +229,10 @@ func (s *scope) planRollByReplacement(sh int32) rollPlan {
 // waitForSuccessor waits for a successor that is not in sync yet, and blocks the roll
 // when the successor's pod cannot run.
 func waitForSuccessor(sh int32, m *member) rollPlan {
-	if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil && c.Status != metav1.ConditionTrue {
-		switch c.Reason {
-		case v1alpha1.ReasonPodUnschedulable, v1alpha1.ReasonImagePullBackOff, v1alpha1.ReasonCrashLoop, v1alpha1.ReasonPodTerminated:
-			return rollPlan{step: rollBlocked, shard: sh, member: m, after: requeueSteady,
-				message: fmt.Sprintf("shard %d: the roll is blocked: successor %s cannot run (%s: %s); the old members keep serving",
-					sh, m.name(), c.Reason, c.Message)}
-		}
+	if c := m.cannotRun(); c != nil {
+		return rollPlan{step: rollBlocked, shard: sh, member: m, after: requeueSteady,
+			message: fmt.Sprintf("shard %d: the roll is blocked: successor %s cannot run (%s: %s); the old members keep serving",
+				sh, m.name(), c.Reason, c.Message)}
 	}
 	return rollPlan{step: rollWait, shard: sh, member: m, after: requeueWait,
 		message: fmt.Sprintf("shard %d: waiting for successor %s to sync", sh, m.name())}
@@ -251,8 +246,7 @@ func (s *scope) planRollInPlace(sh int32) rollPlan {
 	var freshSynced []*member
 	for _, m := range s.active(sh) {
 		if !m.podCurrent() || (m != p && !synced(m, p)) {
-			if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil && c.Status != metav1.ConditionTrue &&
-				(c.Reason == v1alpha1.ReasonImagePullBackOff || c.Reason == v1alpha1.ReasonCrashLoop || c.Reason == v1alpha1.ReasonPodUnschedulable) {
+			if c := m.cannotRun(); c != nil {
 				return rollPlan{step: rollBlocked, shard: sh, member: m, after: requeueWait,
 					message: fmt.Sprintf("shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.name(), c.Reason, c.Message)}
 			}

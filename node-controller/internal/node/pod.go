@@ -194,6 +194,9 @@ func serverContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 		LivenessProbe:   livenessProbe(vn),
 		Lifecycle:       handoverHook(vn),
 		SecurityContext: containerSecurityContext(),
+		// A server that fails leaves its last log lines as its termination message, so
+		// PodReady (and the cluster's Ready) can say why with no log-reading rights.
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 }
 

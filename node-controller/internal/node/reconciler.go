@@ -39,6 +39,9 @@ const (
 	// unreachableRetry: a running server that did not answer (it is starting) is asked
 	// again soon; nothing in Kubernetes changes when it starts answering.
 	unreachableRetry = 3 * time.Second
+	// missingPodRetry: a workload whose pod does not appear is looked at again, for the
+	// cause its controller reports as an event.
+	missingPodRetry = 2 * time.Second
 )
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
@@ -59,8 +62,11 @@ const (
 // Reconciler turns each ValkeyNode into one running Valkey server.
 type Reconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
+	// APIReader reads what the controller does not cache (StorageClasses,
+	// PriorityClasses, workload events), only to say why a member cannot start.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
 	// Dialer reaches the nodes' servers.
 	Dialer Dialer
 	// Clock is the clock of condition transition times (time.Now when nil).
@@ -95,7 +101,9 @@ type scope struct {
 	desiredHash string
 	podMissing  bool
 
-	storage    storageState
+	storage storageState
+	// podBlocker names why the workload does not create the pod (nil: nothing known).
+	podBlocker *blocker
 	configCond metav1.Condition
 	validity   metav1.Condition
 }
@@ -106,7 +114,7 @@ func (s *scope) deleting() bool { return s.node.DeletionTimestamp != nil }
 // podObservation gathers what PodReady needs.
 func (s *scope) podObservation() podObservation {
 	return podObservation{
-		pod: s.pod, missing: s.podMissing, missingName: s.node.Status.PodName,
+		pod: s.pod, missing: s.podMissing, missingName: s.node.Status.PodName, blocker: s.podBlocker,
 		answered: s.server != nil, serverErr: s.serverErr, role: s.role,
 		pending: pendingMessage(s), gen: s.node.Generation,
 	}
@@ -141,7 +149,7 @@ func (r *Reconciler) pass(ctx context.Context, vn *v1alpha1.ValkeyNode, validity
 	var errs []error
 	for _, phase := range []func(context.Context, *scope) error{
 		r.reconcileStorage, r.ensureConfigMap, r.reconcileLiveConfig, r.reconcileWorkload, r.reconcileRoleLabels,
-		r.reconcileMountRefresh,
+		r.reconcileMountRefresh, r.diagnose,
 	} {
 		if err := phase(ctx, s); err != nil {
 			errs = append(errs, err)
@@ -162,6 +170,10 @@ func (r *Reconciler) pass(ctx context.Context, vn *v1alpha1.ValkeyNode, validity
 // requeue schedules the next pass of a running node (see RoleRefreshInterval).
 func requeue(s *scope) ctrl.Result {
 	switch {
+	case s.pod == nil && s.workloadAnn != nil && !s.deleting():
+		// The workload exists and its pod does not: a refusal to create it comes as an
+		// event of the workload's controller, which no watch here announces.
+		return ctrl.Result{RequeueAfter: missingPodRetry}
 	case !serverRunning(s.pod):
 		return ctrl.Result{}
 	case s.server == nil:

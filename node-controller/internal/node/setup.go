@@ -42,9 +42,10 @@ func Setup(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 		return err
 	}
 	r := &Reconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder(FieldManager),
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder(FieldManager),
 		Dialer: &PoolDialer{
 			Secrets: FallbackReader{Primary: mgr.GetClient(), Secondary: mgr.GetAPIReader()},
 			Pool:    pool,
