@@ -55,8 +55,9 @@ type Options struct {
 	NodesConf string
 	// Host is the loopback address to serve on (default 127.0.0.1). A server
 	// on an address of its own (127.0.0.2 and up) also sends from it
-	// (bind-source-addr), so its peers and its primary see it at that address,
-	// as pods see each other at their pod IPs.
+	// (bind-source-addr) and announces it (cluster-announce-ip), so its peers
+	// and its primary see it at that address, as pods see each other at their
+	// pod IPs.
 	Host string
 	// AdminPassword and ReplicationPassword, when set, are the passwords of
 	// AdminUser and ReplicationUser (default: random, shared by the servers of
@@ -330,9 +331,10 @@ func (s *Server) writeFiles(o Options) error {
 	}
 	conf := valkey.RenderConfig(sc)
 	if s.Host != "127.0.0.1" {
-		// An operator-owned key, so not in User: outgoing links (cluster bus,
-		// replication, MIGRATE) leave from the server's own address.
-		conf = append(conf, []byte("bind-source-addr "+s.Host+"\n")...)
+		// Operator-owned keys, so not in User. Outgoing links (cluster bus,
+		// replication, MIGRATE) leave from the server's own address, and it
+		// announces that address as a pod announces its IP.
+		conf = append(conf, []byte("bind-source-addr "+s.Host+"\ncluster-announce-ip "+s.Host+"\n")...)
 	}
 	if err := os.WriteFile(s.ConfigFile, conf, 0o600); err != nil {
 		return fmt.Errorf("write config: %w", err)
