@@ -33,10 +33,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -58,18 +58,6 @@ var shared struct {
 	env  *envtest.Environment
 	logs []io.Closer // the files of ENVTEST_LOG_DIR
 	err  error
-}
-
-// Start returns a client configuration for the package's API server, starting the
-// server on the first call. If it cannot be started (most often because the binaries
-// are missing), Start fails t with the reason.
-func Start(t testing.TB) *rest.Config {
-	t.Helper()
-	cfg, err := Config()
-	if err != nil {
-		t.Fatalf("start the API server: %v", err)
-	}
-	return cfg
 }
 
 // Config returns a client configuration for the package's API server, starting the
@@ -125,6 +113,8 @@ func start(o Options) error {
 		return err
 	}
 	env := &envtest.Environment{
+		// Never a real cluster, whatever USE_EXISTING_CLUSTER says.
+		UseExistingCluster:    ptr.To(false),
 		BinaryAssetsDirectory: assets,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd")},
 		ErrorIfCRDPathMissing: true,
