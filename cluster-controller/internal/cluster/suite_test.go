@@ -10,8 +10,8 @@ package cluster
 // its server's port. The specs create ValkeyClusters as a user does and check what a
 // user would see: the cluster's conditions and the Valkey servers' own view.
 //
-// The whole suite takes about two minutes; `go test -ginkgo.label-filter='!slow'` runs
-// the formation specs only.
+// The whole suite takes about a minute on 2 cores (docs/testing.md);
+// `go test -ginkgo.label-filter='!slow'` runs the formation specs only.
 
 import (
 	"os"
