@@ -116,8 +116,9 @@ chart-test: deps ## helm lint, rendering of every toggle combination, minimal RB
 	cd e2e && GOWORK=off go test -count=1 ./charttest/
 
 .PHONY: unit
-unit: deps local-build ## Unit and integration tests of every module (real Valkey servers and a real API server where needed)
-	@for m in $(MODULES); do echo "test $$m"; (cd $$m && GOWORK=off go test -count=1 ./...); done
+unit: deps local-build ## Unit and integration tests of every module (real Valkey servers and a real API server where needed); JUnit reports of the Ginkgo suites in .cache/junit
+	@rm -rf $(CACHE)/junit
+	@for m in $(MODULES); do echo "test $$m"; (cd $$m && JUNIT_DIR=$(CACHE)/junit GOWORK=off go test -count=1 ./...); done
 
 ##@ Local Kubernetes
 

@@ -153,7 +153,11 @@ func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration
 		if err != nil {
 			return 0, err
 		}
-		if err := c.Meet(ctx, to.ip(), 6379, busPort); err != nil {
+		host, port, err := to.hostPort()
+		if err != nil {
+			return 0, err
+		}
+		if err := c.Meet(ctx, host, port, port+busPortOffset); err != nil {
 			return 0, fmt.Errorf("meet %s from %s: %w", to.name(), from.name(), err)
 		}
 		met = append(met, from.name()+"->"+to.name())

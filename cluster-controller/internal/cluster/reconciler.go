@@ -64,6 +64,17 @@ type Reconciler struct {
 	Metrics   *Metrics
 	// Clock is the clock (tests replace it).
 	Clock func() time.Time
+	// Addr returns the client address of a member's server (default: its pod IP, port
+	// 6379). The integration suite maps members to servers on loopback addresses.
+	Addr func(*v1alpha1.ValkeyNode) string
+}
+
+// addr is the client address of a member's server.
+func (r *Reconciler) addr(vn *v1alpha1.ValkeyNode) string {
+	if r.Addr != nil {
+		return r.Addr(vn)
+	}
+	return valkeyconn.Addr(vn.Status.PodIP)
 }
 
 // SetupWithManager registers the controller: ValkeyClusters, and the objects it owns,
@@ -191,7 +202,7 @@ func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, 
 	members := make([]*member, len(nodes))
 	var wg sync.WaitGroup
 	for i, vn := range nodes {
-		m := &member{node: vn}
+		m := &member{node: vn, addr: r.addr(vn)}
 		members[i] = m
 		if vn.Status.PodIP == "" || !conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionPodReady) {
 			m.err = errors.New("pod not ready")
@@ -210,15 +221,14 @@ func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, 
 func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyconn.Credentials) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	addr := valkeyconn.Addr(m.ip())
-	c, err := r.Pool.Client(ctx, addr, cred)
+	c, err := r.Pool.Client(ctx, m.addr, cred)
 	if err != nil {
 		m.err = err
 		return
 	}
 	fail := func(err error) {
 		m.err = err
-		r.Pool.Drop(addr)
+		r.Pool.Drop(m.addr)
 	}
 	view, err := c.ClusterNodes(ctx)
 	if err != nil {
@@ -252,5 +262,5 @@ func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyco
 
 // client returns the client of a reachable member.
 func (r *Reconciler) client(ctx context.Context, s *scope, m *member) (*valkey.Client, error) {
-	return r.Pool.Client(ctx, valkeyconn.Addr(m.ip()), s.cred)
+	return r.Pool.Client(ctx, m.addr, s.cred)
 }

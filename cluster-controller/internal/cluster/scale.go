@@ -11,7 +11,6 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
-	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -261,6 +260,10 @@ func (r *Reconciler) migrateSlot(ctx context.Context, s *scope, from, to *member
 
 // drainAndAssign moves the keys still in slot from src to dst and gives the slot to dst.
 func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *valkey.Client, from, to *member, slot int) error {
+	host, port, err := to.hostPort()
+	if err != nil {
+		return err
+	}
 	for {
 		keys, err := src.GetKeysInSlot(ctx, slot, keysPerMigrate)
 		if err != nil {
@@ -270,7 +273,7 @@ func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *val
 			break
 		}
 		if err := src.Migrate(ctx, valkey.MigrateArgs{
-			Host: to.ip(), Port: valkeyconn.Port, Keys: keys, Timeout: migrateTimeout,
+			Host: host, Port: port, Keys: keys, Timeout: migrateTimeout,
 			Username: s.cred.Username, Password: s.cred.Password, Replace: true,
 		}); err != nil {
 			return fmt.Errorf("migrate %d keys of slot %d to %s: %w", len(keys), slot, to.name(), err)

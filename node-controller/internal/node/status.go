@@ -242,7 +242,7 @@ func crashMessage(p *corev1.Pod, st *corev1.ContainerStatus) string {
 }
 
 // lastLine is the last non-empty line of a log excerpt; a line Valkey quotes from its
-// config file just before ('>>> 'key value'', then the error) is kept with it.
+// config file just before ('>>> 'key value”, then the error) is kept with it.
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	last := strings.TrimSpace(lines[len(lines)-1])
