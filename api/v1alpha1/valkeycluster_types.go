@@ -316,7 +316,8 @@ type ValkeyClusterStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// State summarises the conditions for humans: Creating, Ready, Updating, Scaling,
-	// Degraded, Failed or Invalid.
+	// Degraded, Failed (members cannot run until something is fixed: Ready names the
+	// cause) or Invalid.
 	// +optional
 	State ClusterState `json:"state,omitempty"`
 	// ReadyShards counts shards whose primary serves its slots and whose replicas are
@@ -328,6 +329,15 @@ type ValkeyClusterStatus struct {
 	// +listType=map
 	// +listMapKey=index
 	Shards []ShardStatus `json:"shards,omitempty"`
+	// AppliedSpec is the last valid spec the cluster-controller acted on. When the spec
+	// becomes invalid (possible with the webhooks off), the operator keeps healing the
+	// cluster as this spec says (lost members replaced, failovers) and applies no
+	// change until the spec is valid again.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	AppliedSpec *ValkeyClusterSpec `json:"appliedSpec,omitempty"`
 	// ACL is written by the acl-controller.
 	// +optional
 	ACL *ACLStatus `json:"acl,omitempty"`

@@ -498,6 +498,11 @@ func (in *ValkeyClusterStatus) DeepCopyInto(out *ValkeyClusterStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.AppliedSpec != nil {
+		in, out := &in.AppliedSpec, &out.AppliedSpec
+		*out = new(ValkeyClusterSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.ACL != nil {
 		in, out := &in.ACL, &out.ACL
 		*out = new(ACLStatus)

@@ -11,9 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -81,6 +83,43 @@ var _ = Describe("The cluster-controller", func() {
 		By("serving with full redundancy again, every server having forgotten the lost one")
 		e.expectReady("heal", time.Minute)
 		Expect(e.member(Default, "heal", 1, false).Name).NotTo(Equal(lost.Name))
+	})
+
+	It("keeps healing as the last valid spec says while the spec is invalid, and applies none of it", Label("slow"), func() {
+		e.createCluster("held", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) { s.WorkloadType = v1alpha1.WorkloadPod })
+		e.expectReady("held", time.Minute)
+		// A key the operator owns makes the whole spec invalid; the resources change in the
+		// same edit would need a roll.
+		e.update("held", func(s *v1alpha1.ValkeyClusterSpec) {
+			withNewResources(s)
+			s.Config = map[string]string{"cluster-enabled": "no"}
+		})
+		Eventually(func(g Gomega) {
+			vc := e.cluster(g, "held")
+			g.Expect(vc.Status.State).To(Equal(v1alpha1.StateInvalid))
+			progressing := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionProgressing)
+			g.Expect(progressing).NotTo(BeNil())
+			g.Expect(progressing.Message).To(ContainSubstring("keeps healing the cluster as its last valid spec says"))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		lost := e.member(Default, "held", 2, false)
+
+		Expect(e.kubelet.deletePod(ctx, &lost)).To(Succeed())
+
+		By("replacing the lost replica with a member of the applied spec")
+		Eventually(func(g Gomega) {
+			vc := e.cluster(g, "held")
+			g.Expect(vc.Status.ReadyShards).To(Equal(int32(3)))
+			g.Expect(conditions.Get(vc.Status.Conditions, v1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(e.member(g, "held", 2, false).Name).NotTo(Equal(lost.Name))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		vc := e.cluster(Default, "held")
+		Expect(vc.Status.AppliedSpec).NotTo(BeNil())
+		Expect(vc.Status.AppliedSpec.Config).NotTo(HaveKey("cluster-enabled"))
+		Expect(vc.Status.ObservedGeneration).To(BeNumerically("<", vc.Generation))
+		for _, vn := range e.members(Default, "held") {
+			Expect(hasNewResources(vn)).To(BeFalse(), "member %s got the invalid spec's resources", vn.Name)
+			Expect(vn.Spec.Config).NotTo(HaveKey("cluster-enabled"), "member %s", vn.Name)
+		}
 	})
 
 	It("heals a lost primary: its replica takes over, its pod comes back as a replica", Label("slow"), func() {

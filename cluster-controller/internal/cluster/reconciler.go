@@ -127,34 +127,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // run executes the phases of a pass in order; a phase that must wait for the cluster to
 // settle stops the pass and says when to look again.
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if !s.guard.Valid() {
-		s.progress(v1alpha1.ReasonInvalid, "the spec is invalid: the operator does not act on it")
-		return ctrl.Result{}, nil
+	if msg := s.heldMessage(); msg != "" {
+		reason := v1alpha1.ReasonInvalid
+		if s.guard.Valid() {
+			reason = v1alpha1.ReasonImmutableField
+		}
+		s.progress(reason, "%s", msg)
 	}
-	if len(s.immutable) > 0 {
-		s.progress(v1alpha1.ReasonImmutableField, "the spec changes fields that cannot change after creation, so the operator does not act on it: %s", s.immutable.ToAggregate().Error())
+	if !s.mayAct() && !s.healOnly {
 		return ctrl.Result{}, nil
 	}
 	phases := []struct {
 		name string
 		fn   func(context.Context, *scope) (time.Duration, error)
+		// planned: a change the spec asks for, held while the spec is invalid.
+		planned bool
 	}{
-		{"services", r.reconcileServices},
-		{"disruption budgets", r.reconcilePDBs},
-		{"failovers", r.settleFailovers},
-		{"leaving members", r.reconcileLeaving},
-		{"members", r.reconcileMembers},
-		{"stale members", r.reconcileStaleMembers},
-		{"meet", r.reconcileMeet},
-		{"slots", r.reconcileSlots},
-		{"replicas", r.reconcileReplicas},
-		{"heal", r.reconcileHeal},
-		{"forget", r.reconcileStrangers},
-		{"config", r.reconcileLiveConfig},
-		{"roll", r.reconcileRoll},
-		{"scale", r.reconcileScale},
+		{"services", r.reconcileServices, false},
+		{"disruption budgets", r.reconcilePDBs, false},
+		{"failovers", r.settleFailovers, false},
+		{"leaving members", r.reconcileLeaving, false},
+		{"members", r.reconcileMembers, false},
+		{"stale members", r.reconcileStaleMembers, false},
+		{"meet", r.reconcileMeet, false},
+		{"slots", r.reconcileSlots, false},
+		{"replicas", r.reconcileReplicas, false},
+		{"heal", r.reconcileHeal, false},
+		{"forget", r.reconcileStrangers, false},
+		{"config", r.reconcileLiveConfig, true},
+		{"roll", r.reconcileRoll, true},
+		{"scale", r.reconcileScale, true},
 	}
 	for _, p := range phases {
+		if p.planned && s.healOnly {
+			continue
+		}
 		wait, err := p.fn(ctx, s)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("%s: %w", p.name, err)

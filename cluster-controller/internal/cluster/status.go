@@ -23,7 +23,9 @@ type clusterStatus struct {
 	State              v1alpha1.ClusterState  `json:"state,omitempty"`
 	ReadyShards        int32                  `json:"readyShards"`
 	Shards             []v1alpha1.ShardStatus `json:"shards,omitempty"`
-	Conditions         []metav1.Condition     `json:"conditions"`
+	// AppliedSpec is the spec of the last pass that acted on a valid spec.
+	AppliedSpec *v1alpha1.ValkeyClusterSpec `json:"appliedSpec,omitempty"`
+	Conditions  []metav1.Condition          `json:"conditions"`
 }
 
 // clusterConditionTypes are the ValkeyCluster conditions this controller owns.
@@ -57,7 +59,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) er
 	r.warnOnTransitions(s, want.Conditions)
 	have := clusterStatus{
 		ObservedGeneration: vc.Status.ObservedGeneration, State: vc.Status.State, ReadyShards: vc.Status.ReadyShards,
-		Shards: vc.Status.Shards, Conditions: conditions.Owned(vc.Status.Conditions, clusterConditionTypes...),
+		Shards: vc.Status.Shards, AppliedSpec: vc.Status.AppliedSpec,
+		Conditions: conditions.Owned(vc.Status.Conditions, clusterConditionTypes...),
 	}
 	if !status.Equal(have, want) {
 		errs = append(errs, status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want))
@@ -93,9 +96,10 @@ func (r *Reconciler) warnOnTransitions(s *scope, next []metav1.Condition) {
 func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	vc := s.vc
 	gen := vc.Generation
-	st := clusterStatus{ObservedGeneration: vc.Status.ObservedGeneration}
+	st := clusterStatus{ObservedGeneration: vc.Status.ObservedGeneration, AppliedSpec: vc.Status.AppliedSpec}
 	if runErr == nil && s.mayAct() {
 		st.ObservedGeneration = gen
+		st.AppliedSpec = vc.Spec.DeepCopy()
 	}
 	st.Shards = shardStatuses(s)
 	st.ReadyShards = s.shardsReady()
@@ -110,9 +114,9 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 		reason, msg := s.step.reason, s.step.message
 		switch {
 		case !s.guard.Valid():
-			reason, msg = v1alpha1.ReasonInvalid, "the spec is invalid (see InvalidSpec)"
+			reason, msg = v1alpha1.ReasonInvalid, s.heldMessage()
 		case len(s.immutable) > 0:
-			reason, msg = s.step.reason, s.step.message
+			reason, msg = v1alpha1.ReasonImmutableField, s.heldMessage()
 		case s.credErr != nil:
 			reason, msg = v1alpha1.ReasonWaitingForACL, "waiting for the acl-controller to publish the operator's credentials"
 		case runErr != nil:
@@ -143,6 +147,9 @@ func clusterState(s *scope, ready bool, degraded metav1.Condition) v1alpha1.Clus
 		return v1alpha1.StateInvalid
 	case ready:
 		return v1alpha1.StateReady
+	case blockingReasons[s.step.reason] && !s.ready():
+		// Members cannot run and will not until something is fixed (Ready says what).
+		return v1alpha1.StateFailed
 	case clusterEmpty(s.topo):
 		return v1alpha1.StateCreating
 	case degraded.Status == metav1.ConditionTrue:

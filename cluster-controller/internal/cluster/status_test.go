@@ -88,6 +88,28 @@ func TestComputeClusterStatus(t *testing.T) {
 			ready: serving, progressing: "True RollBlocked: shard 1: the roll is blocked: successor b3 cannot run",
 		},
 		{
+			name: "members that cannot run and a shard not ready: state Failed, Ready says why",
+			fms:  threeByOne(),
+			mod: func(s *scope) {
+				s.progress(v1alpha1.ReasonPriorityClassNotFound, "1 member cannot run (b2: priority class \"gold\" not found)")
+			},
+			state: v1alpha1.StateFailed, observed: 3, readyShards: 2,
+			ready:       "False PriorityClassNotFound: 1 member cannot run (b2: priority class \"gold\" not found)",
+			progressing: "True PriorityClassNotFound: 1 member cannot run (b2: priority class \"gold\" not found)",
+		},
+		{
+			name: "an invalid spec on a cluster with an applied spec: Progressing says it keeps healing",
+			fms:  healthyThreeByOne(),
+			mod: func(s *scope) {
+				s.guard.Errs = field.ErrorList{field.Forbidden(field.NewPath("spec", "config").Key("port"), "is managed by the operator")}
+				s.healOnly = true
+			},
+			state: v1alpha1.StateInvalid, observed: 2, readyShards: 3,
+			ready: serving,
+			progressing: "False Invalid: the spec is invalid (see InvalidSpec): the operator applies none of it " +
+				"and keeps healing the cluster as its last valid spec says",
+		},
+		{
 			name: "a pass that failed: Progressing reports the error and the generation is not observed",
 			fms:  healthyThreeByOne(), err: errors.New("slots: connection refused"),
 			state: v1alpha1.StateUpdating, observed: 2, readyShards: 3,
@@ -101,7 +123,7 @@ func TestComputeClusterStatus(t *testing.T) {
 				_, _ = (&Reconciler{}).run(context.Background(), s)
 			},
 			state: v1alpha1.StateInvalid, observed: 2, readyShards: 3,
-			ready: serving, progressing: "False Invalid: the spec is invalid (see InvalidSpec)",
+			ready: serving, progressing: "False Invalid: the spec is invalid (see InvalidSpec): the operator does not act on it",
 		},
 		{
 			name: "a field that cannot change was changed: Progressing is False and says which",
@@ -112,8 +134,8 @@ func TestComputeClusterStatus(t *testing.T) {
 			},
 			state: v1alpha1.StateInvalid, observed: 2, readyShards: 3,
 			ready: serving,
-			progressing: "False ImmutableFieldChanged: the spec changes fields that cannot change after creation, " +
-				"so the operator does not act on it: spec.workloadType: Invalid value: \"Deployment\": is immutable",
+			progressing: "False ImmutableFieldChanged: the spec changes fields that cannot change after creation " +
+				"(spec.workloadType: Invalid value: \"Deployment\": is immutable): the operator does not act on it",
 		},
 		{
 			name: "the operator's credentials are not published yet: waiting for the acl-controller",

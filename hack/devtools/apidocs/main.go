@@ -100,7 +100,11 @@ func walk(b *strings.Builder, path string, p apiextensionsv1.JSONSchemaProps, re
 			desc = "**Required.** " + desc
 		}
 		desc += constraints(child)
-		fmt.Fprintf(b, "| `%s` | %s | %s |\n", fp, typeOf(child), escape(desc))
+		typ := typeOf(child)
+		if like, ok := sameShape[fp]; ok {
+			typ = "object, as `" + like + "`"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", fp, typ, escape(desc))
 		if kubernetesType(fp) {
 			continue
 		}
@@ -112,6 +116,9 @@ func walk(b *strings.Builder, path string, p apiextensionsv1.JSONSchemaProps, re
 		}
 	}
 }
+
+// sameShape names the schemaless fields that hold a copy of another field.
+var sameShape = map[string]string{"status.appliedSpec": "spec"}
 
 // kubernetesType reports fields whose type is a Kubernetes core type: documented upstream.
 func kubernetesType(path string) bool {
