@@ -89,6 +89,8 @@ const (
 	ReasonRemovingReplicas    = "RemovingReplicas"
 	ReasonReplacingMember     = "ReplacingMember"
 	ReasonFailingOver         = "FailingOver"
+	ReasonPartitioned         = "Partitioned"
+	ReasonWaitingForMember    = "WaitingForMember"
 	ReasonForgettingNodes     = "ForgettingNodes"
 	ReasonReconciled          = "Reconciled"
 	ReasonMissingReplicas     = "MissingReplicas"

@@ -33,6 +33,12 @@ type lostPrimary struct {
 	replicas []*member
 	// silentFor is how long ago the replicas last heard from it.
 	silentFor time.Duration
+	// reachedBy names the members that answered the operator and do not flag the primary
+	// as failing: they still reach it, so it is partitioned from the operator, not dead.
+	reachedBy []string
+	// dead, when set, is the proof that the primary's process is gone: another server
+	// answers at its address.
+	dead string
 }
 
 // lostPrimaries finds primaries with slots that reachable replicas follow but that the
@@ -54,7 +60,7 @@ func (t *topology) lostPrimaries() []lostPrimary {
 		}
 		lp := byID[e.ID]
 		if lp == nil {
-			lp = &lostPrimary{id: e.ID, slots: e.Slots}
+			lp = &lostPrimary{id: e.ID, slots: e.Slots, dead: t.addressTakenFrom(e)}
 			byID[e.ID] = lp
 		}
 		lp.replicas = append(lp.replicas, m)
@@ -68,10 +74,39 @@ func (t *topology) lostPrimaries() []lostPrimary {
 	}
 	out := make([]lostPrimary, 0, len(byID))
 	for _, lp := range byID {
+		for _, v := range t.reachable() {
+			if e, ok := v.entry(lp.id); ok && v.id() != lp.id && !(e.Fail || e.PFail || e.NoAddr) {
+				lp.reachedBy = append(lp.reachedBy, v.name())
+			}
+		}
 		out = append(out, *lp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
+}
+
+// addressTakenFrom returns the proof that node e's process is gone, or "": a member
+// answering at e's address with another node ID (the pod's server restarted empty).
+func (t *topology) addressTakenFrom(e valkey.ClusterNode) string {
+	for _, m := range t.reachable() {
+		if e.IP != "" && m.ip() == e.IP && m.id() != e.ID {
+			return fmt.Sprintf("%s answers at its address %s as node %s", m.name(), e.IP, shortID(m.id()))
+		}
+	}
+	return ""
+}
+
+// primaryMajorityReachable reports whether the operator reaches more than half of the
+// primaries that serve slots: then a forced failover can win its election.
+func (t *topology) primaryMajorityReachable() bool {
+	owners := t.ownedSlots()
+	reached := 0
+	for id := range owners {
+		if m := t.byID(id); m != nil && m.reachable {
+			reached++
+		}
+	}
+	return reached*2 > len(owners)
 }
 
 // reconcileHeal handles what Valkey cannot handle alone: a failover that does not happen
@@ -80,7 +115,14 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 	var wait time.Duration
 	for _, t := range s.planTakeovers() {
 		lp, best := t.lost, t.by
-		if best == nil {
+		switch {
+		case len(lp.reachedBy) > 0 && best == nil:
+			s.progress(v1alpha1.ReasonPartitioned,
+				"primary %s does not answer the operator, but %s still reach it: a partition, not a death, so no failover is forced",
+				shortID(lp.id), strings.Join(lp.reachedBy, ", "))
+			wait = requeueWait
+			continue
+		case best == nil:
 			s.progress(v1alpha1.ReasonFailingOver, "primary %s is not answering; waiting for Valkey's failover", shortID(lp.id))
 			wait = requeueWait
 			continue
@@ -89,13 +131,12 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 		if err != nil {
 			return 0, err
 		}
-		if err := c.Failover(ctx, valkey.FailoverTakeover); err != nil {
-			return 0, fmt.Errorf("takeover by %s: %w", best.name(), err)
+		if err := c.Failover(ctx, t.mode); err != nil {
+			return 0, fmt.Errorf("forced failover by %s: %w", best.name(), err)
 		}
 		r.Metrics.failover(s.vc, best.shard(), "takeover")
-		r.event(s.vc, best.node, eventWarning, "Takeover", "Failover",
-			"primary %s of slots %s did not answer for %s and no failover happened (quorum lost): %s took over without a vote",
-			shortID(lp.id), valkey.FormatRanges(lp.slots), lp.silentFor.Round(time.Second), best.name())
+		r.event(s.vc, best.node, eventWarning, "Takeover", "Failover", "%s: %s took over the slots %s (%s)",
+			t.why, best.name(), valkey.FormatRanges(lp.slots), t.mode)
 		s.progress(v1alpha1.ReasonFailingOver, "%s took over the slots of a lost primary", best.name())
 		wait = requeueFast
 	}
@@ -106,23 +147,41 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 }
 
 // takeover is the heal phase's decision about a lost primary: by, the replica that forces
-// a failover without a vote, or nil while Valkey's own failover may still happen.
+// a failover (with mode, and why), or nil while Valkey's own failover may still happen or
+// the primary may be alive.
 type takeover struct {
 	lost lostPrimary
 	by   *member
+	mode valkey.FailoverMode
+	why  string
 }
 
-// planTakeovers decides for each lost primary: a primary silent for less than twice the
-// node timeout plus takeoverMargin may still be failed over by Valkey (its replicas need
-// the votes of a majority of primaries); after that, the quorum is taken as lost and the
-// most caught-up replica takes over.
+// planTakeovers decides for each lost primary. A forced failover makes a second primary
+// for the same slots if the old one still runs, so it needs one of two proofs:
+//   - the primary's process is gone (another server answers at its address): at once;
+//   - every member the operator reaches flags the primary as failing, none reaches it,
+//     and it has been silent for twice the node timeout plus takeoverMargin, in which
+//     time Valkey's own failover would have happened had a majority of primaries voted.
+//
+// A member that still reaches the primary means a partition between it and the operator:
+// Valkey decides. The most caught-up replica takes over, with a vote (FORCE) when the
+// operator reaches a majority of primaries, else without (TAKEOVER).
 func (s *scope) planTakeovers() []takeover {
 	limit := 2*nodeTimeout(s.vc) + takeoverMargin
+	mode := valkey.FailoverTakeover
+	if s.topo.primaryMajorityReachable() {
+		mode = valkey.FailoverForce
+	}
 	var out []takeover
 	for _, lp := range s.topo.lostPrimaries() {
-		t := takeover{lost: lp}
-		if lp.silentFor >= limit {
+		t := takeover{lost: lp, mode: mode}
+		switch {
+		case lp.dead != "":
+			t.by, t.why = mostCaughtUp(lp.replicas), fmt.Sprintf("primary %s is gone (%s)", shortID(lp.id), lp.dead)
+		case len(lp.reachedBy) == 0 && lp.silentFor >= limit:
 			t.by = mostCaughtUp(lp.replicas)
+			t.why = fmt.Sprintf("primary %s did not answer for %s, every member flags it as failing and no failover happened",
+				shortID(lp.id), lp.silentFor.Round(time.Second))
 		}
 		out = append(out, t)
 	}

@@ -45,7 +45,7 @@ func TestPlanTakeovers(t *testing.T) {
 		{
 			name: "quorum lost: the replica takes over after 2x node timeout + 2 s",
 			fms:  with(healthyThreeByOne(), "a", silent(12*time.Second)),
-			want: "A: a2",
+			want: "A: a2 FORCE",
 		},
 		{
 			name: "a longer cluster-node-timeout lengthens the wait",
@@ -57,28 +57,46 @@ func TestPlanTakeovers(t *testing.T) {
 			name: "with a longer cluster-node-timeout, the replica takes over after 2x that + 2 s",
 			vc:   func(s *v1alpha1.ValkeyClusterSpec) { s.Config = map[string]string{"cluster-node-timeout": "15000"} },
 			fms:  with(healthyThreeByOne(), "a", silent(32*time.Second)),
-			want: "A: a2",
+			want: "A: a2 FORCE",
 		},
 		{
 			name: "the most caught-up replica takes over",
 			fms:  append(with(healthyThreeByOne(), "a", silent(time.Minute)), with([]fakeMember{a3}, "a3", func(f *fakeMember) { f.offset = 120 })...),
-			want: "A: a3",
+			want: "A: a3 FORCE",
 		},
 		{
 			name: "replicas equally caught up: the oldest takes over",
 			fms:  append(with(healthyThreeByOne(), "a", silent(time.Minute)), a3),
-			want: "A: a2",
+			want: "A: a2 FORCE",
 		},
 		{
 			name: "two primaries lost: each on its own clock",
 			fms:  with(with(healthyThreeByOne(), "a", silent(time.Minute)), "b", silent(10*time.Second)),
-			want: "A: a2; B: wait",
+			want: "A: a2 TAKEOVER; B: wait",
 		},
 		{
 			name:  "a primary that restarted empty at its address (its old ID without an address) is taken over",
 			fms:   restartedEmpty,
 			extra: []valkey.ClusterNode{oldIdentity("A", "0-5461", func(n *valkey.ClusterNode) { n.NoAddr = true })},
-			want:  "A: a2",
+			want:  "A: a2 FORCE",
+		},
+		{
+			name: "a partition: the operator and the replica lose the primary, another member still reaches it: no takeover",
+			fms:  with(with(healthyThreeByOne(), "a", silent(time.Minute)), "a", func(f *fakeMember) { f.seenBy = []string{"b", "c2"} }),
+			want: "A: wait",
+		},
+		{
+			name: "one member still reaching the primary is enough to hold the takeover",
+			fms:  with(with(healthyThreeByOne(), "a", silent(time.Minute)), "a", func(f *fakeMember) { f.seenBy = []string{"c"} }),
+			want: "A: wait",
+		},
+		{
+			name: "proof of death (another server answers at its address) is acted on at once, however short the silence",
+			fms:  restartedEmpty,
+			extra: []valkey.ClusterNode{oldIdentity("A", "0-5461", func(n *valkey.ClusterNode) {
+				n.NoAddr, n.PongRecv = true, t0.Add(-time.Second).UnixMilli()
+			})},
+			want: "A: a2 FORCE",
 		},
 		{
 			name: "a silent primary that served no slots needs no takeover",
@@ -93,7 +111,7 @@ func TestPlanTakeovers(t *testing.T) {
 			for _, to := range s.planTakeovers() {
 				by := "wait"
 				if to.by != nil {
-					by = to.by.name()
+					by = to.by.name() + " " + to.mode.String()
 				}
 				got = append(got, fmt.Sprintf("%s: %s", to.lost.id, by))
 			}

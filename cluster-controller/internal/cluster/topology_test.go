@@ -27,7 +27,10 @@ type fakeMember struct {
 	down    bool // server does not answer
 	// silent is, for a member that is down, how long ago the others last heard from it
 	// (a minute when zero).
-	silent  time.Duration
+	silent time.Duration
+	// seenBy names the members that, for a member that is down, still reach it (a
+	// partition between the operator and the member, not a death).
+	seenBy  []string
 	leaving bool
 	// joining: the member never became active (a new member); the others were.
 	joining bool
@@ -72,6 +75,15 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 		nodes = append(nodes, n)
 	}
 	nodes = append(nodes, extra...)
+	seen := map[string]map[string]bool{} // member name -> IDs it reaches although they are down
+	for _, f := range fms {
+		for _, by := range f.seenBy {
+			if seen[by] == nil {
+				seen[by] = map[string]bool{}
+			}
+			seen[by][f.id] = true
+		}
+	}
 	var members []*member
 	for i, f := range fms {
 		vn := &v1alpha1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{
@@ -98,6 +110,9 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 				if n.ID == f.id {
 					v.Myself = true
 					m.self = v
+				}
+				if seen[f.name][n.ID] {
+					v.PFail, v.Connected, v.PongRecv = false, true, t0.UnixMilli()
 				}
 				m.view = append(m.view, v)
 			}
