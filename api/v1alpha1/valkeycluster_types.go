@@ -304,7 +304,10 @@ type KeysSpec struct {
 
 // ChannelsSpec lists pub/sub channel patterns.
 type ChannelsSpec struct {
-	// Patterns of channels (&pattern).
+	// Patterns of channels (&pattern) the user may publish and subscribe to. Setting any
+	// also grants the pub/sub commands (+@pubsub, before the user's own command rules):
+	// the patterns, not the commands, limit what the user reaches. To give the patterns
+	// without the commands, deny them: commands.deny ["@pubsub"] wins.
 	// +optional
 	Patterns []string `json:"patterns,omitempty"`
 }

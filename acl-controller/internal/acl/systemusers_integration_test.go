@@ -184,6 +184,25 @@ var _ = Describe("The system users", func() {
 			commandEntries("", [][]string{{"PING"}, {"INFO"}, {"CONFIG", "GET", "maxmemory"}, {"CLUSTER", "INFO"}, {"SLOWLOG", "LEN"}, {"LATENCY", "LATEST"}}),
 		)
 
+		It("gives a user's channel patterns the pub/sub commands, unless its commands deny them", func() {
+			withChannels := func(name string, deny ...string) v1alpha1.UserSpec {
+				return v1alpha1.UserSpec{Name: name, NoPass: true, Commands: &v1alpha1.CommandsSpec{Allow: []string{"@read"}, Deny: deny},
+					Channels: &v1alpha1.ChannelsSpec{Patterns: []string{"notifications:*"}}}
+			}
+			users := []User{RenderSpecUser(withChannels("alice"), nil), RenderSpecUser(withChannels("carol", "@pubsub"), nil)}
+			loadFile(s, NewFile(SystemUsers(testPasswords, s.Version), users))
+			dryRun := func(user string, cmd ...string) string {
+				out, err := s.Dial(GinkgoTB()).Do(testCtx(), append([]string{"ACL", "DRYRUN", user}, cmd...)...)
+				Expect(err).NotTo(HaveOccurred())
+				return out
+			}
+			Expect(dryRun("alice", "SUBSCRIBE", "notifications:orders")).To(Equal("OK"))
+			Expect(dryRun("alice", "PUBLISH", "notifications:orders", "x")).To(Equal("OK"))
+			Expect(dryRun("alice", "SUBSCRIBE", "other")).To(ContainSubstring("no permissions"), "a channel outside the patterns")
+			Expect(dryRun("carol", "SUBSCRIBE", "notifications:orders")).To(ContainSubstring("no permissions"), "the deny wins")
+			loadFile(s, NewFile(SystemUsers(testPasswords, s.Version), nil))
+		})
+
 		It("keeps the default user out", func() {
 			_, err := valkeytest.RawReply(s.Addr(), "default", "", 2, "PING")
 			Expect(err).To(HaveOccurred(), "the default user can log in")

@@ -141,6 +141,14 @@ var _ = Describe("A StatefulSet node", Ordered, func() {
 		te.updateNode(ns, name, func(vn *v1alpha1.ValkeyNode) { vn.Spec.Config["maxmemory-policy"] = "allkeys-lru" })
 		te.waitCondition(ns, name, v1alpha1.ConditionConfigApplied, metav1.ConditionTrue, v1alpha1.ReasonConfigApplied, nil)
 		Eventually(configGet).WithArguments(srv, "maxmemory-policy").Should(Equal("allkeys-lru"), "maxmemory-policy on the server")
+
+		By("removing a live key: the server goes back to the value a restart would give it")
+		te.updateNode(ns, name, func(vn *v1alpha1.ValkeyNode) { delete(vn.Spec.Config, "maxmemory-policy") })
+		Eventually(configGet).WithArguments(srv, "maxmemory-policy").Should(Equal("noeviction"), "maxmemory-policy on the server")
+		te.waitCondition(ns, name, v1alpha1.ConditionConfigApplied, metav1.ConditionTrue, v1alpha1.ReasonConfigApplied, nil)
+		te.waitObject(ns, name, &cm, func(g Gomega) {
+			g.Expect(cm.Annotations[AnnotationConfig]).NotTo(ContainSubstring("maxmemory-policy"), "ConfigMap not updated")
+		})
 		var after appsv1.StatefulSet
 		te.get(Default, ns, name, &after)
 		Expect(after.Spec.Template.Annotations[AnnotationTemplateHash]).To(Equal(before.Spec.Template.Annotations[AnnotationTemplateHash]),
