@@ -18,8 +18,8 @@ func TestDiffConfig(t *testing.T) {
 		name             string
 		applied, desired map[string]string
 		v                valkey.Version
-		set, removed map[string]string
-		restart      []string
+		set, removed     map[string]string
+		restart          []string
 	}{
 		{name: "equal", applied: map[string]string{"maxmemory": "1gb"}, desired: map[string]string{"maxmemory": "1gb"}, v: v80, set: map[string]string{}, removed: map[string]string{}},
 		{
