@@ -121,12 +121,6 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 		// watch on their status brings the next pass.
 		return 0, nil
 	}
-	var waiting []string
-	for _, m := range s.topo.members {
-		if !m.leaving() && !m.reachable {
-			waiting = append(waiting, m.name())
-		}
-	}
 	var unreachable []*member
 	for _, m := range s.topo.members {
 		if !m.leaving() && !m.reachable {
@@ -135,10 +129,36 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 	}
 	if reason, msg, ok := stuckCause(unreachable); ok {
 		s.progress(reason, "%s", msg)
-	} else if len(waiting) > 0 {
-		s.progress(v1alpha1.ReasonWaitingForPods, "waiting for the servers of %s", strings.Join(waiting, ", "))
+	} else if msg := s.topo.partitioned(unreachable); msg != "" {
+		s.progress(v1alpha1.ReasonPartitioned, "%s", msg)
+	} else if len(unreachable) > 0 {
+		names := make([]string, len(unreachable))
+		for i, m := range unreachable {
+			names[i] = m.name()
+		}
+		s.progress(v1alpha1.ReasonWaitingForPods, "waiting for the servers of %s", strings.Join(names, ", "))
 	}
 	return 0, nil
+}
+
+// partitioned describes the members among ms whose server does not answer the operator,
+// that some members flag as failing while others still reach it: a partition, not a dead
+// server (a dead one is flagged by every member after the node timeout, and by none
+// before). "" when there is none.
+func (t *topology) partitioned(ms []*member) string {
+	var parts []string
+	for _, m := range ms {
+		if id := m.node.Status.NodeID; id != "" && t.flaggedByAny(id) {
+			if by := t.seenAliveBy(id); len(by) > 0 {
+				parts = append(parts, fmt.Sprintf("%s is reached by %s", m.name(), strings.Join(by, ", ")))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the operator cannot reach some members that other members still reach (a network partition, not a " +
+		"dead server: no failover is forced): " + strings.Join(parts, "; ")
 }
 
 // reconcileMeet makes every member that does not know another (or knows it at an old
@@ -323,4 +343,14 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// flaggedByAny reports whether a member that answered flags node id as failing.
+func (t *topology) flaggedByAny(id string) bool {
+	for _, v := range t.reachable() {
+		if e, ok := v.entry(id); ok && (e.Fail || e.PFail) {
+			return true
+		}
+	}
+	return false
 }

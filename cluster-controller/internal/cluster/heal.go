@@ -74,14 +74,22 @@ func (t *topology) lostPrimaries() []lostPrimary {
 	}
 	out := make([]lostPrimary, 0, len(byID))
 	for _, lp := range byID {
-		for _, v := range t.reachable() {
-			if e, ok := v.entry(lp.id); ok && v.id() != lp.id && !(e.Fail || e.PFail || e.NoAddr) {
-				lp.reachedBy = append(lp.reachedBy, v.name())
-			}
-		}
+		lp.reachedBy = t.seenAliveBy(lp.id)
 		out = append(out, *lp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// seenAliveBy names the members that answered the operator and whose view does not flag
+// node id as failing (or without an address): they still reach it.
+func (t *topology) seenAliveBy(id string) []string {
+	var out []string
+	for _, v := range t.reachable() {
+		if e, ok := v.entry(id); ok && v.id() != id && !(e.Fail || e.PFail || e.NoAddr) {
+			out = append(out, v.name())
+		}
+	}
 	return out
 }
 

@@ -254,3 +254,30 @@ func TestToForget(t *testing.T) {
 		})
 	}
 }
+
+func TestPartitionedMembers(t *testing.T) {
+	silentA := func(f *fakeMember) { f.down, f.silent = true, time.Minute }
+	cases := []struct {
+		name string
+		fms  []fakeMember
+		want string
+	}{
+		{name: "a dead member, flagged by every member", fms: with(healthyThreeByOne(), "a", silentA), want: ""},
+		{
+			name: "flagged by its replica, reached by the others: a partition",
+			fms: with(with(healthyThreeByOne(), "a", silentA), "a", func(f *fakeMember) {
+				f.seenBy = []string{"b", "b2", "c", "c2"}
+			}),
+			want: "the operator cannot reach some members that other members still reach (a network partition, not a " +
+				"dead server: no failover is forced): a is reached by b, c, b2, c2",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := scopeFor(t, cluster(nil), c.fms)
+			if got := s.topo.partitioned([]*member{memberNamed(t, s.topo, "a")}); got != c.want {
+				t.Errorf("partitioned = %q\nwant          %q", got, c.want)
+			}
+		})
+	}
+}

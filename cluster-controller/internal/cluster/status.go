@@ -82,7 +82,7 @@ func (r *Reconciler) warnOnTransitions(s *scope, next []metav1.Condition) {
 			r.event(s.vc, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionInvalidSpec && c.Status == metav1.ConditionTrue:
 			r.event(s.vc, nil, eventWarning, "InvalidSpec", "Validate", "%s", c.Message)
-		case c.Type == v1alpha1.ConditionReady && c.Reason == v1alpha1.ReasonImmutableField:
+		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonImmutableField:
 			r.event(s.vc, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionReady && blockingReasons[c.Reason]:
 			// Members that cannot start: said once, when the cause appears.
