@@ -32,8 +32,11 @@ var (
 		"+cluster|migrateslots", "+cluster|getslotmigrations", "+cluster|cancelslotmigrations",
 	}
 	// replicationCommands are what a replica sends to its primary (SYNC for
-	// dual-channel replication).
-	replicationCommands = []string{"+psync", "+replconf", "+ping", "+sync"}
+	// dual-channel replication), and CLUSTER NODES, with which a primary's server that
+	// restarted asks the other members whether a replica took its slots over before it
+	// starts again (the server container holds this user's password; the cluster's
+	// topology is all the command tells).
+	replicationCommands = []string{"+psync", "+replconf", "+ping", "+sync", "+cluster|nodes"}
 	// replicationCommands90: from 9.0 the source of an atomic slot migration logs in to
 	// the target as the primary user and replays the slots' keys as write commands;
 	// the dangerous ones (FLUSHALL, ...) stay denied. They come before

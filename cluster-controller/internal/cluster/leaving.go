@@ -127,6 +127,16 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, p *member) (time.Du
 // failover is counted once), even across an operator restart.
 const annotationFailoverAt = "valkey.io/failover-requested-at"
 
+// annotationFailoverKind records, next to annotationFailoverAt, a failover the operator
+// forced (kindForced); a planned one has none.
+const annotationFailoverKind = "valkey.io/failover-kind"
+
+// The kinds of failovers the operator counts.
+const (
+	kindPlanned = "planned"
+	kindForced  = "forced"
+)
+
 // failoverPending returns the member of shard sh asked to take over less than the manual
 // failover timeout (plus a margin) ago, if any.
 func (s *scope) failoverPending(sh int32) *member {
@@ -167,7 +177,7 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, wh
 		s.recheck = true
 		return nil
 	}
-	if err := r.recordFailoverRequest(ctx, replica, s.topo.now); err != nil {
+	if err := r.recordFailoverRequest(ctx, replica, s.topo.now, kindPlanned); err != nil {
 		return err
 	}
 	c, err := r.client(ctx, s, replica)
@@ -199,11 +209,15 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 		// The request is closed first, on the version of the member this pass read: a
 		// pass that read it from a cache not yet updated by the previous close conflicts
 		// and reports nothing, so each failover is counted once.
+		kind := m.node.Annotations[annotationFailoverKind]
+		if kind == "" {
+			kind = kindPlanned
+		}
 		if closed, err := r.closeFailoverRequest(ctx, m); err != nil || !closed {
 			return 0, err
 		}
 		if completed {
-			r.Metrics.failover(s.vc, m.shard(), "planned")
+			r.Metrics.failover(s.vc, m.shard(), kind)
 			log.FromContext(ctx).Info("failover completed", "member", m.name(), "shard", m.shard(), "after", s.topo.now.Sub(at).String())
 			r.event(s.vc, m.node, eventNormal, "FailoverCompleted", "Failover", "%s serves shard %d", m.name(), m.shard())
 			continue
@@ -219,6 +233,7 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 func (r *Reconciler) closeFailoverRequest(ctx context.Context, m *member) (bool, error) {
 	patch := client.MergeFromWithOptions(m.node.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	delete(m.node.Annotations, annotationFailoverAt)
+	delete(m.node.Annotations, annotationFailoverKind)
 	if err := r.Patch(ctx, m.node, patch); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			log.FromContext(ctx).V(1).Info("failover request closed or changed since this pass read it", "member", m.name())
@@ -231,12 +246,15 @@ func (r *Reconciler) closeFailoverRequest(ctx context.Context, m *member) (bool,
 
 // recordFailoverRequest notes on a replica when it was asked to take over (closed by
 // closeFailoverRequest).
-func (r *Reconciler) recordFailoverRequest(ctx context.Context, m *member, at time.Time) error {
+func (r *Reconciler) recordFailoverRequest(ctx context.Context, m *member, at time.Time, kind string) error {
 	patch := client.MergeFrom(m.node.DeepCopy())
 	if m.node.Annotations == nil {
 		m.node.Annotations = map[string]string{}
 	}
 	m.node.Annotations[annotationFailoverAt] = at.UTC().Format(time.RFC3339Nano)
+	if kind != kindPlanned {
+		m.node.Annotations[annotationFailoverKind] = kind
+	}
 	if err := r.Patch(ctx, m.node, patch); err != nil {
 		return fmt.Errorf("record failover on %s: %w", m.name(), err)
 	}
