@@ -26,6 +26,9 @@ var (
 		"+acl|load", "+acl|setuser", "+acl|deluser", "+acl|getuser", "+acl|list",
 		"+acl|users", "+acl|whoami",
 		"+multi", "+exec", "+discard",
+		// CLIENT LIST: a member leaving after its failover is let go once its clients
+		// have moved to the new primary (no connection that sent a command since).
+		"+client|list",
 	}
 	// operatorCommands90 are the atomic slot migration commands of Valkey 9.0.
 	operatorCommands90 = []string{

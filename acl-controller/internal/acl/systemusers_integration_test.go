@@ -72,6 +72,7 @@ var _ = Describe("The system users", func() {
 		Expect(a.ConfigGet(ctx, "maxmemory")).Error().NotTo(HaveOccurred())
 		Expect(a.ConfigSet(ctx, map[string]string{"maxmemory": "0"})).To(Succeed())
 		Expect(a.ACLWhoAmI(ctx)).To(Equal(v1alpha1.UserOperator))
+		Expect(a.ClientList(ctx)).To(ContainElement(HaveField("User", v1alpha1.UserOperator)))
 		ids := make([]string, 3)
 		for i, cl := range []*valkey.Client{a, b, c} {
 			var err error

@@ -91,6 +91,9 @@ func (r *Reconciler) leaveReachable(ctx context.Context, s *scope, m *member) (t
 	if err != nil {
 		return 0, err
 	}
+	if wait := r.drain(ctx, s, m, c); wait > 0 {
+		return wait, nil
+	}
 	// The member forgets the cluster first, so it cannot gossip itself back in.
 	if _, err := c.Do(ctx, "CLUSTER", "RESET", "SOFT"); err != nil {
 		log.FromContext(ctx).Info("reset of leaving member failed; forgetting it anyway", "member", m.name(), "error", err.Error())
@@ -259,4 +262,62 @@ func (r *Reconciler) recordFailoverRequest(ctx context.Context, m *member, at ti
 		return fmt.Errorf("record failover on %s: %w", m.name(), err)
 	}
 	return nil
+}
+
+// drainBudget bounds how long a leaving member waits for its clients to move away.
+const drainBudget = 5 * time.Second
+
+// drainIdle: a client connection that sent a command less than this long ago is in use.
+const drainIdle = time.Second
+
+// drain holds a leaving member (a replica by now: a primary hands over first) until no
+// application connection sent it a data command within drainIdle, at most drainBudget
+// from the first pass that asked: clients that were still routed to it (a primary a
+// moment ago) get MOVED from it and follow the shard's new primary, instead of a reset
+// connection when its server stops. It returns how soon to look again, or 0 to go on.
+func (r *Reconciler) drain(ctx context.Context, s *scope, m *member, c *valkey.Client) time.Duration {
+	conns, err := c.ClientList(ctx)
+	if err != nil {
+		log.FromContext(ctx).Info("cannot list the clients of a leaving member; letting it go", "member", m.name(), "error", err.Error())
+		r.draining.Delete(m.node.UID)
+		return 0
+	}
+	busy := inUse(conns, drainIdle)
+	if busy == 0 {
+		r.draining.Delete(m.node.UID)
+		return 0
+	}
+	first, _ := r.draining.LoadOrStore(m.node.UID, s.topo.now)
+	if s.topo.now.Sub(first.(time.Time)) >= drainBudget {
+		log.FromContext(ctx).Info("leaving member still has clients in use; letting it go", "member", m.name(), "connections", busy)
+		r.draining.Delete(m.node.UID)
+		return 0
+	}
+	s.progress(v1alpha1.ReasonReplacingMember, "waiting for %d client connections of leaving %s to move to the shard's primary", busy, m.name())
+	return 250 * time.Millisecond
+}
+
+// controlCommands are what client libraries send on their own (health checks, topology
+// refreshes, handshakes): a connection that last sent one of them carries no request of
+// the application.
+var controlCommands = map[string]bool{
+	"ping": true, "hello": true, "auth": true, "readonly": true, "readwrite": true, "info": true,
+	"cluster|nodes": true, "cluster|slots": true, "cluster|shards": true, "cluster|info": true, "cluster|myid": true,
+	"command": true, "command|docs": true, "command|count": true, "client|setinfo": true, "client|setname": true,
+	"client|list": true, "select": true, "quit": true,
+}
+
+// inUse counts the application connections (not a replication link, not a system
+// user's) that sent a data command less than idle ago.
+func inUse(conns []valkey.ClientConn, idle time.Duration) int {
+	n := 0
+	for _, cc := range conns {
+		if strings.ContainsAny(cc.Flags, "SM") || strings.HasPrefix(cc.User, "_") || controlCommands[cc.Cmd] {
+			continue
+		}
+		if cc.Idle < idle {
+			n++
+		}
+	}
+	return n
 }

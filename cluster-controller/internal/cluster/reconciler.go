@@ -70,6 +70,9 @@ type Reconciler struct {
 	// FastFailover promotes a primary's replica as soon as the primary's ValkeyNode says
 	// Kubernetes saw its server exit (ServerDown), without waiting for Valkey's gossip.
 	FastFailover bool
+
+	// draining remembers, per leaving member (UID), when its wait for its clients began.
+	draining sync.Map
 }
 
 // addr is the client address of a member's server.
