@@ -227,8 +227,11 @@ func TestCertificateModes(t *testing.T) {
 
 func TestWatchNamespacesAndImages(t *testing.T) {
 	objs := render(t, "watchNamespaces={a,b}", "image.tag=v1", "nodeController.image.repository=other/node")
-	if a := deploymentArgs(objs, "cluster-controller"); !strings.Contains(a, "--watch-namespaces=a,b") {
+	if a := deploymentArgs(objs, "cluster-controller"); !strings.Contains(a, "--watch-namespaces=a,b") || !strings.Contains(a, "--fast-failover=true") {
 		t.Errorf("args = %s", a)
+	}
+	if a := deploymentArgs(render(t, "clusterController.fastFailover=false"), "cluster-controller"); !strings.Contains(a, "--fast-failover=false") {
+		t.Errorf("fastFailover off: args = %s", a)
 	}
 	image := func(name string) string {
 		d := objs["Deployment/vko-"+name]
