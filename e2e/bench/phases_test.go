@@ -21,6 +21,7 @@ import (
 type memberSeen struct {
 	shard                           int32
 	old                             bool // there before the roll
+	wasPrimary                      bool // the shard's primary before the roll
 	created, podReady, synced, gone time.Time
 	primary, replica                time.Time // first seen in that role
 }
