@@ -33,6 +33,7 @@ var optional = map[string]string{
 // unresolved are program positions the scan cannot read, each with what it runs.
 var unresolved = map[string]string{
 	"valkey/valkeytest/server.go|bin":                              "valkey-server from Binary (exec.LookPath)",
+	"valkey/valkeytest/defaults_test.go|bin":                       "valkey-server from Binary (exec.LookPath)",
 	"acl-controller/internal/acl/exporter_integration_test.go|bin": "redis_exporter extracted from the exporter image make images builds",
 	"webhooks/internal/integration/examples_test.go|kubectlPath":   "kubectl of .cache/k8s (make local-build)",
 	`localkube/controlplane.go|c.bin("etcd")`:                      "built by make local-build",
