@@ -67,5 +67,5 @@ func serverDownCondition(vn *v1alpha1.ValkeyNode, pod *corev1.Pod, answered bool
 		at = " at " + exit.FinishedAt.UTC().Format(time.RFC3339)
 	}
 	return conditions.New(v1alpha1.ConditionServerDown, true, v1alpha1.ReasonContainerExited,
-		fmt.Sprintf("container %s of pod %s %s%s", ServerContainer, pod.Name, exitText(exit), at), gen)
+		fmt.Sprintf("container %s of pod %s %s%s", ServerContainer, pod.Name, exitCause(exit), at), gen)
 }

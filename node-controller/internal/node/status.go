@@ -285,8 +285,8 @@ func waitingMessage(p *corev1.Pod, st *corev1.ContainerStatus) string {
 	return msg
 }
 
-// exitText is "exited with code N (Reason)" plus the container's own message.
-func exitText(t *corev1.ContainerStateTerminated) string {
+// exitCause is "exited with code N after signal S (Reason)".
+func exitCause(t *corev1.ContainerStateTerminated) string {
 	s := fmt.Sprintf("exited with code %d", t.ExitCode)
 	if t.Signal != 0 {
 		s += fmt.Sprintf(" after signal %d", t.Signal)
@@ -294,6 +294,12 @@ func exitText(t *corev1.ContainerStateTerminated) string {
 	if t.Reason != "" {
 		s += " (" + t.Reason + ")"
 	}
+	return s
+}
+
+// exitText is "exited with code N (Reason)" plus the container's own message.
+func exitText(t *corev1.ContainerStateTerminated) string {
+	s := exitCause(t)
 	if m := strings.TrimSpace(t.Message); m != "" {
 		s += ": " + truncate(m, 200)
 	}
