@@ -5,9 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -48,19 +46,14 @@ func loadCount(t *testing.T, rdb []byte) int64 {
 	if err := os.WriteFile(filepath.Join(dir, "dump.rdb"), rdb, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := 17000 + int(time.Now().UnixNano()%2000)
-	cmd := exec.Command(valkeytest.Binary(t), "--port", itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "log"))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr, _ := testvalkey.Plain(t, dir)
 	var c rueidis.Client
 	testvalkey.Wait(t, 15*time.Second, "the plain server to load", func() (bool, error) {
 		var err error
 		if c == nil {
-			c, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{testvalkey.Addr("127.0.0.1", port)}, ForceSingleClient: true, DisableCache: true})
+			c, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
 			if err != nil {
+				c = nil
 				return false, err
 			}
 		}
@@ -69,8 +62,6 @@ func loadCount(t *testing.T, rdb []byte) int64 {
 	defer c.Close()
 	return testvalkey.DBSize(t, c)
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 func TestSnapshotFromReplicaDiskless(t *testing.T) {
 	servers := testvalkey.Shard(t, 1, valkeytest.Options{})

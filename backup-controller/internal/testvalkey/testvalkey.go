@@ -6,7 +6,11 @@ package testvalkey
 import (
 	"context"
 	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,3 +164,86 @@ func DBSize(t testing.TB, c rueidis.Client) int64 {
 
 // Addr formats host and port.
 func Addr(host string, port int) string { return fmt.Sprintf("%s:%d", host, port) }
+
+// RestoreUser is the user of a restore Job, with the acl-controller's rules.
+const (
+	RestoreUser     = "_restore"
+	RestorePassword = "restore-secret"
+)
+
+// RestoreRules are the _restore user's permissions.
+var RestoreRules = []string{"+restore", "+asking", "+ping", "+cluster|slots", "+cluster|shards", "~*"}
+
+// Primaries starts n primaries sharing the slots evenly (no replica), with the
+// _restore user, once the cluster state is ok everywhere.
+func Primaries(t testing.TB, n int, o valkeytest.Options) []*valkeytest.Server {
+	t.Helper()
+	ctx := Ctx(t)
+	servers := valkeytest.Start(t, n, o)
+	clients := make([]*valkey.Client, n)
+	for i, s := range servers {
+		clients[i] = s.Dial(t)
+		rules := append([]string{"reset", "on", ">" + RestorePassword, "resetchannels", "-@all"}, RestoreRules...)
+		if err := clients[i].ACLSetUser(ctx, RestoreUser, rules...); err != nil {
+			t.Fatalf("create %s: %v", RestoreUser, err)
+		}
+	}
+	for _, s := range servers[1:] {
+		if err := clients[0].Meet(ctx, s.Host, s.Port, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, ranges := range valkey.EvenRanges(n) {
+		if err := clients[i].AddSlotsRange(ctx, ranges); err != nil {
+			t.Fatal(err)
+		}
+	}
+	Wait(t, 30*time.Second, "the cluster state ok", func() (bool, error) {
+		for _, c := range clients {
+			info, err := c.ClusterInfo(ctx)
+			if err != nil || info["cluster_state"] != "ok" || info["cluster_known_nodes"] != strconv.Itoa(n) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	return servers
+}
+
+// ClusterClient is a cluster-aware admin client of servers.
+func ClusterClient(t testing.TB, servers []*valkeytest.Server) rueidis.Client {
+	t.Helper()
+	o := rueidis.ClientOption{InitAddress: []string{servers[0].Addr()}, Username: valkeytest.AdminUser,
+		Password: servers[0].AdminPassword, DisableCache: true}
+	if servers[0].CA != nil {
+		o.TLSConfig = servers[0].CA.ClientTLS()
+	}
+	c, err := rueidis.NewClient(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// Plain starts a non-cluster valkey-server without users on 127.0.0.1 over dir (which
+// may hold a dump.rdb to load), as a restore Job's private server runs, and returns its
+// address and a stop function; it does not wait for the load.
+func Plain(t testing.TB, dir string) (string, func()) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(valkeytest.Binary(t), "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+		"--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "valkey.log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop := func() { once.Do(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }) }
+	t.Cleanup(stop)
+	return Addr("127.0.0.1", port), stop
+}
