@@ -119,7 +119,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	return builder.ControllerManagedBy(mgr).
 		Named("acl").
 		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, restoredChanged()))).
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret)).
 		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),
@@ -257,7 +257,8 @@ func (r *Reconciler) render(ctx context.Context, vc *v1alpha1.ValkeyCluster, sys
 		}
 	}
 	out := renderOutcome{Refused: Refusals{}, Kept: map[string]bool{}}
-	sys := SystemUsers(acceptedPasswords(system.Data, rot.Phase), minVersion(conns))
+	accepted := acceptedPasswords(system.Data, rot.Phase)
+	sys := append(SystemUsers(accepted, minVersion(conns)), backupUsers(accepted, v1alpha1.RestorePending(vc))...)
 	var users []User
 	for _, spec := range vc.Spec.Users {
 		pws, problem, err := r.userPasswords(ctx, vc.Namespace, spec)
@@ -288,7 +289,7 @@ func (r *Reconciler) render(ctx context.Context, vc *v1alpha1.ValkeyCluster, sys
 	if err != nil {
 		return out, File{}, err
 	}
-	f := NewFile(sys, users)
+	f := NewFile(sys, withheldUntilRestored(vc, users))
 	out.Revision, out.Users = f.Revision, len(f.Users)
 	return out, f, nil
 }

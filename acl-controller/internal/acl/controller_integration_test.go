@@ -438,7 +438,8 @@ func TestControllerScenario(t *testing.T) {
 	})
 	h.waitSettled("demo", v1alpha1.ReasonACLRendered, "demo-a", "demo-b")
 	final := h.secret("demo-system-users")
-	if len(final.Data) != 5 || string(final.Data[v1alpha1.UserOperator]) != newOp {
+	// five passwords (_operator, _replication, _exporter, _backup, _restore) and two derived keys
+	if len(final.Data) != 7 || string(final.Data[v1alpha1.UserOperator]) != newOp {
 		t.Fatalf("after the rotation the Secret has keys %d", len(final.Data))
 	}
 	for name, s := range map[string]*valkeytest.Server{"demo-a": a, "demo-b": b} {
