@@ -12,9 +12,9 @@ export LOCALKUBE_CACHE := $(CACHE)
 export CGO_ENABLED ?= 0
 
 # Every Go module of the workspace; each builds and tests alone (GOWORK=off).
-MODULES := api valkey internal cluster-controller node-controller acl-controller tls-controller webhooks localkube hack/devtools e2e
+MODULES := api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks localkube hack/devtools e2e
 # Binaries of the operator, one per controller.
-COMPONENTS := cluster-controller node-controller acl-controller tls-controller webhooks
+COMPONENTS := cluster-controller node-controller acl-controller tls-controller backup-controller webhooks
 
 # The release: the chart and the operator image are versioned together from VERSION.
 VERSION   ?= $(shell cat $(ROOT)/VERSION)

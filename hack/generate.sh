@@ -28,10 +28,10 @@ done
 
 # component directory -> chart values key
 declare -A KEY=([cluster-controller]=clusterController [node-controller]=nodeController
-  [acl-controller]=aclController [tls-controller]=tlsController [webhooks]=webhooks)
+  [acl-controller]=aclController [tls-controller]=tlsController [backup-controller]=backupController [webhooks]=webhooks)
 mkdir -p "$CHART/templates/generated"
 rm -f "$CHART"/templates/generated/*-clusterrole.yaml
-for c in cluster-controller node-controller acl-controller tls-controller webhooks; do
+for c in cluster-controller node-controller acl-controller tls-controller backup-controller webhooks; do
   [ -f "$c/go.mod" ] || continue
   "$CG" rbac:roleName="valkey-operator-$c" paths="./$c/..." output:rbac:artifacts:config="config/rbac/$c"
   role="config/rbac/$c/role.yaml"

@@ -40,8 +40,9 @@ const FieldOwner = "backup-controller"
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeybackupschedules/status,verbs=get;patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
