@@ -119,7 +119,7 @@ func (k *Cluster) DeployS3(ctx context.Context, t testing.TB, ns string, withTLS
 	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "s3", Namespace: ns},
-		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "s3", Port: s3Port, TargetPort: intstr.FromInt32(s3Port)}}},
+		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Name: "s3", Port: s3Port, TargetPort: intstr.FromInt32(s3Port)}}},
 	}
 	if err := k.Client.Create(ctx, svc); err != nil {
 		t.Fatal(err)

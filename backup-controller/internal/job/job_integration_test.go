@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/tests3"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/testvalkey"
@@ -136,4 +135,3 @@ func TestLoadFailsWhenTheServerDoesNotStart(t *testing.T) {
 		t.Fatalf("load of an unreadable snapshot: %+v", res)
 	}
 }
-

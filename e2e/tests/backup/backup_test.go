@@ -154,7 +154,9 @@ func cleanupSchedule(ctx context.Context, t *testing.T, k *framework.Cluster, ns
 		t.Fatal(err)
 	}
 	if err := framework.WaitForList(ctx, k.Client, &v1alpha1.ValkeyBackupList{}, 90*time.Second, "every backup deleted",
-		func(l *v1alpha1.ValkeyBackupList) (bool, string) { return len(l.Items) == 0, fmt.Sprintf("%d left", len(l.Items)) },
+		func(l *v1alpha1.ValkeyBackupList) (bool, string) {
+			return len(l.Items) == 0, fmt.Sprintf("%d left", len(l.Items))
+		},
 		client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
