@@ -45,6 +45,7 @@ const FieldOwner = "backup-controller"
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
@@ -505,8 +506,13 @@ func (r *BackupReconciler) finalize(ctx context.Context, vb *v1alpha1.ValkeyBack
 			return ctrl.Result{}, err
 		default:
 			if err := deleteObjects(ctx, cfg, vb.Status.Path); err != nil {
-				r.event(vb, true, "DeleteFailed", "Delete", "deleting the objects of %s failed, retrying: %s", vb.Status.Path, storeMessage(err))
-				return ctrl.Result{RequeueAfter: requeueStore}, nil
+				if !r.namespaceDeleted(ctx, vb.Namespace) {
+					r.event(vb, true, "DeleteFailed", "Delete", "deleting the objects of %s failed, retrying: %s", vb.Status.Path, storeMessage(err))
+					return ctrl.Result{RequeueAfter: requeueStore}, nil
+				}
+				// The namespace goes (perhaps with the store): do not hold it forever.
+				r.event(vb, true, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted while the namespace goes (%s): they stay in the store", vb.Status.Path, storeMessage(err))
+				break
 			}
 			r.event(vb, false, "Deleted", "Delete", "the objects of %s were deleted", vb.Status.Path)
 		}
@@ -516,6 +522,15 @@ func (r *BackupReconciler) finalize(ctx context.Context, vb *v1alpha1.ValkeyBack
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// namespaceDeleted reports whether namespace is being deleted.
+func (r *BackupReconciler) namespaceDeleted(ctx context.Context, namespace string) bool {
+	var ns corev1.Namespace
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil {
+		return apierrors.IsNotFound(err)
+	}
+	return !ns.DeletionTimestamp.IsZero()
 }
 
 func deleteObjects(ctx context.Context, cfg objstore.Config, dir string) error {
