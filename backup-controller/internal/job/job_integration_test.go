@@ -1,6 +1,7 @@
 package job
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/tests3"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/testvalkey"
+	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
 )
 
@@ -80,6 +82,18 @@ func TestBackupAndRestoreIntoMoreShards(t *testing.T) {
 
 	private, _ := testvalkey.Plain(t, dir)
 	target := testvalkey.Primaries(t, 3, valkeytest.Options{TLS: ca})
+	// One shard's slots are unassigned for the first second: the cluster answers
+	// CLUSTERDOWN for them, as a cluster whose assignment is still spreading does, and
+	// the load waits for it.
+	third := valkey.EvenRanges(3)[2]
+	admin := target[2].Dial(t)
+	if err := admin.DelSlotsRange(testvalkey.Ctx(t), third); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(time.Second)
+		_ = admin.AddSlotsRange(context.Background(), third)
+	}()
 	start := time.Now()
 	loaded := Run(testvalkey.Ctx(t), []string{CmdRestoreLoad, "--source", private, "--cluster", target[1].Addr(),
 		"--password-file", writeFile(t, testvalkey.RestorePassword), "--tls-ca-file", caFile, "--result-file", filepath.Join(t.TempDir(), "r")})

@@ -241,13 +241,65 @@ func copyBatch(ctx context.Context, src, dst rueidis.Client, keys []string) (res
 		case ttl < 0:
 			ttl = 0 // no expiry
 		}
-		restores = append(restores, dst.B().Restore().Key(k).Ttl(ttl).SerializedValue(payload).Replace().Build())
+		// Pinned: a command refused with a transient error is sent again.
+		restores = append(restores, dst.B().Restore().Key(k).Ttl(ttl).SerializedValue(payload).Replace().Build().Pin())
 	}
-	for i, r := range dst.DoMulti(ctx, restores...) {
-		if err := r.Error(); err != nil {
-			return restored, expired, fmt.Errorf("restore key %d of a batch: %w", i, err)
+	n, err := restoreWithRetry(ctx, dst, restores, transientFor)
+	return n, expired, err
+}
+
+// transientFor is how long a batch keeps being retried while the cluster answers with
+// transient errors: a cluster whose every slot is assigned may still say CLUSTERDOWN
+// until every member has heard of the assignment.
+const transientFor = 2 * time.Minute
+
+// restoreWithRetry sends the RESTOREs and sends again those refused by a transient
+// error (CLUSTERDOWN, TRYAGAIN, LOADING, a dropped connection), with a growing pause,
+// for at most within; REPLACE makes a repeated RESTORE harmless.
+func restoreWithRetry(ctx context.Context, dst rueidis.Client, cmds rueidis.Commands, within time.Duration) (int64, error) {
+	deadline := time.Now().Add(within)
+	var done int64
+	pending := cmds
+	for attempt := 1; ; attempt++ {
+		var again rueidis.Commands
+		var last error
+		for i, r := range dst.DoMulti(ctx, pending...) {
+			err := r.Error()
+			switch {
+			case err == nil:
+				done++
+			case transient(err):
+				again = append(again, pending[i])
+				last = err
+			default:
+				return done, fmt.Errorf("restore: %w", err)
+			}
 		}
-		restored++
+		if len(again) == 0 {
+			return done, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return done, fmt.Errorf("restore: the cluster kept refusing for %s: %w", within, last)
+		}
+		select {
+		case <-ctx.Done():
+			return done, ctx.Err()
+		case <-time.After(time.Duration(min(attempt, 8)) * 250 * time.Millisecond):
+		}
+		pending = again
 	}
-	return restored, expired, nil
+}
+
+// transient reports whether a RESTORE may pass if sent again.
+func transient(err error) bool {
+	if ve, ok := rueidis.IsRedisErr(err); ok {
+		msg := ve.Error()
+		for _, p := range []string{"CLUSTERDOWN", "TRYAGAIN", "LOADING", "MASTERDOWN"} {
+			if strings.HasPrefix(msg, p) {
+				return true
+			}
+		}
+		return false
+	}
+	return !errors.Is(err, context.Canceled)
 }

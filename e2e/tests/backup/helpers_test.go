@@ -168,6 +168,12 @@ func waitRestored(ctx context.Context, t testing.TB, k *framework.Cluster, vc *v
 	start := time.Now()
 	err := framework.WaitFor(ctx, k.Client, vc, timeout, "Restored=True", func(vc *v1alpha1.ValkeyCluster) (bool, string) {
 		restored := meta.IsStatusConditionTrue(vc.Status.Conditions, v1alpha1.ConditionRestored)
+		if c := meta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ConditionRestored); c != nil && c.Status == metav1.ConditionFalse {
+			switch c.Reason {
+			case v1alpha1.ReasonChecksumMismatch, v1alpha1.ReasonVersionTooNew, v1alpha1.ReasonRestoreFailed, v1alpha1.ReasonNotAtCreation:
+				t.Fatalf("the restore failed: %s: %s", c.Reason, c.Message)
+			}
+		}
 		if !restored {
 			if meta.IsStatusConditionTrue(vc.Status.Conditions, v1alpha1.ConditionReady) {
 				t.Fatalf("the cluster is Ready before Restored=True")
