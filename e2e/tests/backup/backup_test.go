@@ -267,21 +267,32 @@ func TestSourceLost(t *testing.T) {
 			ns := framework.Namespace(ctx)
 			s3 := k.DeployS3(ctx, t, ns, false)
 			vc := framework.NewValkeyCluster(ns, "lost", 1, 2)
+			// Each key takes 200 µs to save: a snapshot of 20k keys lasts about 4 s, so
+			// the source can be taken away in the middle of it.
+			vc.Spec.Config = v1alpha1.Config{"rdb-key-save-delay": "200"}
 			if err := k.Client.Create(ctx, vc); err != nil {
 				t.Fatal(err)
 			}
 			k.WaitClusterReady(ctx, t, vc, readyTimeout)
 			data.write(ctx, t, keysClient(ctx, t, k, vc, nil))
 			b := newBackup(ctx, t, k, ns, "b", "lost", s3.Store(""))
-			var source string
+			var source, jobName string
 			if err := framework.Until(ctx, 60*time.Second, "the first transfer's Job", func(ctx context.Context) (bool, string, error) {
 				for _, j := range jobsOf(ctx, t, k, b) {
-					source = j.Annotations["valkey.io/source"]
+					source, jobName = j.Annotations["valkey.io/source"], j.Name
 				}
 				return source != "", "", nil
 			}); err != nil {
 				t.Fatal(err)
 			}
+			// The transfer runs: its container started a moment ago.
+			if err := framework.WaitForList(ctx, k.Client, &corev1.PodList{}, 60*time.Second, "the Job's pod to run",
+				func(l *corev1.PodList) (bool, string) {
+					return len(l.Items) > 0 && l.Items[0].Status.Phase == corev1.PodRunning, fmt.Sprintf("%d pods", len(l.Items))
+				}, client.InNamespace(ns), client.MatchingLabels{"batch.kubernetes.io/job-name": jobName}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond)
 			var vn v1alpha1.ValkeyNode
 			if err := k.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: source}, &vn); err != nil {
 				t.Fatal(err)
