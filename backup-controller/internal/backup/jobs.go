@@ -65,11 +65,18 @@ type source struct {
 	role v1alpha1.Role
 }
 
-func jobLabels(cluster string) map[string]string {
-	l := v1alpha1.ClusterLabels(cluster)
-	l[v1alpha1.LabelComponent] = "backup"
-	return l
+// jobLabels are the labels of a cluster's backup and restore Jobs and their pods. They
+// are not the members' (app.kubernetes.io/name=valkey): the cluster's Services and
+// disruption budgets select members by those, and must never pick a Job's pod.
+func jobLabels(cluster, component string) map[string]string {
+	return map[string]string{
+		v1alpha1.LabelName: JobAppName, v1alpha1.LabelInstance: cluster,
+		v1alpha1.LabelManagedBy: v1alpha1.ManagedBy, v1alpha1.LabelComponent: component,
+	}
 }
+
+// JobAppName is the app.kubernetes.io/name of the Jobs' pods.
+const JobAppName = "valkey-backup"
 
 func podSecurity() *corev1.PodSecurityContext {
 	return &corev1.PodSecurityContext{
@@ -117,7 +124,7 @@ func backupJob(s JobSettings, vb *v1alpha1.ValkeyBackup, vc *v1alpha1.ValkeyClus
 	sv, sm := storeVolumes(&vb.Spec.ObjectStore)
 	volumes = append(append(volumes, pv), sv...)
 	mounts = append(append(mounts, pm), sm...)
-	labels := jobLabels(vc.Name)
+	labels := jobLabels(vc.Name, "backup")
 	labels[v1alpha1.LabelBackup] = vb.Name
 	labels[v1alpha1.LabelShardIndex] = strconv.Itoa(int(shard))
 	j := &batchv1.Job{
@@ -170,7 +177,7 @@ func restoreJob(s JobSettings, vc *v1alpha1.ValkeyCluster, store *v1alpha1.Objec
 	data := corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	dm := corev1.VolumeMount{Name: "data", MountPath: mountData}
 	volumes = append(append(volumes, pv, data), sv...)
-	labels := jobLabels(vc.Name)
+	labels := jobLabels(vc.Name, "restore")
 	labels[v1alpha1.LabelRestore] = vc.Name
 	labels[v1alpha1.LabelShardIndex] = strconv.Itoa(int(sh.Index))
 	// The private server holds the shard's whole data set: ask for about twice the

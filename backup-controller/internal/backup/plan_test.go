@@ -241,6 +241,9 @@ func TestBackupJobMountsOnlyWhatItNeeds(t *testing.T) {
 		Credentials: v1alpha1.S3Credentials{SecretName: "creds"}, CABundle: &v1alpha1.SecretKeySelector{SecretName: "s3ca"}}}
 	j := backupJob(JobSettings{Image: "op:1", DeadlineSeconds: 60}, vb, vc, 2, 1, source{node: "demo-x", ip: "10.0.0.9", role: v1alpha1.RoleReplica}, "p/ns/demo/b-1")
 	pod := j.Spec.Template.Spec
+	if j.Spec.Template.Labels[v1alpha1.LabelName] == v1alpha1.AppName {
+		t.Error("a Job's pod has the members' labels: the cluster's Services would select it")
+	}
 	if j.Name != "b-s2-1" || *pod.AutomountServiceAccountToken || *j.Spec.BackoffLimit != 0 {
 		t.Fatalf("job %s automount %v backoff %d", j.Name, *pod.AutomountServiceAccountToken, *j.Spec.BackoffLimit)
 	}
@@ -283,6 +286,9 @@ func TestRestoreJob(t *testing.T) {
 	store := &v1alpha1.ObjectStoreSpec{S3: &v1alpha1.S3Spec{Bucket: "bkt", Credentials: v1alpha1.S3Credentials{SecretName: "creds"}}}
 	j := restoreJob(JobSettings{Image: "op:1", DeadlineSeconds: 60}, vc, store, "p/b-1", objstore.ManifestShard{Index: 1, Object: "shard-1.rdb", Size: 1 << 30, SHA256: strings.Repeat("a", 64)})
 	pod := j.Spec.Template.Spec
+	if j.Spec.Template.Labels[v1alpha1.LabelName] == v1alpha1.AppName {
+		t.Error("a restore Job's pod has the members' labels")
+	}
 	if j.Name != "demo-restore-1" || len(pod.InitContainers) != 2 || len(pod.Containers) != 1 {
 		t.Fatalf("job %s: %d init, %d containers", j.Name, len(pod.InitContainers), len(pod.Containers))
 	}
