@@ -158,6 +158,15 @@ func (s *S3) Corrupt(ctx context.Context, t testing.TB, k *Cluster, key string) 
 	}
 }
 
+// Edit runs sed -i expr on an object in place (a manifest, to stand for another
+// writer's).
+func (s *S3) Edit(ctx context.Context, t testing.TB, k *Cluster, key, expr string) {
+	t.Helper()
+	if out, err := k.Exec(ctx, s.Namespace, s.Pod, s3FilesContainer, "sed", "-i", expr, S3DataDir+"/"+S3Bucket+"/"+key); err != nil {
+		t.Fatalf("edit %s: %v: %s", key, err, out)
+	}
+}
+
 // TestCertificate makes a CA and a certificate for names allowing server and client
 // authentication (what Valkey members need), valid for a day.
 func TestCertificate(t testing.TB, names []string) (caPEM, certPEM, keyPEM []byte) {

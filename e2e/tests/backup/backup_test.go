@@ -440,11 +440,15 @@ func TestConsistentUnderWrites(t *testing.T) {
 
 func seqKey(tag string, n int64) string { return "{" + tag + "}:seq:" + strconv.FormatInt(n, 10) }
 
-// A backup taken by Valkey 9.1 (RDB format 80) is refused by a cluster of 8.0, with the
-// versions in the reason, before any Job runs.
+// Restores across versions follow the RDB format, not the version number: a snapshot
+// that Valkey 9.1 sends over replication to a client that announces no version is in
+// format 11, which 8.0 loads, so it restores; a backup in format 80 (what 9.x writes to
+// disk; here its manifest says so) is refused by a cluster of 8.0 before any Job runs,
+// with both versions in the reason.
 func TestNewerBackupRefused(t *testing.T) {
-	f := framework.NewFeature(suite, "backup of a newer Valkey refused").
-		Assess("9.1 backup into 8.0: VersionTooNew", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+	data := dataset{prefix: "n:", n: 1000}
+	f := framework.NewFeature(suite, "backup of a newer Valkey").
+		Assess("9.1 format 11 restores into 8.0; format 80 is refused: VersionTooNew", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			k := framework.ClusterFrom(ctx, t)
 			ns := framework.Namespace(ctx)
 			s3 := k.DeployS3(ctx, t, ns, false)
@@ -458,11 +462,20 @@ func TestNewerBackupRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			k.WaitClusterReady(ctx, t, vc, readyTimeout)
-			dataset{prefix: "n:", n: 100}.write(ctx, t, keysClient(ctx, t, k, vc, nil))
+			data.write(ctx, t, keysClient(ctx, t, k, vc, nil))
 			b := waitBackup(ctx, t, k, newBackup(ctx, t, k, ns, "b", "new", s3.Store("")), v1alpha1.BackupCompleted, backupTimeout)
-			t.Logf("Valkey %s wrote RDB format %d", b.Status.Shards[0].ValkeyVersion, b.Status.Shards[0].RDBVersion)
-			old := restoreFrom(ctx, t, k, ns, "old", 1, 0, v1alpha1.DataSource{BackupName: "b"}, nil)
-			waitRestoreFails(ctx, t, k, old, v1alpha1.ReasonVersionTooNew, restoreTimeout)
+			sh := b.Status.Shards[0]
+			t.Logf("Valkey %s sent RDB format %d", sh.ValkeyVersion, sh.RDBVersion)
+			store := s3.Store("")
+			if sh.RDBVersion <= 11 {
+				old := restoreFrom(ctx, t, k, ns, "old", 1, 0, v1alpha1.DataSource{ObjectStore: &store, Path: b.Status.Path}, nil)
+				waitRestored(ctx, t, k, old, restoreTimeout)
+				k.WaitClusterReady(ctx, t, old, readyTimeout)
+				data.verify(ctx, t, keysClient(ctx, t, k, old, nil))
+				s3.Edit(ctx, t, k, b.Status.Path+"/manifest.json", `s/"rdbVersion": 11/"rdbVersion": 80/`)
+			}
+			refused := restoreFrom(ctx, t, k, ns, "refused", 1, 0, v1alpha1.DataSource{ObjectStore: &store, Path: b.Status.Path}, nil)
+			waitRestoreFails(ctx, t, k, refused, v1alpha1.ReasonVersionTooNew, restoreTimeout)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
