@@ -207,7 +207,7 @@ func restoreJob(s JobSettings, vc *v1alpha1.ValkeyCluster, store *v1alpha1.Objec
 						SecurityContext: containerSecurity(), TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 						Resources: small,
 					}, {
-						Name: containerServer, Image: vc.Spec.Image, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+						Name: containerServer, Image: vc.Spec.ImageOrDefault(), RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
 						Command: []string{"valkey-server"},
 						Args: []string{"--port", strconv.Itoa(privatePort), "--bind", "127.0.0.1", "--dir", mountData,
 							"--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no"},
