@@ -311,3 +311,48 @@ func TestRestoreJob(t *testing.T) {
 		t.Errorf("load args %s", args)
 	}
 }
+
+func TestClusterReadyForRestore(t *testing.T) {
+	cond := func(typ string) metav1.Condition { return metav1.Condition{Type: typ, Status: metav1.ConditionTrue} }
+	formed := func() *v1alpha1.ValkeyCluster {
+		vc := &v1alpha1.ValkeyCluster{}
+		vc.Status.Conditions = []metav1.Condition{cond(v1alpha1.ConditionClusterFormed), cond(v1alpha1.ConditionSlotsAssigned)}
+		vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: "a"}
+		return vc
+	}
+	applied := func(version string) v1alpha1.ValkeyNode {
+		vn := v1alpha1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "m"}}
+		vn.Status.Version = version
+		vn.Status.Conditions = []metav1.Condition{cond(v1alpha1.ConditionACLApplied)}
+		return vn
+	}
+	if ok, msg := clusterReadyForRestore(formed(), []v1alpha1.ValkeyNode{applied("8.0.1")}); !ok {
+		t.Errorf("formed cluster not ready: %s", msg)
+	}
+	notFormed := formed()
+	notFormed.Status.Conditions = notFormed.Status.Conditions[1:]
+	if ok, _ := clusterReadyForRestore(notFormed, []v1alpha1.ValkeyNode{applied("8.0.1")}); ok {
+		t.Error("a cluster not formed is ready")
+	}
+	if ok, _ := clusterReadyForRestore(formed(), []v1alpha1.ValkeyNode{applied("")}); ok {
+		t.Error("a member without a version is ready")
+	}
+	pendingACL := applied("8.0.1")
+	pendingACL.Status.Conditions = nil
+	if ok, _ := clusterReadyForRestore(formed(), []v1alpha1.ValkeyNode{pendingACL}); ok {
+		t.Error("a member without the restore user is ready")
+	}
+}
+
+func TestFinalRestored(t *testing.T) {
+	for reason, final := range map[string]bool{
+		v1alpha1.ReasonRestoreInProgress: false, v1alpha1.ReasonNotFound: false, v1alpha1.ReasonWaitingForCluster: false,
+		v1alpha1.ReasonChecksumMismatch: true, v1alpha1.ReasonVersionTooNew: true, v1alpha1.ReasonRestoreFailed: true,
+	} {
+		vc := &v1alpha1.ValkeyCluster{}
+		vc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionRestored, Status: metav1.ConditionFalse, Reason: reason}}
+		if finalRestored(vc) != final {
+			t.Errorf("Restored=False %s: final %v, want %v", reason, !final, final)
+		}
+	}
+}
