@@ -7,11 +7,11 @@
 //   - A backup is complete when, and only when, its manifest exists; the manifest is
 //     written after every shard's Job succeeded and names each object's size and SHA-256.
 //     A failed backup never gets one, and a deleted one loses its manifest first.
-//   - The controller remembers nothing between passes but terminal results: a running
-//     backup's state is its Jobs (one per shard and attempt, named
-//     {backup}-s{shard}-{attempt}, the source member in annotations); a finished Job's
-//     outcome is its pod's termination message. Only Completed and Failed are read back
-//     from status.
+//   - The controller keeps in status only the plan (the shards and their slots, fixed
+//     once) and terminal results (Completed, Failed): a running backup's progress is its
+//     Jobs (one per shard and attempt, named {backup}-s{shard}-{attempt}, the source
+//     member in annotations), and a finished Job's outcome is its pod's termination
+//     message, so a restarted controller resumes from what it finds.
 //   - Snapshots are taken from a replica in sync; a shard without replicas in its spec is
 //     taken from its primary, with a Warning event. A transfer that loses its source is
 //     tried again on another member, at most MaxAttempts times.
