@@ -12,7 +12,7 @@ export LOCALKUBE_CACHE := $(CACHE)
 export CGO_ENABLED ?= 0
 
 # Every Go module of the workspace; each builds and tests alone (GOWORK=off).
-MODULES := api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks localkube hack/devtools e2e
+MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks localkube hack/devtools e2e
 # Binaries of the operator, one per controller.
 COMPONENTS := cluster-controller node-controller acl-controller tls-controller backup-controller webhooks
 
@@ -30,6 +30,9 @@ RELEASE   := $(CACHE)/release
 # make chart-push: an OCI registry (oci://host/path); HELM_PUSH_FLAGS e.g. --plain-http.
 REGISTRY  ?=
 HELM_PUSH_FLAGS ?=
+
+# Shell scripts kept as files that the Go code embeds (shellcheck'd by make lint).
+SCRIPTS := $(wildcard node-controller/internal/node/scripts/*.sh)
 
 # Build tags of the test programs that plain builds leave out (e2e suites, benchmarks):
 # vet and lint see every file in one pass.
@@ -85,7 +88,8 @@ verify-generate: deps ## Fail when generated files are stale
 	hack/verify-generate.sh
 
 .PHONY: tidy
-tidy: ## go mod tidy in every module
+tidy: ## Write each go.mod's sibling require/replace lines from its imports (modsync), then go mod tidy in every module
+	cd hack/devtools && GOWORK=off go run ./cmd/modsync $(ROOT)
 	@for m in $(MODULES); do echo "tidy $$m"; (cd $$m && GOWORK=off go mod tidy); done
 
 .PHONY: build
@@ -100,8 +104,11 @@ vet: deps ## go vet every module alone
 	@for m in $(MODULES); do echo "vet $$m"; (cd $$m && GOWORK=off go vet -tags $(GO_TAGS) ./...); done
 
 .PHONY: lint
-lint: deps ## staticcheck every module, and gofmt
+lint: deps ## gofmt, the import rules, the go.mod sibling lines, shellcheck, staticcheck of every module
 	@test -z "$$(gofmt -l $(MODULES))" || { echo "gofmt needed:"; gofmt -l $(MODULES); exit 1; }
+	cd hack/devtools && GOWORK=off go run ./cmd/importcheck $(ROOT)
+	cd hack/devtools && GOWORK=off go run ./cmd/modsync -check $(ROOT)
+	shellcheck hack/*.sh .ci/run $(SCRIPTS)
 	@for m in $(MODULES); do echo "staticcheck $$m"; (cd $$m && GOWORK=off $(TOOLS_BIN)/staticcheck -tags $(GO_TAGS) ./...); done
 
 .PHONY: chart-test
@@ -109,8 +116,9 @@ chart-test: deps ## helm lint, rendering of every toggle combination, minimal RB
 	cd e2e && GOWORK=off go test -count=1 ./charttest/
 
 .PHONY: unit
-unit: deps local-build ## Unit and integration tests of every module (real Valkey servers and a real API server where needed)
-	@for m in $(MODULES); do echo "test $$m"; (cd $$m && GOWORK=off go test -count=1 ./...); done
+unit: deps local-build ## Unit and integration tests of every module (real Valkey servers and a real API server where needed); JUnit reports of the Ginkgo suites in .cache/junit
+	@rm -rf $(CACHE)/junit
+	@for m in $(MODULES); do echo "test $$m"; (cd $$m && JUNIT_DIR=$(CACHE)/junit GOWORK=off go test -count=1 ./...); done
 
 ##@ Local Kubernetes
 

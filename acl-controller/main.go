@@ -24,19 +24,22 @@ func main() {
 	operator.Main(operator.Component{
 		Name: name,
 		AddFlags: func(fs *flag.FlagSet) {
-			fs.DurationVar(&propagation, "secret-propagation-delay", acl.DefaultPropagationDelay,
-				"how long mounted copies of a Secret may lag behind it (kubelet sync); a password rotation waits this long before retiring old passwords")
+			operator.SecretPropagationFlag(fs, &propagation, "a password rotation waits this long before retiring old passwords")
 			fs.DurationVar(&resync, "resync-period", acl.DefaultResync, "how often a settled cluster's members are checked again")
 		},
 		// This is the only component that reads users' password Secrets: its cache holds
 		// every Secret of the watched namespaces, without managed fields.
 		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: cache.TransformStripManagedFields()}},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
+			pool, err := valkeyconn.NewPool(mgr, time.Second)
+			if err != nil {
+				return err
+			}
 			r := &acl.Reconciler{
 				Client:           mgr.GetClient(),
 				Scheme:           mgr.GetScheme(),
 				Recorder:         mgr.GetEventRecorder(name),
-				Pool:             &valkeyconn.Pool{DialTimeout: time.Second},
+				Pool:             pool,
 				PropagationDelay: propagation,
 				Resync:           resync,
 			}

@@ -2,24 +2,14 @@ module github.com/valkey-operator/valkey-operator/api
 
 go 1.26.0
 
-replace (
-	github.com/valkey-operator/valkey-operator/acl-controller => ../acl-controller
-	github.com/valkey-operator/valkey-operator/cluster-controller => ../cluster-controller
-	github.com/valkey-operator/valkey-operator/e2e => ../e2e
-	github.com/valkey-operator/valkey-operator/internal => ../internal
-	github.com/valkey-operator/valkey-operator/node-controller => ../node-controller
-	github.com/valkey-operator/valkey-operator/tls-controller => ../tls-controller
-	github.com/valkey-operator/valkey-operator/valkey => ../valkey
-	github.com/valkey-operator/valkey-operator/webhooks => ../webhooks
-)
+replace github.com/valkey-operator/valkey-operator/valkeyconf => ../valkeyconf
 
 require (
 	github.com/robfig/cron/v3 v3.0.1
-	github.com/valkey-operator/valkey-operator/valkey v0.0.0-00010101000000-000000000000
+	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
-	sigs.k8s.io/controller-runtime v0.25.2
 )
 
 require (
@@ -28,11 +18,9 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
-	github.com/redis/rueidis v1.0.79 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect

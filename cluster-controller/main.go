@@ -19,17 +19,21 @@ import (
 
 func main() {
 	operator.Main(operator.Component{
-		Name: cluster.FieldOwner,
+		Name: cluster.FieldManager,
 		// Only the Secrets the operator created (the system users' passwords, certificates
 		// are read by the tls-controller): users' Secrets never enter this process.
 		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: operator.ManagedSecrets()},
 		Setup: func(_ context.Context, mgr ctrl.Manager, f operator.Flags) error {
+			pool, err := valkeyconn.NewPool(mgr, 0)
+			if err != nil {
+				return err
+			}
 			r := &cluster.Reconciler{
 				Client:    mgr.GetClient(),
 				APIReader: mgr.GetAPIReader(),
 				Scheme:    mgr.GetScheme(),
-				Recorder:  mgr.GetEventRecorder(cluster.FieldOwner),
-				Pool:      &valkeyconn.Pool{},
+				Recorder:  mgr.GetEventRecorder(cluster.FieldManager),
+				Pool:      pool,
 				Metrics:   cluster.NewMetrics(metrics.Registry),
 			}
 			return r.SetupWithManager(mgr, f.MaxConcurrentReconciles)

@@ -3,15 +3,10 @@ module github.com/valkey-operator/valkey-operator/e2e
 go 1.26.0
 
 replace (
-	github.com/valkey-operator/valkey-operator/acl-controller => ../acl-controller
 	github.com/valkey-operator/valkey-operator/api => ../api
-	github.com/valkey-operator/valkey-operator/cluster-controller => ../cluster-controller
-	github.com/valkey-operator/valkey-operator/internal => ../internal
 	github.com/valkey-operator/valkey-operator/localkube => ../localkube
-	github.com/valkey-operator/valkey-operator/node-controller => ../node-controller
-	github.com/valkey-operator/valkey-operator/tls-controller => ../tls-controller
 	github.com/valkey-operator/valkey-operator/valkey => ../valkey
-	github.com/valkey-operator/valkey-operator/webhooks => ../webhooks
+	github.com/valkey-operator/valkey-operator/valkeyconf => ../valkeyconf
 )
 
 require (
@@ -74,6 +69,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000 // indirect
 	github.com/vladimirvivien/gexe v0.5.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.opentelemetry.io/otel v1.46.0 // indirect

@@ -2,7 +2,7 @@
 # `make test`: the steps CI runs, in order, each timed; stops at the first that fails and
 # prints the durations so far either way.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit
 steps=(deps verify-generate vet lint unit e2e-ci)
 declare -a done_steps
 report() {

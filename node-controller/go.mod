@@ -3,21 +3,20 @@ module github.com/valkey-operator/valkey-operator/node-controller
 go 1.26.0
 
 replace (
-	github.com/valkey-operator/valkey-operator/acl-controller => ../acl-controller
 	github.com/valkey-operator/valkey-operator/api => ../api
-	github.com/valkey-operator/valkey-operator/cluster-controller => ../cluster-controller
-	github.com/valkey-operator/valkey-operator/e2e => ../e2e
 	github.com/valkey-operator/valkey-operator/internal => ../internal
-	github.com/valkey-operator/valkey-operator/tls-controller => ../tls-controller
 	github.com/valkey-operator/valkey-operator/valkey => ../valkey
-	github.com/valkey-operator/valkey-operator/webhooks => ../webhooks
+	github.com/valkey-operator/valkey-operator/valkeyconf => ../valkeyconf
 )
 
 require (
 	github.com/go-logr/logr v1.4.3
+	github.com/onsi/ginkgo/v2 v2.34.0
+	github.com/onsi/gomega v1.44.0
 	github.com/valkey-operator/valkey-operator/api v0.0.0-00010101000000-000000000000
 	github.com/valkey-operator/valkey-operator/internal v0.0.0-00010101000000-000000000000
 	github.com/valkey-operator/valkey-operator/valkey v0.0.0-00010101000000-000000000000
+	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000
 	go.uber.org/zap v1.27.1
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -28,6 +27,7 @@ require (
 )
 
 require (
+	github.com/Masterminds/semver/v3 v3.4.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
@@ -50,7 +50,10 @@ require (
 	github.com/go-openapi/swag/stringutils v0.27.1 // indirect
 	github.com/go-openapi/swag/typeutils v0.27.1 // indirect
 	github.com/go-openapi/swag/yamlutils v0.27.1 // indirect
+	github.com/go-task/slim-sprig/v3 v3.0.0 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
@@ -68,6 +71,7 @@ require (
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/mod v0.38.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
@@ -75,6 +79,7 @@ require (
 	golang.org/x/term v0.45.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
+	golang.org/x/tools v0.48.0 // indirect
 	gomodules.xyz/jsonpatch/v2 v2.4.0 // indirect
 	google.golang.org/protobuf v1.36.12-0.20260120151049-f2248ac996af // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect

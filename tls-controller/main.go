@@ -28,8 +28,7 @@ func main() {
 		AddFlags: func(fs *flag.FlagSet) {
 			fs.DurationVar(&r.ExpiryWarning, "expiry-warning", certs.DefaultExpiryWarning,
 				"how long before its end a certificate is reported by the CertificateExpiring condition and a Warning event")
-			fs.DurationVar(&r.PropagationDelay, "secret-propagation-delay", certs.DefaultPropagationDelay,
-				"how long mounted copies of a Secret may lag behind it (kubelet sync); when only ca.crt changes, members are reloaded once this has passed")
+			operator.SecretPropagationFlag(fs, &r.PropagationDelay, "when only ca.crt changes, members are reloaded once this has passed")
 			fs.DurationVar(&r.Resync, "resync-period", certs.DefaultResync, "how often a settled cluster's members are checked again")
 			fs.StringVar(&r.ClusterDomain, "cluster-domain", certs.DefaultClusterDomain, "DNS domain of the Kubernetes cluster, for the client names a certificate should cover")
 		},
@@ -40,7 +39,11 @@ func main() {
 			r.Client = mgr.GetClient()
 			r.Scheme = mgr.GetScheme()
 			r.Recorder = mgr.GetEventRecorder(name)
-			r.Pool = &valkeyconn.Pool{DialTimeout: time.Second}
+			pool, err := valkeyconn.NewPool(mgr, time.Second)
+			if err != nil {
+				return err
+			}
+			r.Pool = pool
 			return r.SetupWithManager(ctx, mgr, f.MaxConcurrentReconciles)
 		},
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 func TestVersionAndInfo(t *testing.T) {
@@ -69,7 +70,7 @@ func TestLiveKeys(t *testing.T) {
 	s := valkeytest.Start(t, 1, valkeytest.Options{})[0]
 	c := s.Dial(t)
 	ctx := ctxT(t)
-	live := valkey.LiveKeys(s.Version)
+	live := valkeyconf.LiveKeys(s.Version)
 	for _, k := range live {
 		cur, err := c.ConfigGet(ctx, k)
 		must(t, err)
@@ -82,7 +83,7 @@ func TestLiveKeys(t *testing.T) {
 			t.Errorf("%s: CONFIG SET to its own value %q: %v", k, v, err)
 		}
 	}
-	for _, k := range valkey.LiveKeys(valkey.Version{Major: 99}) {
+	for _, k := range valkeyconf.LiveKeys(valkey.Version{Major: 99}) {
 		if slices.Contains(live, k) {
 			continue
 		}

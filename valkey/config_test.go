@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -74,7 +75,7 @@ func checkUserSection(t *testing.T, conf []byte) {
 		if err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
-		if user && len(args) > 0 && valkey.IsOperatorOwned(args[0]) {
+		if user && len(args) > 0 && valkeyconf.Owned(args[0]) {
 			t.Errorf("owned key %q rendered from user config", args[0])
 		}
 	}
@@ -85,32 +86,32 @@ func TestOwnedAndLiveKeys(t *testing.T) {
 		"cluster-announce-hostname", "include", "rename-command", "masterauth", "primaryauth", "aclfile",
 		"cluster-enabled", "cluster-config-file", "daemonize", "requirepass", "bind", "logfile", "user"}
 	for _, k := range owned {
-		if !valkey.IsOperatorOwned(k) {
+		if !valkeyconf.Owned(k) {
 			t.Errorf("%q should be operator-owned", k)
 		}
 	}
 	notOwned := []string{"maxmemory", "save", "io-threads", "cluster-node-timeout", "dbfilename", "tls", "users", "portx"}
 	for _, k := range notOwned {
-		if valkey.IsOperatorOwned(k) {
+		if valkeyconf.Owned(k) {
 			t.Errorf("%q should not be operator-owned", k)
 		}
 	}
 	v80 := valkey.Version{Major: 8}
 	for _, k := range []string{"maxmemory", "MAXMEMORY-policy", "maxclients", "timeout", "hz"} {
-		if !valkey.IsLiveKey(k, v80) || !valkey.IsLiveKey(k, valkey.Version{}) {
+		if !valkeyconf.Live(k, v80) || !valkeyconf.Live(k, valkey.Version{}) {
 			t.Errorf("%q should be live on 8.0", k)
 		}
 	}
 	for _, k := range []string{"io-threads", "port", "tls-cert-file", "appendonly", "databases", "nope"} {
-		if valkey.IsLiveKey(k, valkey.Version{Major: 99}) {
+		if valkeyconf.Live(k, valkey.Version{Major: 99}) {
 			t.Errorf("%q should not be live", k)
 		}
 	}
-	if valkey.IsLiveKey("cluster-manual-failover-timeout", v80) || !valkey.IsLiveKey("cluster-manual-failover-timeout", valkey.Version{Major: 8, Minor: 1}) {
+	if valkeyconf.Live("cluster-manual-failover-timeout", v80) || !valkeyconf.Live("cluster-manual-failover-timeout", valkey.Version{Major: 8, Minor: 1}) {
 		t.Error("cluster-manual-failover-timeout is live from 8.1 on")
 	}
-	live := valkey.LiveKeys(v80)
-	if !slices.IsSorted(live) || len(live) < 50 || slices.ContainsFunc(live, valkey.IsOperatorOwned) {
+	live := valkeyconf.LiveKeys(v80)
+	if !slices.IsSorted(live) || len(live) < 50 || slices.ContainsFunc(live, valkeyconf.Owned) {
 		t.Errorf("LiveKeys(8.0) = %v", live)
 	}
 }

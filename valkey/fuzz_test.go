@@ -7,6 +7,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // The seed corpus of each fuzz test is real server output captured by the
@@ -227,7 +228,7 @@ func FuzzRenderConfig(f *testing.F) {
 				last = args
 			}
 		}
-		rendered := valkey.IsValidConfigKey(key) && !valkey.IsOperatorOwned(key)
+		rendered := valkeyconf.ValidName(key) && !valkeyconf.Owned(key)
 		if rendered && (len(last) != 2 || last[0] != strings.ToLower(key) || last[1] != value) {
 			t.Fatalf("user pair %q=%q read back as %q", key, value, last)
 		}

@@ -2,17 +2,11 @@ module github.com/valkey-operator/valkey-operator/valkey
 
 go 1.26.0
 
-replace (
-	github.com/valkey-operator/valkey-operator/acl-controller => ../acl-controller
-	github.com/valkey-operator/valkey-operator/api => ../api
-	github.com/valkey-operator/valkey-operator/cluster-controller => ../cluster-controller
-	github.com/valkey-operator/valkey-operator/e2e => ../e2e
-	github.com/valkey-operator/valkey-operator/internal => ../internal
-	github.com/valkey-operator/valkey-operator/node-controller => ../node-controller
-	github.com/valkey-operator/valkey-operator/tls-controller => ../tls-controller
-	github.com/valkey-operator/valkey-operator/webhooks => ../webhooks
-)
+replace github.com/valkey-operator/valkey-operator/valkeyconf => ../valkeyconf
 
-require github.com/redis/rueidis v1.0.79
+require (
+	github.com/redis/rueidis v1.0.79
+	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000
+)
 
 require golang.org/x/sys v0.47.0 // indirect

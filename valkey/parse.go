@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // ErrParse is wrapped by every parser error.
@@ -412,35 +414,17 @@ func parseReplicaLine(s string) ReplicaInfo {
 
 // ---- Version ----
 
-// Version is a Valkey server version.
-type Version struct {
-	Major, Minor, Patch int
-}
-
-// maxVersionPart bounds each version number so that comparisons cannot
-// overflow.
-const maxVersionPart = 1 << 20
+// Version is a Valkey server version (valkeyconf's, which the config rules use too).
+type Version = valkeyconf.Version
 
 // ParseVersion parses "major.minor[.patch]" with an optional suffix after
 // '-' or '+' ("9.0.0-rc1").
 func ParseVersion(s string) (Version, error) {
-	core := strings.TrimSpace(s)
-	if i := strings.IndexAny(core, "-+ "); i >= 0 {
-		core = core[:i]
+	v, err := valkeyconf.ParseVersion(s)
+	if err != nil {
+		return Version{}, parseErr("%v", err)
 	}
-	parts := strings.Split(core, ".")
-	if len(parts) < 2 || len(parts) > 3 {
-		return Version{}, parseErr("bad version %q", truncate(s, 40))
-	}
-	var nums [3]int
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 || n > maxVersionPart || p == "" || p[0] == '+' {
-			return Version{}, parseErr("bad version %q", truncate(s, 40))
-		}
-		nums[i] = n
-	}
-	return Version{Major: nums[0], Minor: nums[1], Patch: nums[2]}, nil
+	return v, nil
 }
 
 // VersionFromInfo reads valkey_version, or redis_version, from INFO.
@@ -450,19 +434,6 @@ func VersionFromInfo(info Info) (Version, error) {
 		return Version{}, parseErr("INFO has no valkey_version nor redis_version")
 	}
 	return ParseVersion(s)
-}
-
-// AtLeast reports whether v is major.minor or later.
-func (v Version) AtLeast(major, minor int) bool {
-	if v.Major != major {
-		return v.Major > major
-	}
-	return v.Minor >= minor
-}
-
-// String returns "major.minor.patch".
-func (v Version) String() string {
-	return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
 }
 
 // ---- CLUSTER SHARDS ----

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // ObjectStoreSpec says where backups are kept. Exactly one provider is set; today that is
@@ -323,5 +324,8 @@ type DataSource struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&ValkeyBackup{}, &ValkeyBackupList{}, &ValkeyBackupSchedule{}, &ValkeyBackupScheduleList{})
+	SchemeBuilder.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(GroupVersion, &ValkeyBackup{}, &ValkeyBackupList{}, &ValkeyBackupSchedule{}, &ValkeyBackupScheduleList{})
+		return nil
+	})
 }

@@ -6,7 +6,10 @@ package v1alpha1
 // it, with the same content, as the guard in front of its reconcile.
 const (
 	// ConditionReady (ValkeyCluster, cluster-controller): every slot is served, every
-	// shard has its primary and all its replicas in sync, and the spec is fully applied.
+	// shard of the spec has its primary and all its replicas in sync, and every member
+	// agrees the cluster is ok. It does not wait for the spec to be applied: a roll, a
+	// scale or a live change in flight keeps a serving cluster Ready, and Progressing
+	// says what is still to do.
 	ConditionReady = "Ready"
 	// ConditionProgressing (ValkeyCluster, cluster-controller): the operator is changing
 	// the cluster (forming, rolling, scaling, healing); the reason names the step.
@@ -89,6 +92,8 @@ const (
 	ReasonRemovingReplicas    = "RemovingReplicas"
 	ReasonReplacingMember     = "ReplacingMember"
 	ReasonFailingOver         = "FailingOver"
+	ReasonPartitioned         = "Partitioned"
+	ReasonWaitingForMember    = "WaitingForMember"
 	ReasonForgettingNodes     = "ForgettingNodes"
 	ReasonReconciled          = "Reconciled"
 	ReasonMissingReplicas     = "MissingReplicas"
@@ -109,22 +114,25 @@ const (
 	ReasonImmutableField      = "ImmutableFieldChanged"
 
 	// PodReady, StorageReady, ConfigApplied (node-controller).
-	ReasonPodRunning        = "Running"
-	ReasonPodPending        = "Pending"
-	ReasonPodUnschedulable  = "Unschedulable"
-	ReasonImagePullBackOff  = "ImagePullBackOff"
-	ReasonCrashLoop         = "CrashLoop"
-	ReasonPodTerminated     = "Terminated"
-	ReasonPodMissing        = "PodMissing"
-	ReasonUpdatePending     = "UpdatePending"
-	ReasonStorageNotUsed    = "NotUsed"
-	ReasonStoragePending    = "Pending"
-	ReasonStorageBound      = "Bound"
-	ReasonStorageResizing   = "Resizing"
-	ReasonResizeInfeasible  = "ResizeInfeasible"
-	ReasonConfigApplied     = "Applied"
-	ReasonConfigRefused     = "Refused"
-	ReasonServerUnreachable = "ServerUnreachable"
+	ReasonPodRunning            = "Running"
+	ReasonPodPending            = "Pending"
+	ReasonPodUnschedulable      = "Unschedulable"
+	ReasonImagePullBackOff      = "ImagePullBackOff"
+	ReasonCrashLoop             = "CrashLoop"
+	ReasonPodTerminated         = "Terminated"
+	ReasonPodMissing            = "PodMissing"
+	ReasonUpdatePending         = "UpdatePending"
+	ReasonPriorityClassNotFound = "PriorityClassNotFound"
+	ReasonFailedCreate          = "FailedCreate"
+	ReasonStorageClassNotFound  = "StorageClassNotFound"
+	ReasonStorageNotUsed        = "NotUsed"
+	ReasonStoragePending        = "Pending"
+	ReasonStorageBound          = "Bound"
+	ReasonStorageResizing       = "Resizing"
+	ReasonResizeInfeasible      = "ResizeInfeasible"
+	ReasonConfigApplied         = "Applied"
+	ReasonConfigRefused         = "Refused"
+	ReasonServerUnreachable     = "ServerUnreachable"
 
 	// Joined, Synced (cluster-controller).
 	ReasonJoined    = "Joined"

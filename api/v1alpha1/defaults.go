@@ -17,12 +17,16 @@ func (s *ValkeyClusterSpec) ShardCount() int32 {
 	return s.Shards
 }
 
-// Replicas returns spec.replicasPerShard with its default.
-func (s *ValkeyClusterSpec) Replicas() int32 {
-	if s.ReplicasPerShard == nil {
-		return DefaultReplicasPerShard
+// ReplicaCount returns spec.replicasPerShard, or its other name spec.replicas, with the
+// default.
+func (s *ValkeyClusterSpec) ReplicaCount() int32 {
+	switch {
+	case s.ReplicasPerShard != nil:
+		return *s.ReplicasPerShard
+	case s.Replicas != nil:
+		return *s.Replicas
 	}
-	return *s.ReplicasPerShard
+	return DefaultReplicasPerShard
 }
 
 // Workload returns spec.workloadType with its default.

@@ -5,18 +5,26 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
 	// GroupVersion is the API group and version of this package.
 	GroupVersion = schema.GroupVersion{Group: "valkey.io", Version: "v1alpha1"}
 
-	// SchemeBuilder registers the types of this package.
-	//lint:ignore SA1019 the helper keeps registration short; this module already depends on controller-runtime.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	// SchemeBuilder registers the types of this package (apimachinery's, so the API
+	// module needs no controller-runtime).
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the types of this package to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers every kind of the group version, with the meta types.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &ValkeyCluster{}, &ValkeyClusterList{}, &ValkeyNode{}, &ValkeyNodeList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

@@ -74,3 +74,10 @@ const (
 	// ACLFileKey is the key of the aclfile in the {cluster}-acl Secret.
 	ACLFileKey = "users.acl"
 )
+
+// Names of the containers the operator builds; a spec.containers entry with one of these
+// names is merged into that container, any other entry is a new sidecar.
+const (
+	ServerContainerName   = "server"
+	ExporterContainerName = "metrics-exporter"
+)

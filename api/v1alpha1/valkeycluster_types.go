@@ -50,6 +50,14 @@ const (
 )
 
 // ValkeyClusterSpec is the desired state of a Valkey cluster running in cluster mode.
+// The rules that compare a change with the stored spec are CEL rules of the CRD, so the
+// API server refuses such a change whether or not the webhooks run.
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.replicasPerShard) || self.replicas == self.replicasPerShard",message="replicas is another name for replicasPerShard: set one, or both to the same value",fieldPath=".replicas",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || has(oldSelf.persistence)",message="persistence cannot be added after creation",fieldPath=".persistence",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="has(self.persistence) || !has(oldSelf.persistence)",message="persistence cannot be removed after creation",fieldPath=".persistence",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || has(oldSelf.tls)",message="TLS cannot be turned on after creation",fieldPath=".tls",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="has(self.tls) || !has(oldSelf.tls)",message="TLS cannot be turned off after creation",fieldPath=".tls",reason=FieldValueForbidden
+// +kubebuilder:validation:XValidation:rule="(has(self.workloadType) ? self.workloadType : 'StatefulSet') == (has(oldSelf.workloadType) ? oldSelf.workloadType : 'StatefulSet')",message="workloadType cannot change after creation",fieldPath=".workloadType",reason=FieldValueForbidden
 type ValkeyClusterSpec struct {
 	// Shards is the number of primaries; the 16384 hash slots are spread evenly over
 	// them. Scaling moves slots: new shards receive slots, removed shards are drained
@@ -60,14 +68,21 @@ type ValkeyClusterSpec struct {
 	// +optional
 	Shards int32 `json:"shards,omitempty"`
 
-	// ReplicasPerShard is the number of replicas of each primary (an addition to the
-	// reference API, which always runs one). 0 runs primaries only: a lost primary then
-	// loses its data unless persistence brings its volume back. At most 10.
-	// +kubebuilder:default=1
+	// ReplicasPerShard is the number of replicas of each primary (default 1). 0 runs
+	// primaries only: a lost primary then loses its data unless persistence brings its
+	// volume back. At most 10.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
 	// +optional
 	ReplicasPerShard *int32 `json:"replicasPerShard,omitempty"`
+
+	// Replicas is another name for replicasPerShard, the one manifests written for the
+	// valkey-io operator use: replicas of each primary, not pods in all. Accepted with a
+	// warning; set one of the two (both only with the same value).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Image is the Valkey server image. Changing it rolls the cluster one shard at a
 	// time with one failover per shard. Valkey 8.0 and later are supported.
@@ -170,6 +185,7 @@ type ExporterSpec struct {
 }
 
 // PersistenceSpec describes each member's volume.
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="storageClassName cannot change after creation",fieldPath=".storageClassName",reason=FieldValueForbidden
 type PersistenceSpec struct {
 	// Size of each member's volume. It can grow (when the StorageClass allows expansion)
 	// but never shrink.
@@ -294,7 +310,10 @@ type KeysSpec struct {
 
 // ChannelsSpec lists pub/sub channel patterns.
 type ChannelsSpec struct {
-	// Patterns of channels (&pattern).
+	// Patterns of channels (&pattern) the user may publish and subscribe to. Setting any
+	// also grants the pub/sub commands (+@pubsub, before the user's own command rules):
+	// the patterns, not the commands, limit what the user reaches. To give the patterns
+	// without the commands, deny them: commands.deny ["@pubsub"] wins.
 	// +optional
 	Patterns []string `json:"patterns,omitempty"`
 }
@@ -306,7 +325,8 @@ type ValkeyClusterStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// State summarises the conditions for humans: Creating, Ready, Updating, Scaling,
-	// Degraded, Failed or Invalid.
+	// Degraded, Failed (members cannot run until something is fixed: Ready names the
+	// cause) or Invalid.
 	// +optional
 	State ClusterState `json:"state,omitempty"`
 	// ReadyShards counts shards whose primary serves its slots and whose replicas are
@@ -318,6 +338,15 @@ type ValkeyClusterStatus struct {
 	// +listType=map
 	// +listMapKey=index
 	Shards []ShardStatus `json:"shards,omitempty"`
+	// AppliedSpec is the last valid spec the cluster-controller acted on. When the spec
+	// becomes invalid (possible with the webhooks off), the operator keeps healing the
+	// cluster as this spec says (lost members replaced, failovers) and applies no
+	// change until the spec is valid again.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	AppliedSpec *ValkeyClusterSpec `json:"appliedSpec,omitempty"`
 	// ACL is written by the acl-controller.
 	// +optional
 	ACL *ACLStatus `json:"acl,omitempty"`
@@ -409,8 +438,4 @@ type ValkeyClusterList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ValkeyCluster `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&ValkeyCluster{}, &ValkeyClusterList{})
 }

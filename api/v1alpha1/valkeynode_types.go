@@ -37,6 +37,14 @@ type ValkeyNodeSpec struct {
 	// ShardIndex is the shard this member was created for.
 	// +kubebuilder:validation:Minimum=0
 	ShardIndex int32 `json:"shardIndex"`
+	// Replicas is always 1: one member is one server. It is the scale subresource's
+	// spec, so the disruption controller can count the pods a ValkeyNode controls
+	// (workloadType Pod) and honour the cluster's PodDisruptionBudgets.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
 	// Revision authorises a new pod. The node-controller brings the workload in line
 	// with this spec only when Revision differs from the revision the workload was
 	// built for; otherwise changes that need a new pod are held back (and reported by
@@ -101,6 +109,10 @@ type ValkeyNodeStatus struct {
 	// Revision of the spec the running pod was built from (node-controller).
 	// +optional
 	Revision int64 `json:"revision,omitempty"`
+	// Replicas is 1 while the member's pod exists, 0 otherwise: the scale
+	// subresource's status (node-controller).
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
 	// NodeID is the member's Valkey cluster node ID (cluster-controller).
 	// +optional
 	NodeID string `json:"nodeID,omitempty"`
@@ -118,6 +130,7 @@ type ValkeyNodeStatus struct {
 // internal to the operator: users read it, never write it.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas
 // +kubebuilder:resource:shortName=vkn,categories=valkey
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
 // +kubebuilder:printcolumn:name="Shard",type=integer,JSONPath=`.spec.shardIndex`
@@ -140,8 +153,4 @@ type ValkeyNodeList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ValkeyNode `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&ValkeyNode{}, &ValkeyNodeList{})
 }

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"fmt"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -49,6 +50,10 @@ func ClusterWarnings(c *v1alpha1.ValkeyCluster) []string {
 	if w := noReplicaWarning(&c.Spec, specPath); w != "" {
 		warnings = append(warnings, w)
 	}
+	if c.Spec.Replicas != nil {
+		warnings = append(warnings, fmt.Sprintf("%s is accepted as another name for %s (the valkey-io operator's); "+
+			"this operator's name is replicasPerShard", specPath.Child("replicas"), specPath.Child("replicasPerShard")))
+	}
 	return warnings
 }
 
@@ -70,6 +75,8 @@ func validateClusterSpec(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	var errs field.ErrorList
 	errs = append(errs, validateShards(s.Shards, p.Child("shards"))...)
 	errs = append(errs, validateReplicasPerShard(s.ReplicasPerShard, p.Child("replicasPerShard"))...)
+	errs = append(errs, validateReplicasPerShard(s.Replicas, p.Child("replicas"))...)
+	errs = append(errs, validateReplicasAlias(s, p)...)
 	errs = append(errs, validateWorkloadType(s.WorkloadType, false, p.Child("workloadType"))...)
 	errs = append(errs, validatePDB(s.PodDisruptionBudget, p.Child("podDisruptionBudget"))...)
 	errs = append(errs, validateGracePeriod(s.TerminationGracePeriodSeconds, p.Child("terminationGracePeriodSeconds"))...)
@@ -77,6 +84,7 @@ func validateClusterSpec(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	errs = append(errs, validateImagePullSecrets(s.ImagePullSecrets, p.Child("imagePullSecrets"))...)
 	errs = append(errs, validateResources(s.Resources, p.Child("resources"))...)
 	errs = append(errs, validateConfig(s.Config, p.Child("config"))...)
+	errs = append(errs, validateConfigForImage(s.Config, s.ImageOrDefault(), p.Child("config"))...)
 	errs = append(errs, validateContainers(s.Containers, p.Child("containers"))...)
 	errs = append(errs, validateExporter(s.Exporter, p.Child("exporter"))...)
 	errs = append(errs, validatePersistence(s.Persistence, s.Workload(), p.Child("persistence"))...)

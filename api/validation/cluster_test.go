@@ -82,6 +82,7 @@ func TestClusterWarnings(t *testing.T) {
 			mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.TerminationGracePeriodSeconds = ptr.To[int64](14) },
 			want:   []string{"spec.terminationGracePeriodSeconds: 14 s is shorter than the 15 s"}},
 		{name: "grace period below a raised failover timeout", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "valkey/valkey:8.1.1"
 			c.Spec.Config = map[string]string{"cluster-manual-failover-timeout": "60000"}
 			c.Spec.TerminationGracePeriodSeconds = ptr.To[int64](60)
 		}, want: []string{"60 s is shorter than the 70 s"}},
@@ -96,6 +97,9 @@ func TestClusterWarnings(t *testing.T) {
 			*c = *seedSample()
 			c.Spec.ReplicasPerShard = ptr.To[int32](0)
 		}},
+		{name: "replicas, the valkey-io operator's name", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.ReplicasPerShard, c.Spec.Replicas = nil, ptr.To[int32](2)
+		}, want: []string{"spec.replicas is accepted as another name for spec.replicasPerShard"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validCluster()
@@ -113,5 +117,27 @@ func TestClusterWarnings(t *testing.T) {
 	}
 	if ClusterWarnings(nil) != nil {
 		t.Error("want no warning for a nil cluster")
+	}
+}
+
+func TestReplicasAlias(t *testing.T) {
+	runClusterCases(t, []clusterCase{
+		{name: "replicas alone", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.ReplicasPerShard, c.Spec.Replicas = nil, ptr.To[int32](2) }},
+		{name: "both, the same", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.ReplicasPerShard, c.Spec.Replicas = ptr.To[int32](2), ptr.To[int32](2)
+		}},
+		{name: "both, different", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Replicas = ptr.To[int32](2) },
+			want: []string{"spec.replicas: Invalid value: 2: is another name for replicasPerShard, which is 1"}},
+		{name: "replicas out of range", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.ReplicasPerShard, c.Spec.Replicas = nil, ptr.To[int32](11) },
+			want: []string{"spec.replicas: Invalid value: 11: must be between 0 and 10"}},
+	})
+	for _, tc := range []struct {
+		perShard, replicas *int32
+		want               int32
+	}{{nil, nil, 1}, {ptr.To[int32](0), nil, 0}, {nil, ptr.To[int32](3), 3}, {ptr.To[int32](2), ptr.To[int32](2), 2}} {
+		s := v1alpha1.ValkeyClusterSpec{ReplicasPerShard: tc.perShard, Replicas: tc.replicas}
+		if got := s.ReplicaCount(); got != tc.want {
+			t.Errorf("ReplicaCount(%v, %v) = %d, want %d", tc.perShard, tc.replicas, got, tc.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 func config(kv ...string) func(c *v1alpha1.ValkeyCluster) {
@@ -41,11 +42,38 @@ func TestValidateConfig(t *testing.T) {
 		{name: "value with a carriage return", mutate: config("maxmemory", "1gb\r"), want: []string{"spec.config[maxmemory]"}},
 		{name: "same key twice in two cases", mutate: config("maxmemory", "1gb", "MAXMEMORY", "2gb"),
 			want: []string{"spec.config[maxmemory]: Duplicate value"}},
-		{name: "failover timeout", mutate: config("cluster-manual-failover-timeout", "20000")},
+		{name: "failover timeout (8.1 and later)", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "valkey/valkey:8.1.1"
+			c.Spec.Config = map[string]string{"cluster-manual-failover-timeout": "20000"}
+		}},
 		{name: "failover timeout not a number", mutate: config("cluster-manual-failover-timeout", "5s"),
 			want: []string{`spec.config[cluster-manual-failover-timeout]: Invalid value: "5s": must be a whole number of milliseconds`}},
 		{name: "failover timeout zero", mutate: config("cluster-manual-failover-timeout", "0"),
 			want: []string{"spec.config[cluster-manual-failover-timeout]"}},
+		{name: "failover timeout above a minute (the grace period would pass 70 s)", mutate: config("cluster-manual-failover-timeout", "60001"),
+			want: []string{`spec.config[cluster-manual-failover-timeout]: Invalid value: "60001": must be a whole number of milliseconds between 1000 and 60000`}},
+		{name: "failover timeout at the bounds", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "valkey/valkey:9.1.2"
+			c.Spec.Config = map[string]string{"cluster-manual-failover-timeout": "1000", "cluster-node-timeout": "60000"}
+		}},
+		{name: "node timeout in another case, above a minute", mutate: config("Cluster-Node-Timeout", "60001"),
+			want: []string{`spec.config[Cluster-Node-Timeout]: Invalid value: "60001": must be a whole number of milliseconds between 1000 and 60000: a crashed server waits`}},
+		{name: "a key 8.0 does not have, on the default 8.0.1 image", mutate: config("cluster-manual-failover-timeout", "10000"),
+			want: []string{`spec.config[cluster-manual-failover-timeout]: Invalid value: "10000": Valkey 8.1 and later take this; the image valkey/valkey:8.0.1 runs 8.0`}},
+		{name: "a key 8.1 has, on 8.1", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "valkey/valkey:8.1.1"
+			c.Spec.Config = map[string]string{"cluster-manual-failover-timeout": "10000"}
+		}},
+		{name: "a value only 9.0 takes, on an 8.x tag", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "valkey/valkey:8"
+			c.Spec.Config = map[string]string{"shutdown-on-sigterm": "failover"}
+		}, want: []string{"Valkey 9.0 and later take this; the image valkey/valkey:8 runs 8.x"}},
+		{name: "a tag without a version: the server decides when it starts", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "registry.example.com/mirror/valkey:stable"
+			c.Spec.Config = map[string]string{"log-format": "json"}
+		}},
+		{name: "node timeout below a second", mutate: config("cluster-node-timeout", "999"),
+			want: []string{"spec.config[cluster-node-timeout]: Invalid value: \"999\""}},
 	})
 }
 
@@ -66,7 +94,6 @@ func TestGracePeriodDerivation(t *testing.T) {
 		wantMinimum int64
 		wantGrace   int64
 		wantShort   bool
-		wantErr     bool
 	}{
 		{name: "defaults", wantMinimum: 15, wantGrace: 30},
 		{name: "timeout rounds up", config: map[string]string{"cluster-manual-failover-timeout": "5001"}, wantMinimum: 16, wantGrace: 30},
@@ -74,19 +101,17 @@ func TestGracePeriodDerivation(t *testing.T) {
 			config: map[string]string{"CLUSTER-MANUAL-FAILOVER-TIMEOUT": "60000"}, wantMinimum: 70, wantGrace: 70},
 		{name: "explicit value honoured", explicit: ptr.To[int64](20), wantMinimum: 15, wantGrace: 20},
 		{name: "explicit short value", explicit: ptr.To[int64](5), wantMinimum: 15, wantGrace: 5, wantShort: true},
+		// A value that is not a timeout is refused by validateConfig; meanwhile it counts
+		// as Valkey's default, as everywhere the operator derives from it.
 		{name: "bad timeout", config: map[string]string{"cluster-manual-failover-timeout": "x"},
-			explicit: ptr.To[int64](5), wantErr: true, wantGrace: 5},
+			explicit: ptr.To[int64](5), wantMinimum: 15, wantGrace: 5, wantShort: true},
 		{name: "bad timeout without explicit value",
-			config: map[string]string{"cluster-manual-failover-timeout": "-1"}, wantErr: true, wantGrace: 30},
+			config: map[string]string{"cluster-manual-failover-timeout": "-1"}, wantMinimum: 15, wantGrace: 30},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &v1alpha1.ValkeyClusterSpec{Config: tc.config, TerminationGracePeriodSeconds: tc.explicit}
-			minimum, err := MinimumGracePeriodSeconds(tc.config)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("MinimumGracePeriodSeconds error = %v, want error %v", err, tc.wantErr)
-			}
-			if !tc.wantErr && minimum != tc.wantMinimum {
-				t.Errorf("minimum = %d, want %d", minimum, tc.wantMinimum)
+			if minimum := valkeyconf.MinimumGracePeriodSeconds(tc.config); minimum != tc.wantMinimum {
+				t.Errorf("minimum = %d, want %d", valkeyconf.MinimumGracePeriodSeconds(tc.config), tc.wantMinimum)
 			}
 			if got := GracePeriodSeconds(s); got != tc.wantGrace {
 				t.Errorf("GracePeriodSeconds = %d, want %d", got, tc.wantGrace)

@@ -14,13 +14,6 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
-// Names of the containers the operator builds; a containers entry with one of these
-// names is merged into that container, any other entry is a new sidecar.
-const (
-	ServerContainerName   = "server"
-	ExporterContainerName = "metrics-exporter"
-)
-
 // whenUnsatisfiable are the values Kubernetes accepts in a topology spread constraint.
 var whenUnsatisfiable = []corev1.UnsatisfiableConstraintAction{corev1.DoNotSchedule, corev1.ScheduleAnyway}
 
@@ -89,10 +82,10 @@ func validateContainers(containers []corev1.Container, p *field.Path) field.Erro
 	for i, c := range containers {
 		cp := p.Index(i)
 		errs = append(errs, validateContainerName(c.Name, seen, cp.Child("name"))...)
-		if c.Name != "" && c.Name != ServerContainerName && c.Name != ExporterContainerName && c.Image == "" {
+		if c.Name != "" && c.Name != v1alpha1.ServerContainerName && c.Name != v1alpha1.ExporterContainerName && c.Image == "" {
 			errs = append(errs, field.Required(cp.Child("image"), fmt.Sprintf(
 				"a container other than %q or %q is added as a sidecar and needs an image",
-				ServerContainerName, ExporterContainerName)))
+				v1alpha1.ServerContainerName, v1alpha1.ExporterContainerName)))
 		}
 		errs = append(errs, validateImage(c.Image, false, cp.Child("image"))...)
 	}

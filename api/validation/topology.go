@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // Sanity bounds of the cluster's size. A Valkey cluster has 16384 slots and its
@@ -43,6 +44,15 @@ func validateReplicasPerShard(replicas *int32, p *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, *replicas, fmt.Sprintf("must be between 0 and %d", MaxReplicasPerShard))}
 	}
 	return nil
+}
+
+// validateReplicasAlias refuses replicas and replicasPerShard set to different values.
+func validateReplicasAlias(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.ErrorList {
+	if s.Replicas == nil || s.ReplicasPerShard == nil || *s.Replicas == *s.ReplicasPerShard {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(p.Child("replicas"), *s.Replicas, fmt.Sprintf(
+		"is another name for replicasPerShard, which is %d: set one, or both to the same value", *s.ReplicasPerShard))}
 }
 
 // validateWorkloadType checks a workload type against the supported values; an empty
@@ -97,19 +107,24 @@ func gracePeriodWarning(s *v1alpha1.ValkeyClusterSpec, p *field.Path) string {
 	if s.TerminationGracePeriodSeconds == nil {
 		return ""
 	}
-	minimum, err := MinimumGracePeriodSeconds(s.Config)
-	if err != nil || *s.TerminationGracePeriodSeconds >= minimum {
+	if raw, ok := valkeyconf.Lookup(s.Config, valkeyconf.KeyManualFailoverTimeout); ok {
+		if _, _, ok := valkeyconf.CheckBound(valkeyconf.KeyManualFailoverTimeout, raw); !ok {
+			return "" // validateConfig reports the value itself
+		}
+	}
+	short, minimum := GracePeriodTooShort(s)
+	if !short {
 		return ""
 	}
 	return fmt.Sprintf("%s: %d s is shorter than the %d s a primary may need to hand its slots to a replica "+
 		"(%s/1000 + %d s); a primary stopped by Kubernetes may be killed before its failover completes",
 		p.Child("terminationGracePeriodSeconds"), *s.TerminationGracePeriodSeconds, minimum,
-		ConfigManualFailoverTimeout, GracePeriodHeadroomSeconds)
+		valkeyconf.KeyManualFailoverTimeout, valkeyconf.GracePeriodHeadroomSeconds)
 }
 
 // noReplicaWarning explains the risk of shards without replicas and without volumes.
 func noReplicaWarning(s *v1alpha1.ValkeyClusterSpec, p *field.Path) string {
-	if s.Replicas() != 0 || s.Persistence != nil {
+	if s.ReplicaCount() != 0 || s.Persistence != nil {
 		return ""
 	}
 	return fmt.Sprintf("%s: 0 without persistence: a shard whose only pod is lost loses its data",

@@ -180,8 +180,8 @@ func deploymentArgs(objs map[string]*unstructured.Unstructured, name string) str
 func TestCertificateModes(t *testing.T) {
 	t.Run("selfSigned", func(t *testing.T) {
 		objs := render(t)
-		if got := webhookPolicies(t, objs); strings.Join(got, ",") != "Ignore,Ignore,Ignore,Ignore" {
-			t.Errorf("self-signed policies = %v: must fail open until the CA is injected", got)
+		if got := webhookPolicies(t, objs); strings.Join(got, ",") != "Fail,Fail,Fail,Fail" {
+			t.Errorf("self-signed policies = %v: the chart owns them and fails closed (the rotator only injects the CA)", got)
 		}
 		if a := deploymentArgs(objs, "webhooks"); !strings.Contains(a, "--cert-mode=self-signed") || !strings.Contains(a, "--cert-secret=vko/vko-webhooks-cert") {
 			t.Errorf("args = %s", a)
@@ -366,15 +366,63 @@ func TestClusterRolesAreMinimal(t *testing.T) {
 	}
 }
 
-// TestRefusesOldKubernetes: the chart's kubeVersion refuses a cluster without native
-// sidecars (1.28), and takes a vendor build of 1.29.
+// TestRefusesOldKubernetes: the chart's kubeVersion refuses a cluster without the
+// webhooks' matchConditions (GA in 1.30), and takes a vendor build of 1.30.
 func TestRefusesOldKubernetes(t *testing.T) {
-	_, err := helm(t, "template", "vko", "charts/valkey-operator", "--kube-version", "1.28.9")
+	_, err := helm(t, "template", "vko", "charts/valkey-operator", "--kube-version", "1.29.9")
 	if err == nil || !strings.Contains(err.Error(), "kubeVersion") {
-		t.Errorf("rendering for 1.28 = %v, want a kubeVersion error", err)
+		t.Errorf("rendering for 1.29 = %v, want a kubeVersion error", err)
 	}
-	if _, err := helm(t, "template", "vko", "charts/valkey-operator", "--kube-version", "v1.29.3-eks-1234"); err != nil {
-		t.Errorf("rendering for a 1.29 vendor build: %v", err)
+	if _, err := helm(t, "template", "vko", "charts/valkey-operator", "--kube-version", "v1.30.3-eks-1234"); err != nil {
+		t.Errorf("rendering for a 1.30 vendor build: %v", err)
+	}
+}
+
+// TestWebhooksStayOffTheOperatorsPath: the ValkeyNode webhook skips the operator's own
+// service accounts and the built-in controllers (matchConditions), so the operator's
+// writes never wait for it; the webhooks run two replicas apart, under a budget.
+func TestWebhooksStayOffTheOperatorsPath(t *testing.T) {
+	objs := render(t)
+	cfg := objs["ValidatingWebhookConfiguration/vko-webhooks"]
+	hooks, _, _ := unstructured.NestedSlice(cfg.Object, "webhooks")
+	var nodeHook map[string]any
+	for _, h := range hooks {
+		if h.(map[string]any)["name"] == "vvalkeynode.valkey.io" {
+			nodeHook = h.(map[string]any)
+		}
+	}
+	if nodeHook == nil {
+		t.Fatal("no ValkeyNode webhook")
+	}
+	conds, _, _ := unstructured.NestedSlice(nodeHook, "matchConditions")
+	if len(conds) != 1 {
+		t.Fatalf("matchConditions = %v", conds)
+	}
+	expr := conds[0].(map[string]any)["expression"].(string)
+	for _, sa := range []string{"cluster-controller", "node-controller", "acl-controller", "tls-controller"} {
+		if !strings.Contains(expr, "'system:serviceaccount:vko:vko-"+sa+"'") {
+			t.Errorf("the webhook does not skip the %s: %s", sa, expr)
+		}
+	}
+	if strings.Contains(expr, "vko-webhooks") {
+		t.Errorf("the webhooks' own account needs no ValkeyNode writes: %s", expr)
+	}
+	rules, _, _ := unstructured.NestedSlice(nodeHook, "rules")
+	if ops, _, _ := unstructured.NestedStringSlice(rules[0].(map[string]any), "operations"); strings.Join(ops, ",") != "CREATE,UPDATE" {
+		t.Errorf("ValkeyNode operations = %v (deleting a member by hand is allowed, needs no webhook)", ops)
+	}
+	d := objs["Deployment/vko-webhooks"]
+	if r, _, _ := unstructured.NestedFieldNoCopy(d.Object, "spec", "replicas"); fmt.Sprint(r) != "2" {
+		t.Errorf("webhook replicas = %v, want 2", r)
+	}
+	if _, ok, _ := unstructured.NestedMap(d.Object, "spec", "template", "spec", "affinity", "podAntiAffinity"); !ok {
+		t.Error("two webhook replicas without anti-affinity")
+	}
+	if objs["PodDisruptionBudget/vko-webhooks"] == nil {
+		t.Error("no PodDisruptionBudget for the webhooks")
+	}
+	if one := render(t, "webhooks.replicas=1"); one["PodDisruptionBudget/vko-webhooks"] != nil {
+		t.Error("a budget of minAvailable 1 over one replica would block every drain")
 	}
 }
 

@@ -3,8 +3,10 @@ package framework
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -123,4 +125,53 @@ func KillPod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 		return err
 	}
 	return c.Delete(ctx, pod, client.GracePeriodSeconds(0))
+}
+
+// Partition makes the network namespace of a pod drop every packet to and from the given
+// IPs, while the rest of the network still reaches the pod: an asymmetric partition. The
+// rules are iptables rules of the pod's own namespace, entered from the host through the
+// namespace of the container's main process (so, like SignalContainer, it needs the
+// machine whose kernel runs the containers). The returned function lifts the partition;
+// the pod's namespace lives as long as the pod, so it works after the container restarted
+// too, as long as the process found here still runs or the namespace is held elsewhere.
+func Partition(ctx context.Context, pod *corev1.Pod, container string, peers []string) (func(context.Context) error, error) {
+	id, err := ContainerID(pod, container)
+	if err != nil {
+		return nil, err
+	}
+	pid, err := findContainerInit("/proc", id)
+	if err != nil {
+		return nil, err
+	}
+	// Hold the namespace open, so the rules can be removed whatever the process does.
+	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		return nil, fmt.Errorf("network namespace of %s: %w", pod.Name, err)
+	}
+	iptables := func(ctx context.Context, op string) error {
+		var errs []error
+		for _, ip := range peers {
+			for _, rule := range [][]string{{"INPUT", "-s", ip}, {"OUTPUT", "-d", ip}} {
+				args := append([]string{"--net=/proc/self/fd/3", "iptables", "-w", op}, append(rule, "-j", "DROP")...)
+				cmd := exec.CommandContext(ctx, "nsenter", args...)
+				cmd.ExtraFiles = []*os.File{ns}
+				if out, err := cmd.CombinedOutput(); err != nil {
+					errs = append(errs, fmt.Errorf("iptables %s %v in the namespace of %s: %w: %s", op, rule, pod.Name, err, out))
+					if op == "-I" {
+						return errors.Join(errs...)
+					}
+				}
+			}
+		}
+		return errors.Join(errs...)
+	}
+	if err := iptables(ctx, "-I"); err != nil {
+		_ = iptables(context.Background(), "-D")
+		ns.Close()
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		defer ns.Close()
+		return iptables(ctx, "-D")
+	}, nil
 }

@@ -34,7 +34,7 @@ func Converged(ctx context.Context, c client.Client, vc *v1alpha1.ValkeyCluster)
 	if err != nil {
 		return false, "", err
 	}
-	shards, replicas := int(vc.Spec.ShardCount()), int(vc.Spec.Replicas())
+	shards, replicas := int(vc.Spec.ShardCount()), int(vc.Spec.ReplicaCount())
 	if want := shards * (1 + replicas); len(members) != want {
 		return false, fmt.Sprintf("%d members, want %d", len(members), want), nil
 	}

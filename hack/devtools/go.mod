@@ -4,10 +4,9 @@ module github.com/valkey-operator/valkey-operator/hack/devtools
 
 go 1.26.0
 
-replace github.com/valkey-operator/valkey-operator/valkey => ../../valkey
-
 require (
-	github.com/valkey-operator/valkey-operator/valkey v0.0.0-00010101000000-000000000000
+	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000
+	golang.org/x/mod v0.41.0
 	k8s.io/apiextensions-apiserver v0.37.0
 	mvdan.cc/sh/v3 v3.14.1
 	sigs.k8s.io/yaml v1.6.0
@@ -19,11 +18,10 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
-	github.com/redis/rueidis v1.0.79 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/apimachinery v0.37.2 // indirect
@@ -34,3 +32,5 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+replace github.com/valkey-operator/valkey-operator/valkeyconf => ../../valkeyconf

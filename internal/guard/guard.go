@@ -34,8 +34,9 @@ func Check(c *v1alpha1.ValkeyCluster) Result {
 }
 
 // CheckUpdate returns the rules broken by changing previous into c beyond those Check
-// reports (immutable fields). Only a controller that can rebuild the previous spec (the
-// cluster-controller, from the members) uses it; it reports them in its own conditions.
+// reports (immutable fields). Only a controller that knows the previous spec (the
+// cluster-controller: status.appliedSpec, else the members) uses it; it reports them in
+// its own conditions.
 func CheckUpdate(previous, c *v1alpha1.ValkeyCluster) field.ErrorList {
 	static := map[string]bool{}
 	for _, e := range validation.ValidateCluster(c) {

@@ -1,12 +1,14 @@
-// Package membership is how the controllers that act on every member of a cluster (the acl-
-// and tls-controllers) find a cluster's ValkeyNodes and hear about the changes of theirs
-// that matter: one field index, one mapping from a member to its cluster, one predicate.
+// Package membership is the one definition of who is a member of a cluster, used by every
+// controller that acts on a cluster's ValkeyNodes: how to list them (Of), how a member
+// maps to its cluster (ClusterOf), and which member changes matter (Changed).
 package membership
 
 import (
 	"context"
 	"fmt"
+	"sort"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -17,29 +19,45 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 )
 
-// IndexClusterName indexes ValkeyNodes by spec.clusterName in a manager's cache.
-const IndexClusterName = "spec.clusterName"
-
-// AddIndex registers IndexClusterName.
-func AddIndex(ctx context.Context, idx client.FieldIndexer) error {
-	if err := idx.IndexField(ctx, &v1alpha1.ValkeyNode{}, IndexClusterName, func(o client.Object) []string {
-		return []string{o.(*v1alpha1.ValkeyNode).Spec.ClusterName}
-	}); err != nil {
-		return fmt.Errorf("index ValkeyNodes by cluster: %w", err)
+// Of returns the members of a cluster, oldest first: the ValkeyNodes labelled with its
+// name that it controls (an owner reference with its UID). The label selects them in a
+// cache or on the API server alike; the owner reference keeps out a ValkeyNode that
+// only carries the labels, and the members of an earlier cluster of the same name.
+func Of(ctx context.Context, c client.Reader, vc *v1alpha1.ValkeyCluster) ([]v1alpha1.ValkeyNode, error) {
+	list, err := Labelled(ctx, c, client.ObjectKeyFromObject(vc))
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	out := list[:0]
+	for _, vn := range list {
+		if metav1.IsControlledBy(&vn, vc) {
+			out = append(out, vn)
+		}
+	}
+	return out, nil
 }
 
-// List returns the members of a cluster, through IndexClusterName.
-func List(ctx context.Context, c client.Reader, vc *v1alpha1.ValkeyCluster) ([]v1alpha1.ValkeyNode, error) {
+// Labelled returns the ValkeyNodes labelled for the cluster named key, whoever owns
+// them, oldest first: once a cluster is gone, what is left of its members.
+func Labelled(ctx context.Context, c client.Reader, key client.ObjectKey) ([]v1alpha1.ValkeyNode, error) {
 	var list v1alpha1.ValkeyNodeList
-	if err := c.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingFields{IndexClusterName: vc.Name}); err != nil {
-		return nil, fmt.Errorf("list ValkeyNodes of %s: %w", vc.Name, err)
+	if err := c.List(ctx, &list, client.InNamespace(key.Namespace), client.MatchingLabels(v1alpha1.ClusterLabels(key.Name))); err != nil {
+		return nil, fmt.Errorf("list the members of %s: %w", key.Name, err)
 	}
+	sort.Slice(list.Items, func(i, j int) bool { return Older(&list.Items[i], &list.Items[j]) })
 	return list.Items, nil
 }
 
-// ClusterOf maps a ValkeyNode to its cluster.
+// Older orders members by creation, then by name.
+func Older(a, b *v1alpha1.ValkeyNode) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+// ClusterOf maps a ValkeyNode to its cluster (also after the cluster is gone: its members
+// must then be let go).
 func ClusterOf(_ context.Context, o client.Object) []reconcile.Request {
 	vn, ok := o.(*v1alpha1.ValkeyNode)
 	if !ok || vn.Spec.ClusterName == "" {

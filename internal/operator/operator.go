@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -132,5 +133,17 @@ func run(c Component, args []string) error {
 // ManagedSecrets restricts a cache to the Secrets the operator created, for components
 // that must not hold users' Secrets in memory.
 func ManagedSecrets() cache.ByObject {
-	return cache.ByObject{Label: managedBySelector()}
+	return cache.ByObject{Label: ManagedBySelector()}
+}
+
+// DefaultSecretPropagationDelay is how long the kubelet may take to bring a changed Secret
+// into the pods that mount it: its sync period (1 min) plus its cache, with margin. The
+// acl- and tls-controllers rely on a mounted copy only once this has passed.
+const DefaultSecretPropagationDelay = 2 * time.Minute
+
+// SecretPropagationFlag registers --secret-propagation-delay into d; what explains what
+// the component waits for.
+func SecretPropagationFlag(fs *flag.FlagSet, d *time.Duration, what string) {
+	fs.DurationVar(d, "secret-propagation-delay", DefaultSecretPropagationDelay,
+		"how long mounted copies of a Secret may lag behind it (kubelet sync); "+what)
 }

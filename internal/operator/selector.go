@@ -6,6 +6,8 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
-func managedBySelector() labels.Selector {
+// ManagedBySelector selects the objects the operator created (label
+// app.kubernetes.io/managed-by), for caches that must hold nothing else.
+func ManagedBySelector() labels.Selector {
 	return labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy})
 }

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
@@ -127,6 +128,21 @@ type Pool struct {
 
 	mu      sync.Mutex
 	clients map[string]*entry
+}
+
+// NewPool returns a pool whose connections are closed when mgr stops, so a component
+// going away (a roll of the operator, leader election lost) leaves no open connection
+// on the servers.
+func NewPool(mgr manager.Manager, dialTimeout time.Duration) (*Pool, error) {
+	p := &Pool{DialTimeout: dialTimeout}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		p.Close()
+		return nil
+	})); err != nil {
+		return nil, fmt.Errorf("close the Valkey connections on shutdown: %w", err)
+	}
+	return p, nil
 }
 
 type entry struct {

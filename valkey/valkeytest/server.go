@@ -1,7 +1,8 @@
 // Package valkeytest starts real valkey-server processes for tests: cluster
-// mode, 127.0.0.1, free ports, a temporary directory each, an ACL file with
-// the default user off. Every server is killed and waited for when the test
-// ends.
+// mode, 127.0.0.1 (or another loopback address), free ports, a temporary
+// directory each, an ACL file with the default user off. Every server is
+// killed and waited for when the test ends (StartIn's when its caller stops
+// it).
 //
 // The binary is $VALKEY_SERVER, or valkey-server on PATH.
 package valkeytest
@@ -52,6 +53,19 @@ type Options struct {
 	// directory at start, as a server restarting on its volume does. Its
 	// addresses should be loopback ones: the server dials them.
 	NodesConf string
+	// Host is the loopback address to serve on (default 127.0.0.1). A server
+	// on an address of its own (127.0.0.2 and up) also sends from it
+	// (bind-source-addr) and announces it (cluster-announce-ip), so its peers
+	// and its primary see it at that address, as pods see each other at their
+	// pod IPs.
+	Host string
+	// AdminPassword and ReplicationPassword, when set, are the passwords of
+	// AdminUser and ReplicationUser (default: random, shared by the servers of
+	// one Start call). Servers started one by one with StartIn that replicate
+	// each other need the same ones.
+	AdminPassword, ReplicationPassword string
+	// Users are extra lines for the ACL file: users the test logs in as.
+	Users []string
 }
 
 // Server is one running valkey-server.
@@ -70,9 +84,10 @@ type Server struct {
 	// CA issued the server's certificate when it runs with TLS.
 	CA *CA
 
-	cmd  *exec.Cmd
-	done chan struct{}
-	once sync.Once
+	users []string // extra ACL lines (Options.Users)
+	cmd   *exec.Cmd
+	done  chan struct{}
+	once  sync.Once
 }
 
 // Addr returns "host:port".
@@ -130,15 +145,23 @@ func (s *Server) LogTail(n int) string {
 // none.
 func Binary(t testing.TB) string {
 	t.Helper()
+	path, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func binary() (string, error) {
 	name := os.Getenv("VALKEY_SERVER")
 	if name == "" {
 		name = "valkey-server"
 	}
 	path, err := exec.LookPath(name)
 	if err != nil {
-		t.Fatalf("valkey-server not found (%v): install valkey-server (Debian package valkey-server) or set VALKEY_SERVER to its path", err)
+		return "", fmt.Errorf("valkey-server not found (%w): install valkey-server (Debian package valkey-server) or set VALKEY_SERVER to its path", err)
 	}
-	return path
+	return path, nil
 }
 
 var versionRE = regexp.MustCompile(`v=(\d+\.\d+\.\d+)`)
@@ -146,16 +169,24 @@ var versionRE = regexp.MustCompile(`v=(\d+\.\d+\.\d+)`)
 // BinaryVersion runs "valkey-server --version" and parses it.
 func BinaryVersion(t testing.TB, bin string) valkey.Version {
 	t.Helper()
+	v, err := binaryVersion(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func binaryVersion(bin string) (valkey.Version, error) {
 	out, err := exec.Command(bin, "--version").CombinedOutput()
 	m := versionRE.FindSubmatch(out)
 	if err != nil || m == nil {
-		t.Fatalf("%s --version: %v: %s", bin, err, out)
+		return valkey.Version{}, fmt.Errorf("%s --version: %v: %s", bin, err, out)
 	}
 	v, err := valkey.ParseVersion(string(m[1]))
 	if err != nil {
-		t.Fatalf("%s --version: %v", bin, err)
+		return valkey.Version{}, fmt.Errorf("%s --version: %w", bin, err)
 	}
-	return v
+	return v, nil
 }
 
 // Start starts n servers in cluster mode (not yet joined to each other) and
@@ -164,13 +195,14 @@ func Start(t testing.TB, n int, o Options) []*Server {
 	t.Helper()
 	bin := Binary(t)
 	version := BinaryVersion(t, bin)
-	admin, repl := randomSecret(), randomSecret() // shared, as in one cluster
+	admin, repl := secretOr(o.AdminPassword), secretOr(o.ReplicationPassword) // shared, as in one cluster
 	servers := make([]*Server, n)
 	for i := range servers {
-		s, err := launch(t, bin, version, admin, repl, o)
+		s, err := launch(t.TempDir(), bin, version, admin, repl, o)
 		if err != nil {
 			t.Fatalf("start valkey-server: %v", err)
 		}
+		t.Cleanup(s.Stop)
 		servers[i] = s
 	}
 	for _, s := range servers {
@@ -187,23 +219,60 @@ func Start(t testing.TB, n int, o Options) []*Server {
 func Launch(t testing.TB, o Options) (*Server, error) {
 	t.Helper()
 	bin := Binary(t)
-	s, err := launch(t, bin, BinaryVersion(t, bin), randomSecret(), randomSecret(), o)
+	s, err := launch(t.TempDir(), bin, BinaryVersion(t, bin), secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
 	if err != nil {
 		return nil, err
 	}
+	t.Cleanup(s.Stop)
 	if err := s.waitReady(); err != nil {
 		return s, fmt.Errorf("valkey-server %s: %w\n%s", s.Addr(), err, s.LogTail(20))
 	}
 	return s, nil
 }
 
-// launch writes the files of one server and starts it.
-func launch(t testing.TB, bin string, version valkey.Version, admin, repl string, o Options) (*Server, error) {
-	port, err := freePortPair()
+// StartIn starts one server in dir, outside of any test's lifetime, and waits until
+// it accepts connections: for a stand-in kubelet that starts servers as members
+// appear. The caller stops it (Stop); set o's passwords for servers that replicate
+// each other.
+func StartIn(dir string, o Options) (*Server, error) {
+	bin, err := binary()
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Host: "127.0.0.1", Port: port, Dir: t.TempDir(), Version: version,
+	version, err := binaryVersion(bin)
+	if err != nil {
+		return nil, err
+	}
+	s, err := launch(dir, bin, version, secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitReady(); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("valkey-server %s: %w\n%s", s.Addr(), err, s.LogTail(20))
+	}
+	return s, nil
+}
+
+// secretOr returns pw, or a random secret when it is empty.
+func secretOr(pw string) string {
+	if pw != "" {
+		return pw
+	}
+	return randomSecret()
+}
+
+// launch writes the files of one server in dir and starts it; the caller stops it.
+func launch(dir, bin string, version valkey.Version, admin, repl string, o Options) (*Server, error) {
+	host := o.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	port, err := freePortPair(host)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Host: host, Port: port, Dir: dir, Version: version, users: o.Users,
 		AdminPassword: admin, ReplicationPassword: repl, CA: o.TLS, done: make(chan struct{})}
 	if err := s.writeFiles(o); err != nil {
 		return nil, err
@@ -224,7 +293,6 @@ func launch(t testing.TB, bin string, version valkey.Version, admin, repl string
 		logf.Close()
 		close(s.done)
 	}()
-	t.Cleanup(s.Stop)
 	return s, nil
 }
 
@@ -262,6 +330,12 @@ func (s *Server) writeFiles(o Options) error {
 		sc.TLS = &valkey.TLSFiles{CertFile: cert, KeyFile: key, CAFile: ca}
 	}
 	conf := valkey.RenderConfig(sc)
+	if s.Host != "127.0.0.1" {
+		// Operator-owned keys, so not in User. Outgoing links (cluster bus,
+		// replication, MIGRATE) leave from the server's own address, and it
+		// announces that address as a pod announces its IP.
+		conf = append(conf, []byte("bind-source-addr "+s.Host+"\ncluster-announce-ip "+s.Host+"\n")...)
+	}
 	if err := os.WriteFile(s.ConfigFile, conf, 0o600); err != nil {
 		return fmt.Errorf("write config: %w", err)
 	}
@@ -279,9 +353,13 @@ func (s *Server) ACLFileContent() string {
 	if s.Version.AtLeast(9, 0) {
 		repl += " +cluster|syncslots +select +multi +exec +@write ~*"
 	}
-	return "user default off\n" +
+	content := "user default off\n" +
 		"user " + AdminUser + " on #" + hash(s.AdminPassword) + " ~* &* +@all\n" +
 		"user " + ReplicationUser + " on #" + hash(s.ReplicationPassword) + " " + repl + "\n"
+	for _, u := range s.users {
+		content += u + "\n"
+	}
+	return content
 }
 
 func hash(pw string) string {
@@ -296,10 +374,10 @@ func randomSecret() string {
 }
 
 // freePortPair finds a port P such that P and the cluster bus port P+10000
-// are both free on 127.0.0.1.
-func freePortPair() (int, error) {
+// are both free on host.
+func freePortPair(host string) (int, error) {
 	for range 200 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return 0, fmt.Errorf("find a free port: %w", err)
 		}
@@ -308,7 +386,7 @@ func freePortPair() (int, error) {
 			l.Close()
 			continue
 		}
-		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
+		bus, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port+10000)))
 		l.Close()
 		if err != nil {
 			continue
@@ -316,7 +394,7 @@ func freePortPair() (int, error) {
 		bus.Close()
 		return port, nil
 	}
-	return 0, errors.New("no free port pair (P, P+10000) on 127.0.0.1")
+	return 0, fmt.Errorf("no free port pair (P, P+10000) on %s", host)
 }
 
 // waitReady waits until the server accepts TCP connections.

@@ -30,6 +30,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/guard"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
+	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
 
@@ -43,9 +44,6 @@ import (
 
 // Defaults of the Reconciler's settings.
 const (
-	// DefaultPropagationDelay is how long mounted copies of a Secret may lag behind it:
-	// the kubelet's sync period (1 min) plus margin.
-	DefaultPropagationDelay = 2 * time.Minute
 	// DefaultResync is how often a cluster whose members all run the current revision
 	// is checked again (one ACL USERS per member, no API write).
 	DefaultResync = 5 * time.Minute
@@ -60,7 +58,7 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	Pool     *valkeyconn.Pool
 	// PropagationDelay is how long mounted Secrets may lag (default
-	// DefaultPropagationDelay).
+	// operator.DefaultSecretPropagationDelay).
 	PropagationDelay time.Duration
 	// Resync is the requeue of a settled cluster (default DefaultResync).
 	Resync time.Duration
@@ -101,7 +99,7 @@ func (r *Reconciler) delay() time.Duration {
 	if r.PropagationDelay > 0 {
 		return r.PropagationDelay
 	}
-	return DefaultPropagationDelay
+	return operator.DefaultSecretPropagationDelay
 }
 
 func (r *Reconciler) resync() time.Duration {
@@ -113,7 +111,7 @@ func (r *Reconciler) resync() time.Duration {
 
 // SetupWithManager registers the controller, its field indexes and watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, maxConcurrent int) error {
-	if err := addIndexes(ctx, mgr); err != nil {
+	if err := passwordSecrets.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	return builder.ControllerManagedBy(mgr).
@@ -164,48 +162,83 @@ func (r *Reconciler) keepOrUnknown(vc *v1alpha1.ValkeyCluster, why string) metav
 	return conditions.Unknown(v1alpha1.ConditionACLReady, v1alpha1.ReasonUnknown, why, vc.Generation)
 }
 
-// pass does the work of a valid cluster.
-func (r *Reconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster) (reconcile.Result, error) {
-	system, err := r.ensureSystemUsers(ctx, vc)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	aclSecret, err := r.readACLSecret(ctx, vc)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	nodes, err := membership.List(ctx, r.Client, vc)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	rot := readRotation(system)
-	withIP, _ := members(nodes)
-	conns := r.reach(ctx, withIP, r.credentials(ctx, vc, system))
+// scope is what one pass over a cluster read, and what it learnt on the way.
+type scope struct {
+	vc *v1alpha1.ValkeyCluster
+	// system is the system users' Secret; aclSecret the published aclfile (nil before
+	// the first).
+	system, aclSecret *corev1.Secret
+	// rotation is the state of a rotation of the system passwords.
+	rotation Rotation
+	// nodes are the cluster's members, withIP those with a pod IP, conns the servers
+	// reached among them.
+	nodes, withIP []v1alpha1.ValkeyNode
+	conns         []*memberConn
 
-	out, file, err := r.render(ctx, vc, system, aclSecret, rot, conns)
+	// Learnt by the pass: the rendered file, what rendering found, each member's result.
+	file    File
+	outcome renderOutcome
+	results map[string]MemberResult
+}
+
+// allApplied reports whether every member reached runs the file.
+func (s *scope) allApplied() bool {
+	for _, res := range s.results {
+		if !res.Applied {
+			return false
+		}
+	}
+	return true
+}
+
+// newScope reads what a pass needs: the system users (created if missing), the
+// published aclfile, the members, and a connection to each member that has a pod IP.
+func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*scope, error) {
+	s := &scope{vc: vc}
+	var err error
+	if s.system, err = r.ensureSystemUsers(ctx, vc); err != nil {
+		return nil, err
+	}
+	if s.aclSecret, err = r.readACLSecret(ctx, vc); err != nil {
+		return nil, err
+	}
+	if s.nodes, err = membership.Of(ctx, r.Client, vc); err != nil {
+		return nil, err
+	}
+	s.rotation = readRotation(s.system)
+	s.withIP, _ = members(s.nodes)
+	s.conns = r.reach(ctx, s.withIP, r.credentials(ctx, vc, s.system))
+	return s, nil
+}
+
+// pass does the work of a valid cluster: render, publish, apply, prune, rotate, report.
+func (r *Reconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster) (reconcile.Result, error) {
+	s, err := r.newScope(ctx, vc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	published, removed, err := r.publish(ctx, vc, aclSecret, file)
+	if err := r.render(ctx, s); err != nil {
+		return reconcile.Result{}, err
+	}
+	published, removed, err := r.publish(ctx, vc, s.aclSecret, s.file)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	results := r.applyAll(ctx, conns, file, removed.names())
-	allApplied := everyApplied(results)
-	if allApplied {
-		if err := r.pruneRemoved(ctx, vc, published, file, removed); err != nil {
+	s.results = r.applyAll(ctx, s.conns, s.file, removed.names())
+	if s.allApplied() {
+		if err := r.pruneRemoved(ctx, vc, published, s.file, removed); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
-	rotRes, err := r.rotate(ctx, vc, system, rot, allApplied, conns, withIP)
+	rotRes, err := r.rotate(ctx, s)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	out.Rotation = rotRes.describe
-	if err := r.report(ctx, vc, out, file, nodes, results); err != nil {
+	s.outcome.Rotation = rotRes.describe
+	if err := r.report(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.requeue(allApplied, rotRes), nil
+	return r.requeue(s.allApplied(), rotRes), nil
 }
 
 // requeue picks the next pass: soon while a member is behind, when the rotation needs
@@ -219,15 +252,6 @@ func (r *Reconciler) requeue(allApplied bool, rot rotationResult) reconcile.Resu
 		after = rot.after
 	}
 	return reconcile.Result{RequeueAfter: after}
-}
-
-func everyApplied(results map[string]MemberResult) bool {
-	for _, res := range results {
-		if !res.Applied {
-			return false
-		}
-	}
-	return true
 }
 
 // credentials returns the _operator credentials to try on members: the current
@@ -249,21 +273,24 @@ func (r *Reconciler) credentials(ctx context.Context, vc *v1alpha1.ValkeyCluster
 // render builds the aclfile: system users for the members' version, and each spec user
 // with its passwords, checked; a user whose passwords are missing or whose rules are
 // refused keeps its previous line (or is left out when it has none).
-func (r *Reconciler) render(ctx context.Context, vc *v1alpha1.ValkeyCluster, system, aclSecret *corev1.Secret, rot Rotation, conns []*memberConn) (renderOutcome, File, error) {
+//
+// It sets s.file and s.outcome.
+func (r *Reconciler) render(ctx context.Context, s *scope) error {
 	previous := map[string]User{}
-	if aclSecret != nil {
-		for _, u := range ParseFile(string(aclSecret.Data[v1alpha1.ACLFileKey])) {
+	if s.aclSecret != nil {
+		for _, u := range ParseFile(string(s.aclSecret.Data[v1alpha1.ACLFileKey])) {
 			previous[u.Name] = u
 		}
 	}
-	out := renderOutcome{Refused: Refusals{}, Kept: map[string]bool{}}
-	accepted := acceptedPasswords(system.Data, rot.Phase)
-	sys := append(SystemUsers(accepted, minVersion(conns)), backupUsers(accepted, v1alpha1.RestorePending(vc))...)
+	out := &s.outcome
+	*out = renderOutcome{Refused: Refusals{}, Kept: map[string]bool{}}
+	accepted := acceptedPasswords(s.system.Data, s.rotation.Phase)
+	sys := append(SystemUsers(accepted, minVersion(s.conns)), backupUsers(accepted, v1alpha1.RestorePending(s.vc))...)
 	var users []User
-	for _, spec := range vc.Spec.Users {
-		pws, problem, err := r.userPasswords(ctx, vc.Namespace, spec)
+	for _, spec := range s.vc.Spec.Users {
+		pws, problem, err := r.userPasswords(ctx, s.vc.Namespace, spec)
 		if err != nil {
-			return out, File{}, err
+			return err
 		}
 		if problem != nil {
 			prev, ok := previous[spec.Name]
@@ -276,22 +303,22 @@ func (r *Reconciler) render(ctx context.Context, vc *v1alpha1.ValkeyCluster, sys
 		}
 		users = append(users, RenderSpecUser(spec, pws))
 	}
-	refused, err := r.validate(ctx, conns, append(append([]User(nil), sys...), users...))
+	refused, err := r.validate(ctx, s.conns, append(append([]User(nil), sys...), users...))
 	if err != nil {
-		return out, File{}, err
+		return err
 	}
 	for _, u := range sys {
 		if msg := refused[u.Name]; msg != "" {
-			return out, File{}, fmt.Errorf("the servers refuse the system user %s: %s", u.Name, msg)
+			return fmt.Errorf("the servers refuse the system user %s: %s", u.Name, msg)
 		}
 	}
-	users, err = r.fallBack(ctx, conns, users, refused, previous, &out)
+	users, err = r.fallBack(ctx, s.conns, users, refused, previous, out)
 	if err != nil {
-		return out, File{}, err
+		return err
 	}
-	f := NewFile(sys, withheldUntilRestored(vc, users))
-	out.Revision, out.Users = f.Revision, len(f.Users)
-	return out, f, nil
+	s.file = NewFile(sys, withheldUntilRestored(s.vc, users))
+	out.Revision, out.Users = s.file.Revision, len(s.file.Users)
+	return nil
 }
 
 // fallBack replaces each refused user by its previous line when that one is accepted,
@@ -388,19 +415,20 @@ type rotationResult struct {
 }
 
 // rotate advances a requested rotation and saves its state on the system users Secret.
-func (r *Reconciler) rotate(ctx context.Context, vc *v1alpha1.ValkeyCluster, system *corev1.Secret, rot Rotation, allApplied bool, conns []*memberConn, nodes []v1alpha1.ValkeyNode) (rotationResult, error) {
+func (r *Reconciler) rotate(ctx context.Context, s *scope) (rotationResult, error) {
 	now, delay := r.now(), r.delay()
-	in := RotationInput{Requested: vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords], AllApplied: allApplied, Now: now, Delay: delay}
+	rot := s.rotation
+	in := RotationInput{Requested: s.vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords], AllApplied: s.allApplied(), Now: now, Delay: delay}
 	if rot.PropagationDue(now, delay) {
-		in.ClientsMoved = r.moveClients(ctx, vc, system, conns, nodes)
+		in.ClientsMoved = r.moveClients(ctx, s)
 	}
-	data := copyData(system.Data)
+	data := copyData(s.system.Data)
 	next, changed, err := Step(rot, data, in, GeneratePassword)
 	if err != nil {
 		return rotationResult{}, err
 	}
 	if changed {
-		if err := r.saveRotation(ctx, vc, system, data, next, rot); err != nil {
+		if err := r.saveRotation(ctx, s, data, next); err != nil {
 			return rotationResult{}, err
 		}
 	}
@@ -419,14 +447,15 @@ func (r *Reconciler) rotate(ctx context.Context, vc *v1alpha1.ValkeyCluster, sys
 // moveClients switches the clients that do not read the Secret themselves: the primary
 // auth of every member, and the exporters (best effort). It reports whether every
 // member took the new primary auth.
-func (r *Reconciler) moveClients(ctx context.Context, vc *v1alpha1.ValkeyCluster, system *corev1.Secret, conns []*memberConn, nodes []v1alpha1.ValkeyNode) bool {
+func (r *Reconciler) moveClients(ctx context.Context, s *scope) bool {
+	vc := s.vc
 	logger := log.FromContext(ctx)
-	failed := r.setPrimaryAuth(ctx, conns, string(system.Data[v1alpha1.UserReplication]))
+	failed := r.setPrimaryAuth(ctx, s.conns, string(s.system.Data[v1alpha1.UserReplication]))
 	for node, why := range failed {
 		logger.Info("cannot set the primary auth on a member; retrying", "node", node, "reason", why)
 	}
 	if vc.Spec.Exporter.IsEnabled() {
-		for node, why := range r.reloadExporters(ctx, nodes) {
+		for node, why := range r.reloadExporters(ctx, s.withIP) {
 			logger.Info("cannot reload the exporter's password file; it keeps the old password until it restarts", "node", node, "reason", why)
 			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, "ExporterReloadFailed", "Rotate",
 				"the exporter of member %s did not reload its password file: %s", node, why)
@@ -435,13 +464,14 @@ func (r *Reconciler) moveClients(ctx context.Context, vc *v1alpha1.ValkeyCluster
 	return len(failed) == 0
 }
 
-// saveRotation writes the rotation's data and state to the system users Secret.
-func (r *Reconciler) saveRotation(ctx context.Context, vc *v1alpha1.ValkeyCluster, system *corev1.Secret, data map[string][]byte, next, prev Rotation) error {
-	s := system.DeepCopy()
-	s.Data = data
-	next.write(s)
-	if err := r.Client.Update(ctx, s); err != nil {
-		return fmt.Errorf("save rotation state in Secret %s: %w", s.Name, err)
+// saveRotation writes the rotation's data and its next state to the system users Secret.
+func (r *Reconciler) saveRotation(ctx context.Context, s *scope, data map[string][]byte, next Rotation) error {
+	vc, prev := s.vc, s.rotation
+	secret := s.system.DeepCopy()
+	secret.Data = data
+	next.write(secret)
+	if err := r.Client.Update(ctx, secret); err != nil {
+		return fmt.Errorf("save rotation state in Secret %s: %w", secret.Name, err)
 	}
 	log.FromContext(ctx).Info("rotation of the system passwords advanced", "from", string(prev.Phase), "to", string(next.Phase), "request", next.Token)
 	switch {

@@ -12,20 +12,22 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
 )
 
 // exporterImage is the redis_exporter image `make images` builds (a docker archive).
 const exporterImage = "images/redis_exporter-1.86.0.tar"
 
 // exporterBinary returns redis_exporter 1.86: $REDIS_EXPORTER, or the binary extracted
-// from the image in the project cache ($LOCALKUBE_CACHE or ../../../.cache).
-func exporterBinary(t *testing.T) string {
-	t.Helper()
+// from the image in the project cache ($LOCALKUBE_CACHE or ../../../.cache); the spec
+// is skipped without either.
+func exporterBinary() string {
+	GinkgoHelper()
 	if p := os.Getenv("REDIS_EXPORTER"); p != "" {
 		return p
 	}
@@ -35,12 +37,10 @@ func exporterBinary(t *testing.T) string {
 	}
 	archive := filepath.Join(cache, exporterImage)
 	if _, err := os.Stat(archive); err != nil {
-		t.Skipf("redis_exporter not available: set REDIS_EXPORTER or run `make images` to build %s (%v)", archive, err)
+		Skip(fmt.Sprintf("redis_exporter not available: set REDIS_EXPORTER or run `make images` to build %s (%v)", archive, err))
 	}
-	out := filepath.Join(t.TempDir(), "redis_exporter")
-	if err := extractExporter(archive, out); err != nil {
-		t.Fatalf("extract redis_exporter from %s: %v", archive, err)
-	}
+	out := filepath.Join(GinkgoT().TempDir(), "redis_exporter")
+	Expect(extractExporter(archive, out)).To(Succeed(), "extract redis_exporter from %s", archive)
 	return out
 }
 
@@ -96,17 +96,16 @@ func extractFromLayer(r io.Reader, out string) (bool, error) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
+func freePort() int {
+	GinkgoHelper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
+	Expect(err).NotTo(HaveOccurred())
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
 
 // scrape returns the value of redis_up.
-func scrape(t *testing.T, url string) string {
-	t.Helper()
+func scrape(url string) string {
 	resp, err := http.Get(url)
 	if err != nil {
 		return "unreachable: " + err.Error()
@@ -121,72 +120,60 @@ func scrape(t *testing.T, url string) string {
 	return "no redis_up"
 }
 
-// TestExporterUser runs redis_exporter 1.86 as _exporter with the password file this
-// controller publishes: it is up, nothing is refused, and a rotation (both passwords,
-// new file, GET /-/reload, old password removed) keeps it up.
-func TestExporterUser(t *testing.T) {
-	bin := exporterBinary(t)
-	s := valkeytest.Start(t, 1, valkeytest.Options{})[0]
-	sys := SystemUsers(testPasswords, s.Version)
-	loadFile(t, s, NewFile(sys, nil))
-	admin := s.Dial(t)
-	if _, err := admin.Do(ctxT(t), "ACL", "LOG", "RESET"); err != nil {
-		t.Fatal(err)
-	}
-	pwFile := filepath.Join(t.TempDir(), "exporter-passwords.json")
+// redis_exporter 1.86 as _exporter with the password file this controller publishes: it
+// is up, nothing is refused, and a rotation (both passwords, new file, GET /-/reload,
+// old password removed) keeps it up.
+var _ = It("keeps redis_exporter up as _exporter through a password rotation", func() {
+	bin := exporterBinary()
+	s := startServer()
+	loadFile(s, NewFile(SystemUsers(testPasswords, s.Version), nil))
+	admin := s.Dial(GinkgoTB())
+	Expect(admin.Do(testCtx(), "ACL", "LOG", "RESET")).Error().NotTo(HaveOccurred())
+	pwFile := filepath.Join(GinkgoT().TempDir(), "exporter-passwords.json")
 	oldPW := testPasswords[v1alpha1.UserExporter][0]
-	must(t, os.WriteFile(pwFile, v1alpha1.ExporterPasswordFile(oldPW, s.Port), 0o600))
+	Expect(os.WriteFile(pwFile, v1alpha1.ExporterPasswordFile(oldPW, s.Port), 0o600)).To(Succeed())
 	var m map[string]string
-	must(t, json.Unmarshal(v1alpha1.ExporterPasswordFile(oldPW, s.Port), &m))
-	if m[fmt.Sprintf("redis://_exporter@127.0.0.1:%d", s.Port)] != oldPW {
-		t.Fatalf("password file %v", m)
-	}
+	Expect(json.Unmarshal(v1alpha1.ExporterPasswordFile(oldPW, s.Port), &m)).To(Succeed())
+	Expect(m).To(HaveKeyWithValue(fmt.Sprintf("redis://_exporter@127.0.0.1:%d", s.Port), oldPW), "password file")
 
-	port := freePort(t)
+	port := freePort()
 	cmd := exec.Command(bin, "-redis.addr", fmt.Sprintf("redis://127.0.0.1:%d", s.Port), "-redis.user", v1alpha1.UserExporter,
 		"-redis.password-file", pwFile, "-web.listen-address", fmt.Sprintf("127.0.0.1:%d", port))
-	logFile := filepath.Join(t.TempDir(), "exporter.log")
+	logFile := filepath.Join(GinkgoT().TempDir(), "exporter.log")
 	lf, err := os.Create(logFile)
-	must(t, err)
+	Expect(err).NotTo(HaveOccurred())
 	cmd.Stdout, cmd.Stderr = lf, lf
-	must(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); lf.Close() })
+	Expect(cmd.Start()).To(Succeed())
+	DeferCleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); lf.Close() })
 	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	waitFor(t, 10*time.Second, "the exporter reports redis_up 1", func() bool { return scrape(t, metrics) == "1" })
-	scrape(t, metrics)
-	for _, entry := range aclLogUsers(t, s) {
-		if strings.HasPrefix(entry, v1alpha1.UserExporter) {
-			t.Errorf("the exporter was refused: %s", entry)
-		}
+	Eventually(scrape).WithArguments(metrics).WithTimeout(10*time.Second).WithPolling(50*time.Millisecond).
+		Should(Equal("1"), "the exporter reports redis_up 1")
+	scrape(metrics)
+	for _, entry := range aclLogUsers(s) {
+		Expect(entry).NotTo(HavePrefix(v1alpha1.UserExporter), "the exporter was refused")
 	}
-	if log, _ := os.ReadFile(logFile); strings.Contains(string(log), "NOPERM") {
-		t.Errorf("exporter log has NOPERM:\n%s", log)
-	}
+	Expect(os.ReadFile(logFile)).NotTo(ContainSubstring("NOPERM"), "exporter log")
 
-	// Rotation: both passwords, then the new file, reload, then the old one goes.
+	By("rotating: both passwords, then the new file, reload, then the old one goes")
 	const newPW = "exporter-new-password-0123456789"
 	both := systemPasswords{}
 	for k, v := range testPasswords {
 		both[k] = v
 	}
 	both[v1alpha1.UserExporter] = []string{oldPW, newPW}
-	loadFile(t, s, NewFile(SystemUsers(both, s.Version), nil))
-	must(t, os.WriteFile(pwFile, v1alpha1.ExporterPasswordFile(newPW, s.Port), 0o600))
-	r := newTestReconciler(t)
-	must(t, r.reloadExporter(ctxT(t), fmt.Sprintf("http://127.0.0.1:%d/-/reload", port)))
+	loadFile(s, NewFile(SystemUsers(both, s.Version), nil))
+	Expect(os.WriteFile(pwFile, v1alpha1.ExporterPasswordFile(newPW, s.Port), 0o600)).To(Succeed())
+	r := newTestReconciler()
+	Expect(r.reloadExporter(testCtx(), fmt.Sprintf("http://127.0.0.1:%d/-/reload", port))).To(Succeed())
 	only := systemPasswords{}
 	for k, v := range testPasswords {
 		only[k] = v
 	}
 	only[v1alpha1.UserExporter] = []string{newPW}
-	loadFile(t, s, NewFile(SystemUsers(only, s.Version), nil))
-	if got := scrape(t, metrics); got != "1" {
-		t.Fatalf("after the rotation redis_up = %s", got)
-	}
+	loadFile(s, NewFile(SystemUsers(only, s.Version), nil))
+	Expect(scrape(metrics)).To(Equal("1"), "redis_up after the rotation")
 	// Without the reload the exporter would have kept the old password: prove that the
 	// file is not re-read per scrape.
-	must(t, os.WriteFile(pwFile, v1alpha1.ExporterPasswordFile("not-the-password", s.Port), 0o600))
-	if got := scrape(t, metrics); got != "1" {
-		t.Fatalf("the exporter re-read its password file on a scrape (redis_up = %s)", got)
-	}
-}
+	Expect(os.WriteFile(pwFile, v1alpha1.ExporterPasswordFile("not-the-password", s.Port), 0o600)).To(Succeed())
+	Expect(scrape(metrics)).To(Equal("1"), "the exporter re-read its password file on a scrape")
+})

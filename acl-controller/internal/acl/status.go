@@ -20,17 +20,6 @@ import (
 // FieldManager is the field manager of everything this controller writes.
 const FieldManager = "acl-controller"
 
-// clusterStatus holds the ValkeyCluster status fields this controller owns.
-type clusterStatus struct {
-	ACL        *v1alpha1.ACLStatus `json:"acl,omitempty"`
-	Conditions []metav1.Condition  `json:"conditions,omitempty"`
-}
-
-// nodeStatus holds the ValkeyNode status fields this controller owns.
-type nodeStatus struct {
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-}
-
 // renderOutcome is what the pass learnt about the users, for ACLReady.
 type renderOutcome struct {
 	Revision string
@@ -88,45 +77,21 @@ func fallbackText(kept bool) string {
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
+// statusWriter writes what this controller owns: ACLReady and status.acl on clusters,
+// ACLApplied on members.
+func (r *Reconciler) statusWriter() status.Writer {
+	return status.Writer{Client: r.Client, FieldManager: FieldManager, Clock: r.Clock}
+}
+
 // writeClusterStatus applies the owned status of the cluster when it changed. acl nil
 // keeps no status.acl (nothing published yet).
 func (r *Reconciler) writeClusterStatus(ctx context.Context, vc *v1alpha1.ValkeyCluster, acl *v1alpha1.ACLStatus, conds ...metav1.Condition) error {
-	types := make([]string, 0, len(conds))
-	for _, c := range conds {
-		types = append(types, c.Type)
-	}
-	before := clusterStatus{ACL: vc.Status.ACL, Conditions: conditions.Owned(vc.Status.Conditions, types...)}
-	after := clusterStatus{ACL: acl, Conditions: conditions.Resolve(vc.Status.Conditions, r.now(), conds...)}
-	// A pass that does not send InvalidSpec while this controller still owns it (from
-	// an invalid spec) writes anyway, to give it up: the entry then goes, or stays with
-	// the value of the other controllers that own it.
-	release := !slices.Contains(types, v1alpha1.ConditionInvalidSpec) && ownsCondition(vc, v1alpha1.ConditionInvalidSpec)
-	if !release && !conditions.Changed(before.Conditions, after.Conditions) && status.Equal(before.ACL, after.ACL) {
-		return nil
-	}
-	return status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), after)
-}
-
-// ownsCondition reports whether this controller's field manager owns the status
-// condition typ of obj.
-func ownsCondition(obj metav1.Object, typ string) bool {
-	key := fmt.Sprintf(`"k:{\"type\":\"%s\"}"`, typ)
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == FieldManager && mf.Subresource == "status" && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), key) {
-			return true
-		}
-	}
-	return false
+	return r.statusWriter().Cluster(ctx, vc, &status.Field{Name: "acl", Before: vc.Status.ACL, After: acl}, conds...)
 }
 
 // writeNodeStatus applies ACLApplied on a member when it changed.
 func (r *Reconciler) writeNodeStatus(ctx context.Context, vn *v1alpha1.ValkeyNode, cond metav1.Condition) error {
-	before := conditions.Owned(vn.Status.Conditions, cond.Type)
-	after := conditions.Resolve(vn.Status.Conditions, r.now(), cond)
-	if !conditions.Changed(before, after) {
-		return nil
-	}
-	return status.Apply(ctx, r.Client, FieldManager, vn, v1alpha1.GroupVersion.WithKind("ValkeyNode"), nodeStatus{Conditions: after})
+	return r.statusWriter().Node(ctx, vn, cond)
 }
 
 // now returns the reconciler's clock.
@@ -139,8 +104,9 @@ func (r *Reconciler) now() time.Time {
 
 // report writes ACLReady and status.acl on the cluster and ACLApplied on each member,
 // and emits a Warning event when ACLReady turns to a new problem.
-func (r *Reconciler) report(ctx context.Context, vc *v1alpha1.ValkeyCluster, o renderOutcome, f File, nodes []v1alpha1.ValkeyNode, results map[string]MemberResult) error {
-	ready := ACLReadyCondition(o, vc.Generation)
+func (r *Reconciler) report(ctx context.Context, s *scope) error {
+	vc, f := s.vc, s.file
+	ready := ACLReadyCondition(s.outcome, vc.Generation)
 	if old := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionACLReady); ready.Status == metav1.ConditionFalse &&
 		(old == nil || old.Status != ready.Status || old.Message != ready.Message) {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ready.Reason, "Render", "%s", ready.Message)
@@ -154,10 +120,10 @@ func (r *Reconciler) report(ctx context.Context, vc *v1alpha1.ValkeyCluster, o r
 	if err := r.writeClusterStatus(ctx, vc, acl, ready); err != nil {
 		errs = append(errs, err)
 	}
-	for i := range nodes {
-		vn := &nodes[i]
+	for i := range s.nodes {
+		vn := &s.nodes[i]
 		var res *MemberResult
-		if got, ok := results[vn.Name]; ok {
+		if got, ok := s.results[vn.Name]; ok {
 			res = &got
 		}
 		if err := r.writeNodeStatus(ctx, vn, ACLAppliedCondition(res, f.Revision, vn.Generation)); err != nil {

@@ -88,14 +88,3 @@ func TestApplyOps(t *testing.T) {
 		t.Fatalf("ops\n got %q\nwant %q", got, want)
 	}
 }
-
-func TestOwnsCondition(t *testing.T) {
-	vc := &v1alpha1.ValkeyCluster{}
-	vc.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: "cluster-controller", Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{}}}}`)},
-		{Manager: FieldManager, Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"InvalidSpec\"}":{}}}}`)},
-	}
-	if !ownsCondition(vc, v1alpha1.ConditionInvalidSpec) || ownsCondition(vc, v1alpha1.ConditionReady) {
-		t.Fatal("ownership misread")
-	}
-}

@@ -6,7 +6,8 @@ import (
 )
 
 // ruleCases are rule lists with the verdict of valkey-server 8.0.1 (ok true: accepted).
-// The integration test TestLocalCheckAgreesWithServer runs them on a real server.
+// The integration suite runs them on a real server ("the local check of rules agrees
+// with the server's").
 var ruleCases = []struct {
 	rules []string
 	ok    bool

@@ -26,6 +26,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/status"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -203,11 +204,11 @@ func (r *BackupReconciler) readCluster(ctx context.Context, s *backupScope) (tim
 		return 0, err
 	}
 	s.vc = vc
-	var nodes v1alpha1.ValkeyNodeList
-	if err := r.Client.List(ctx, &nodes, client.InNamespace(vc.Namespace), client.MatchingLabels(v1alpha1.ClusterLabels(vc.Name))); err != nil {
-		return 0, fmt.Errorf("list members: %w", err)
+	nodes, err := membership.Of(ctx, r.Client, vc)
+	if err != nil {
+		return 0, err
 	}
-	s.nodes = nodes.Items
+	s.nodes = nodes
 	var jobs batchv1.JobList
 	if err := r.Client.List(ctx, &jobs, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelBackup: s.vb.Name}); err != nil {
 		return 0, fmt.Errorf("list Jobs: %w", err)
@@ -370,7 +371,7 @@ func (r *BackupReconciler) recordShard(sh *v1alpha1.BackupShardStatus, d shardDe
 // startAttempt creates the Job of a shard's next attempt on a member other than the
 // failed ones; it returns false with a note when no member fits yet.
 func (r *BackupReconciler) startAttempt(ctx context.Context, s *backupScope, sh *v1alpha1.BackupShardStatus, d shardDecision) (bool, string, error) {
-	src, fromPrimary, ok := chooseSource(s.nodes, sh.Index, s.vc.Spec.Replicas(), d.exclude)
+	src, fromPrimary, ok := chooseSource(s.nodes, sh.Index, s.vc.Spec.ReplicaCount(), d.exclude)
 	if !ok {
 		return false, fmt.Sprintf("shard %d waits for a replica in sync", sh.Index), nil
 	}

@@ -36,10 +36,7 @@ type RestoreReconciler struct{ *Env }
 
 // SetupWithManager registers the controller: clusters with a data source, their
 // restore Jobs, and their members (whose ACL and versions gate the start).
-func (r *RestoreReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, workers int) error {
-	if err := membership.AddIndex(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
+func (r *RestoreReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, workers int) error {
 	hasSource := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		vc, ok := o.(*v1alpha1.ValkeyCluster)
 		return ok && vc.Spec.DataSource != nil
@@ -146,7 +143,7 @@ func (r *RestoreReconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster
 		}
 		return pending(reason, "cannot read the manifest of %s: %s", dir, storeMessage(err)), nil
 	}
-	nodes, err := membership.List(ctx, r.Client, vc)
+	nodes, err := membership.Of(ctx, r.Client, vc)
 	if err != nil {
 		return restoreState{}, err
 	}

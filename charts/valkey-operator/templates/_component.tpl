@@ -132,9 +132,20 @@ spec:
       tolerations:
         {{- toYaml . | nindent 8 }}
       {{- end }}
-      {{- with $c.affinity }}
+      {{- if $c.affinity }}
       affinity:
-        {{- toYaml . | nindent 8 }}
+        {{- toYaml $c.affinity | nindent 8 }}
+      {{- else if gt (int $c.replicas) 1 }}
+      {{- /* Several replicas: on different nodes where the cluster can, so one node lost leaves one. */}}
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 100
+              podAffinityTerm:
+                topologyKey: kubernetes.io/hostname
+                labelSelector:
+                  matchLabels:
+                    {{- include "valkey-operator.selectorLabels" (list $root $name) | nindent 20 }}
       {{- end }}
 ---
 apiVersion: v1

@@ -24,6 +24,62 @@ func gone(m *member) bool {
 		(c.Reason == v1alpha1.ReasonPodTerminated || c.Reason == v1alpha1.ReasonPodMissing)
 }
 
+// blockingReasons are the PodReady and StorageReady reasons of a member that cannot run
+// until someone fixes something: waiting more changes nothing.
+var blockingReasons = map[string]bool{
+	v1alpha1.ReasonPodUnschedulable: true, v1alpha1.ReasonImagePullBackOff: true, v1alpha1.ReasonCrashLoop: true,
+	v1alpha1.ReasonPodTerminated: true, v1alpha1.ReasonPriorityClassNotFound: true, v1alpha1.ReasonFailedCreate: true,
+	v1alpha1.ReasonStorageClassNotFound: true,
+}
+
+// cannotRun returns the condition saying why a member's server cannot run, or nil.
+func (m *member) cannotRun() *metav1.Condition {
+	for _, typ := range []string{v1alpha1.ConditionStorageReady, v1alpha1.ConditionPodReady} {
+		if c := conditions.Get(m.node.Status.Conditions, typ); c != nil && c.Status != metav1.ConditionTrue && blockingReasons[c.Reason] {
+			return c
+		}
+	}
+	return nil
+}
+
+// stuckCause names what keeps members from starting, from their own conditions: the
+// reason most of them share, how many, and the first one's message. ok is false when
+// none is blocked.
+func stuckCause(members []*member) (reason, message string, ok bool) {
+	byReason := map[string][]*member{}
+	var order []string
+	for _, m := range members {
+		c := m.cannotRun()
+		if c == nil {
+			continue
+		}
+		if byReason[c.Reason] == nil {
+			order = append(order, c.Reason)
+		}
+		byReason[c.Reason] = append(byReason[c.Reason], m)
+	}
+	if len(order) == 0 {
+		return "", "", false
+	}
+	best := order[0]
+	for _, r := range order[1:] {
+		if len(byReason[r]) > len(byReason[best]) {
+			best = r
+		}
+	}
+	ms := byReason[best]
+	names := make([]string, 0, len(ms))
+	for _, m := range ms {
+		names = append(names, m.name())
+	}
+	what := "member"
+	if len(ms) > 1 {
+		what = "members"
+	}
+	first := ms[0].cannotRun()
+	return best, fmt.Sprintf("%s: %d %s cannot run (%s): %s", best, len(ms), what, strings.Join(names, ", "), truncate(first.Message, 400)), true
+}
+
 // reconcileMembers keeps 1+replicasPerShard members in every shard of the spec: it retires
 // members whose pod is gone for good and creates the missing ones. Shards beyond the
 // spec are left to scaling, surplus members to scaling and rolling.
@@ -65,16 +121,44 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 		// watch on their status brings the next pass.
 		return 0, nil
 	}
-	var waiting []string
+	var unreachable []*member
 	for _, m := range s.topo.members {
 		if !m.leaving() && !m.reachable {
-			waiting = append(waiting, m.name())
+			unreachable = append(unreachable, m)
 		}
 	}
-	if len(waiting) > 0 {
-		s.progress(v1alpha1.ReasonWaitingForPods, "waiting for the servers of %s", strings.Join(waiting, ", "))
+	if reason, msg, ok := stuckCause(unreachable); ok {
+		s.progress(reason, "%s", msg)
+	} else if msg := s.topo.partitioned(unreachable); msg != "" {
+		s.progress(v1alpha1.ReasonPartitioned, "%s", msg)
+	} else if len(unreachable) > 0 {
+		names := make([]string, len(unreachable))
+		for i, m := range unreachable {
+			names[i] = m.name()
+		}
+		s.progress(v1alpha1.ReasonWaitingForPods, "waiting for the servers of %s", strings.Join(names, ", "))
 	}
 	return 0, nil
+}
+
+// partitioned describes the members among ms whose server does not answer the operator,
+// that some members flag as failing while others still reach it: a partition, not a dead
+// server (a dead one is flagged by every member after the node timeout, and by none
+// before). "" when there is none.
+func (t *topology) partitioned(ms []*member) string {
+	var parts []string
+	for _, m := range ms {
+		if id := m.node.Status.NodeID; id != "" && t.flaggedByAny(id) {
+			if by := t.seenAliveBy(id); len(by) > 0 {
+				parts = append(parts, fmt.Sprintf("%s is reached by %s", m.name(), strings.Join(by, ", ")))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the operator cannot reach some members that other members still reach (a network partition, not a " +
+		"dead server: no failover is forced): " + strings.Join(parts, "; ")
 }
 
 // reconcileMeet makes every member that does not know another (or knows it at an old
@@ -89,7 +173,11 @@ func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration
 		if err != nil {
 			return 0, err
 		}
-		if err := c.Meet(ctx, to.ip(), 6379, busPort); err != nil {
+		host, port, err := to.hostPort()
+		if err != nil {
+			return 0, err
+		}
+		if err := c.Meet(ctx, host, port, port+busPortOffset); err != nil {
 			return 0, fmt.Errorf("meet %s from %s: %w", to.name(), from.name(), err)
 		}
 		met = append(met, from.name()+"->"+to.name())
@@ -247,4 +335,22 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (time.Dura
 		s.progress(v1alpha1.ReasonReplicating, "setting up replication of %s", strings.Join(pending, ", "))
 	}
 	return 0, nil
+}
+
+// truncate shortens s to n bytes, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// flaggedByAny reports whether a member that answered flags node id as failing.
+func (t *topology) flaggedByAny(id string) bool {
+	for _, v := range t.reachable() {
+		if e, ok := v.entry(id); ok && (e.Fail || e.PFail) {
+			return true
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 const (
@@ -21,7 +22,7 @@ const (
 
 // nodeTimeout is the cluster's cluster-node-timeout.
 func nodeTimeout(vc *v1alpha1.ValkeyCluster) time.Duration {
-	return valkey.NodeTimeout(vc.Spec.Config)
+	return valkeyconf.NodeTimeout(vc.Spec.Config)
 }
 
 // lostPrimary is a primary that owns slots and does not answer, with the replicas that
@@ -32,6 +33,12 @@ type lostPrimary struct {
 	replicas []*member
 	// silentFor is how long ago the replicas last heard from it.
 	silentFor time.Duration
+	// reachedBy names the members that answered the operator and do not flag the primary
+	// as failing: they still reach it, so it is partitioned from the operator, not dead.
+	reachedBy []string
+	// dead, when set, is the proof that the primary's process is gone: another server
+	// answers at its address.
+	dead string
 }
 
 // lostPrimaries finds primaries with slots that reachable replicas follow but that the
@@ -53,7 +60,7 @@ func (t *topology) lostPrimaries() []lostPrimary {
 		}
 		lp := byID[e.ID]
 		if lp == nil {
-			lp = &lostPrimary{id: e.ID, slots: e.Slots}
+			lp = &lostPrimary{id: e.ID, slots: e.Slots, dead: t.addressTakenFrom(e)}
 			byID[e.ID] = lp
 		}
 		lp.replicas = append(lp.replicas, m)
@@ -67,35 +74,77 @@ func (t *topology) lostPrimaries() []lostPrimary {
 	}
 	out := make([]lostPrimary, 0, len(byID))
 	for _, lp := range byID {
+		lp.reachedBy = t.seenAliveBy(lp.id)
 		out = append(out, *lp)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
 	return out
 }
 
+// seenAliveBy names the members that answered the operator and whose view does not flag
+// node id as failing (or without an address): they still reach it.
+func (t *topology) seenAliveBy(id string) []string {
+	var out []string
+	for _, v := range t.reachable() {
+		if e, ok := v.entry(id); ok && v.id() != id && !(e.Fail || e.PFail || e.NoAddr) {
+			out = append(out, v.name())
+		}
+	}
+	return out
+}
+
+// addressTakenFrom returns the proof that node e's process is gone, or "": a member
+// answering at e's address with another node ID (the pod's server restarted empty).
+func (t *topology) addressTakenFrom(e valkey.ClusterNode) string {
+	for _, m := range t.reachable() {
+		if e.IP != "" && m.ip() == e.IP && m.id() != e.ID {
+			return fmt.Sprintf("%s answers at its address %s as node %s", m.name(), e.IP, shortID(m.id()))
+		}
+	}
+	return ""
+}
+
+// primaryMajorityReachable reports whether the operator reaches more than half of the
+// primaries that serve slots: then a forced failover can win its election.
+func (t *topology) primaryMajorityReachable() bool {
+	owners := t.ownedSlots()
+	reached := 0
+	for id := range owners {
+		if m := t.byID(id); m != nil && m.reachable {
+			reached++
+		}
+	}
+	return reached*2 > len(owners)
+}
+
 // reconcileHeal handles what Valkey cannot handle alone: a failover that does not happen
 // because a majority of primaries is gone (quorum lost), and slots whose data is gone.
 func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration, error) {
-	limit := 2*nodeTimeout(s.vc) + takeoverMargin
 	var wait time.Duration
-	for _, lp := range s.topo.lostPrimaries() {
-		if lp.silentFor < limit {
+	for _, t := range s.planTakeovers() {
+		lp, best := t.lost, t.by
+		switch {
+		case len(lp.reachedBy) > 0 && best == nil:
+			s.progress(v1alpha1.ReasonPartitioned,
+				"primary %s does not answer the operator, but %s still reach it: a partition, not a death, so no failover is forced",
+				shortID(lp.id), strings.Join(lp.reachedBy, ", "))
+			wait = requeueWait
+			continue
+		case best == nil:
 			s.progress(v1alpha1.ReasonFailingOver, "primary %s is not answering; waiting for Valkey's failover", shortID(lp.id))
 			wait = requeueWait
 			continue
 		}
-		best := mostCaughtUp(lp.replicas)
 		c, err := r.client(ctx, s, best)
 		if err != nil {
 			return 0, err
 		}
-		if err := c.Failover(ctx, valkey.FailoverTakeover); err != nil {
-			return 0, fmt.Errorf("takeover by %s: %w", best.name(), err)
+		if err := c.Failover(ctx, t.mode); err != nil {
+			return 0, fmt.Errorf("forced failover by %s: %w", best.name(), err)
 		}
 		r.Metrics.failover(s.vc, best.shard(), "takeover")
-		r.event(s.vc, best.node, eventWarning, "Takeover", "Failover",
-			"primary %s of slots %s did not answer for %s and no failover happened (quorum lost): %s took over without a vote",
-			shortID(lp.id), valkey.FormatRanges(lp.slots), lp.silentFor.Round(time.Second), best.name())
+		r.event(s.vc, best.node, eventWarning, "Takeover", "Failover", "%s: %s took over the slots %s (%s)",
+			t.why, best.name(), valkey.FormatRanges(lp.slots), t.mode)
 		s.progress(v1alpha1.ReasonFailingOver, "%s took over the slots of a lost primary", best.name())
 		wait = requeueFast
 	}
@@ -103,6 +152,48 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 		return 0, nil
 	}
 	return 0, r.reassignLostSlots(ctx, s)
+}
+
+// takeover is the heal phase's decision about a lost primary: by, the replica that forces
+// a failover (with mode, and why), or nil while Valkey's own failover may still happen or
+// the primary may be alive.
+type takeover struct {
+	lost lostPrimary
+	by   *member
+	mode valkey.FailoverMode
+	why  string
+}
+
+// planTakeovers decides for each lost primary. A forced failover makes a second primary
+// for the same slots if the old one still runs, so it needs one of two proofs:
+//   - the primary's process is gone (another server answers at its address): at once;
+//   - every member the operator reaches flags the primary as failing, none reaches it,
+//     and it has been silent for twice the node timeout plus takeoverMargin, in which
+//     time Valkey's own failover would have happened had a majority of primaries voted.
+//
+// A member that still reaches the primary means a partition between it and the operator:
+// Valkey decides. The most caught-up replica takes over, with a vote (FORCE) when the
+// operator reaches a majority of primaries, else without (TAKEOVER).
+func (s *scope) planTakeovers() []takeover {
+	limit := 2*nodeTimeout(s.vc) + takeoverMargin
+	mode := valkey.FailoverTakeover
+	if s.topo.primaryMajorityReachable() {
+		mode = valkey.FailoverForce
+	}
+	var out []takeover
+	for _, lp := range s.topo.lostPrimaries() {
+		t := takeover{lost: lp, mode: mode}
+		switch {
+		case lp.dead != "":
+			t.by, t.why = mostCaughtUp(lp.replicas), fmt.Sprintf("primary %s is gone (%s)", shortID(lp.id), lp.dead)
+		case len(lp.reachedBy) == 0 && lp.silentFor >= limit:
+			t.by = mostCaughtUp(lp.replicas)
+			t.why = fmt.Sprintf("primary %s did not answer for %s, every member flags it as failing and no failover happened",
+				shortID(lp.id), lp.silentFor.Round(time.Second))
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // mostCaughtUp returns the replica with the highest replication offset.
@@ -120,20 +211,9 @@ func mostCaughtUp(ms []*member) *member {
 // replica and its data cannot come back) to a shard of the spec, empty: the data is lost,
 // and serving the slots again beats a cluster that refuses every request.
 func (r *Reconciler) reassignLostSlots(ctx context.Context, s *scope) error {
-	if clusterEmpty(s.topo) || s.topo.openSlots() {
-		return nil
-	}
-	var owned []valkey.SlotRange
-	for _, rs := range s.topo.ownedSlots() {
-		owned = append(owned, rs...)
-	}
-	lost := valkey.SubtractRanges([]valkey.SlotRange{{Start: 0, End: slotCount - 1}}, valkey.NormalizeRanges(owned))
+	lost, target := s.lostSlots()
 	if len(lost) == 0 {
 		return nil
-	}
-	target := s.slotlessPrimary()
-	if target == nil {
-		target = s.leastLoadedPrimary()
 	}
 	if target == nil {
 		s.progress(v1alpha1.ReasonSlotsUncovered, "slots %s are not served; waiting for a primary to give them to", valkey.FormatRanges(lost))
@@ -151,6 +231,28 @@ func (r *Reconciler) reassignLostSlots(ctx context.Context, s *scope) error {
 		valkey.FormatRanges(lost), target.name(), target.shard())
 	s.progress(v1alpha1.ReasonDataLost, "slots %s were lost with their data and given to shard %d", valkey.FormatRanges(lost), target.shard())
 	return nil
+}
+
+// lostSlots returns the slots nobody serves any more, and the primary to give them to:
+// the lowest shard's primary holding no slots, else the least loaded one, else nil. Nothing
+// is lost while the cluster is being created or a slot is open.
+func (s *scope) lostSlots() ([]valkey.SlotRange, *member) {
+	if clusterEmpty(s.topo) || s.topo.openSlots() {
+		return nil, nil
+	}
+	var owned []valkey.SlotRange
+	for _, rs := range s.topo.ownedSlots() {
+		owned = append(owned, rs...)
+	}
+	lost := valkey.SubtractRanges([]valkey.SlotRange{{Start: 0, End: slotCount - 1}}, valkey.NormalizeRanges(owned))
+	if len(lost) == 0 {
+		return nil, nil
+	}
+	target := s.slotlessPrimary()
+	if target == nil {
+		target = s.leastLoadedPrimary()
+	}
+	return lost, target
 }
 
 // leastLoadedPrimary is the primary of a shard of the spec serving the fewest slots (the
@@ -186,22 +288,9 @@ func (s *scope) slotlessPrimary() *member {
 // a dead node that was never ours. A node that a replica still follows is kept: its
 // replicas need it known to fail over.
 func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Duration, error) {
-	replaced := s.topo.replacedIdentities()
-	var forget []string
-	for _, id := range s.topo.strangers() {
-		if s.topo.followed(id) {
-			continue
-		}
-		if !replaced[id] {
-			if s.topo.mayBeMember(id) {
-				continue
-			}
-			if !s.topo.failed(id) {
-				s.recheck = true // Valkey flags it within about the node timeout
-				continue
-			}
-		}
-		forget = append(forget, id)
+	forget, soon := s.topo.toForget()
+	if soon {
+		s.recheck = true // Valkey flags it within about the node timeout
 	}
 	if len(forget) == 0 {
 		return 0, nil
@@ -216,6 +305,30 @@ func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Dur
 	r.event(s.vc, nil, eventWarning, "NodesForgotten", "Forget", "forgot nodes no member owns: %s", strings.Join(ids, ", "))
 	s.progress(v1alpha1.ReasonForgettingNodes, "forgot %d nodes no member owns", len(forget))
 	return 0, nil
+}
+
+// toForget returns the strangers to forget now, unless a replica follows them: the old
+// identities of members that came back with a new one, and the nodes the cluster flags as
+// failed that cannot be a member that did not answer. soon reports a stranger that may be
+// forgotten once Valkey flags it as failed.
+func (t *topology) toForget() (forget []string, soon bool) {
+	replaced := t.replacedIdentities()
+	for _, id := range t.strangers() {
+		if t.followed(id) {
+			continue
+		}
+		if !replaced[id] {
+			if t.mayBeMember(id) {
+				continue
+			}
+			if !t.failed(id) {
+				soon = true
+				continue
+			}
+		}
+		forget = append(forget, id)
+	}
+	return forget, soon
 }
 
 // replacedIdentities are the node IDs members had until this pass: a member whose server

@@ -14,6 +14,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // reconcileLeaving walks every member being deleted through its exit: a primary with slots
@@ -28,18 +29,15 @@ func (r *Reconciler) reconcileLeaving(ctx context.Context, s *scope) (time.Durat
 		}
 	}
 	sort.SliceStable(leaving, func(i, j int) bool { return !leaving[i].isPrimary() && leaving[j].isPrimary() })
-	var wait time.Duration
 	for _, m := range leaving {
 		w, err := r.leave(ctx, s, m)
 		if err != nil {
 			return 0, err
 		}
-		if w > 0 && (wait == 0 || w < wait) {
-			wait = w
-		}
+		// Other phases go on while a member waits for its handover (a successor may be
+		// needed); the pass comes back when the member asked.
+		s.lookAgainWithin(w)
 	}
-	// Other phases go on while a member waits for its handover (a successor may be needed).
-	_ = wait
 	return 0, nil
 }
 
@@ -51,10 +49,8 @@ func (r *Reconciler) leave(ctx context.Context, s *scope, m *member) (time.Durat
 	if m.reachable {
 		return r.leaveReachable(ctx, s, m)
 	}
-	// A dead member: if it still owns slots that a replica could take, wait for the failover
-	// (Valkey's, or the operator's takeover in the heal phase).
-	if s.topo.followed(id) {
-		s.progress(v1alpha1.ReasonFailingOver, "waiting for the replicas of departed %s to take over", m.name())
+	if reason, msg := s.holdDeparture(m); reason != "" {
+		s.progress(reason, "%s", msg)
 		return requeueWait, nil
 	}
 	if err := r.forgetEverywhere(ctx, s, id); err != nil {
@@ -62,6 +58,24 @@ func (r *Reconciler) leave(ctx context.Context, s *scope, m *member) (time.Durat
 	}
 	r.event(s.vc, m.node, eventNormal, "MemberLeft", "Forget", "member %s (%s) is gone and was forgotten by every member", m.name(), shortID(id))
 	return 0, r.releaseFinalizer(ctx, m.node)
+}
+
+// holdDeparture says why a leaving member that does not answer may not be forgotten yet,
+// or "": a replica still follows it (the failover comes first: Valkey's, or the heal
+// phase's), or it owns slots no other member has the data of and its server may come back
+// (only a bare pod that is gone for good takes its data with it). Forgetting it would
+// drop those slots, and the heal phase would give them out empty.
+func (s *scope) holdDeparture(m *member) (reason, msg string) {
+	id := m.id()
+	if s.topo.followed(id) {
+		return v1alpha1.ReasonFailingOver, fmt.Sprintf("waiting for the replicas of departed %s to take over", m.name())
+	}
+	if slots := s.topo.ownedSlots()[id]; len(slots) > 0 && !gone(m) {
+		return v1alpha1.ReasonWaitingForMember, fmt.Sprintf(
+			"%s is leaving but does not answer, and no other member has the data of its slots %s: "+
+				"it stays in the cluster until its server is back and hands them over", m.name(), valkey.FormatRanges(slots))
+	}
+	return "", ""
 }
 
 func (r *Reconciler) leaveReachable(ctx context.Context, s *scope, m *member) (time.Duration, error) {
@@ -125,7 +139,7 @@ func (s *scope) failoverPending(sh int32) *member {
 }
 
 func (s *scope) failoverWindow() time.Duration {
-	return time.Duration(manualFailoverTimeoutMs(s.vc))*time.Millisecond + 2*time.Second
+	return valkeyconf.ManualFailoverTimeout(s.vc.Spec.Config) + 2*time.Second
 }
 
 func failoverRequestedAt(m *member) (time.Time, bool) {

@@ -5,8 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math/big"
-	"sort"
-	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,43 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // memberFinalizer holds a ValkeyNode that is being deleted until its server has handed
 // over its slots and every other member has forgotten it.
 const memberFinalizer = "valkey.io/member"
-
-// Defaults that shape the derived grace period (see the reference's graceful shutdown).
-const (
-	defaultGracePeriodSeconds    = 30
-	defaultManualFailoverTimeout = 5000 // ms, Valkey's default
-	gracePeriodHeadroomSeconds   = 10
-)
-
-// manualFailoverTimeoutMs is cluster-manual-failover-timeout from the user's config.
-func manualFailoverTimeoutMs(vc *v1alpha1.ValkeyCluster) int64 {
-	if v, ok := vc.Spec.Config["cluster-manual-failover-timeout"]; ok {
-		if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
-			return ms
-		}
-	}
-	return defaultManualFailoverTimeout
-}
-
-// minimumGracePeriod is what a primary needs to hand over its slots before SIGKILL.
-func minimumGracePeriod(vc *v1alpha1.ValkeyCluster) int64 {
-	return (manualFailoverTimeoutMs(vc)+999)/1000 + gracePeriodHeadroomSeconds
-}
-
-// gracePeriod is the pods' termination grace period: the user's value as is, or the
-// larger of Kubernetes' default and what a failover needs.
-func gracePeriod(vc *v1alpha1.ValkeyCluster) int64 {
-	if vc.Spec.TerminationGracePeriodSeconds != nil {
-		return *vc.Spec.TerminationGracePeriodSeconds
-	}
-	return max(defaultGracePeriodSeconds, minimumGracePeriod(vc))
-}
 
 // desiredSpec is the ValkeyNode spec a member of shard s should have now. Revision is
 // left at zero: the caller keeps the member's own or starts at 1.
@@ -61,18 +30,20 @@ func desiredSpec(vc *v1alpha1.ValkeyCluster, s int32) v1alpha1.ValkeyNodeSpec {
 	exporter.Enabled = ptr.To(sp.Exporter.IsEnabled())
 	exporter.Image = sp.Exporter.ImageOrDefault()
 	spec := v1alpha1.ValkeyNodeSpec{
-		ClusterName:                   vc.Name,
-		ShardIndex:                    s,
-		WorkloadType:                  sp.Workload(),
-		Image:                         sp.ImageOrDefault(),
-		ImagePullSecrets:              sp.ImagePullSecrets,
-		Resources:                     sp.Resources,
-		Config:                        sp.Config,
+		ClusterName:      vc.Name,
+		ShardIndex:       s,
+		Replicas:         ptr.To[int32](1),
+		WorkloadType:     sp.Workload(),
+		Image:            sp.ImageOrDefault(),
+		ImagePullSecrets: sp.ImagePullSecrets,
+		Resources:        sp.Resources,
+		// Keys in the one spelling every consumer reads (Valkey's own: lower case).
+		Config:                        valkeyconf.Normalized(sp.Config),
 		Containers:                    sp.Containers,
 		Exporter:                      exporter,
 		Persistence:                   sp.Persistence,
 		Scheduling:                    sp.Scheduling,
-		TerminationGracePeriodSeconds: ptr.To(gracePeriod(vc)),
+		TerminationGracePeriodSeconds: ptr.To(valkeyconf.GracePeriodSeconds(sp.TerminationGracePeriodSeconds, sp.Config)),
 		ACLSecretName:                 v1alpha1.ACLSecretName(vc.Name),
 		SystemUsersSecretName:         v1alpha1.SystemUsersSecretName(vc.Name),
 	}
@@ -160,18 +131,14 @@ func (r *Reconciler) countMembers(ctx context.Context, vc *v1alpha1.ValkeyCluste
 }
 
 func (r *Reconciler) listMembersFrom(ctx context.Context, reader client.Reader, vc *v1alpha1.ValkeyCluster) ([]*v1alpha1.ValkeyNode, error) {
-	var list v1alpha1.ValkeyNodeList
-	if err := reader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels(v1alpha1.ClusterLabels(vc.Name))); err != nil {
-		return nil, fmt.Errorf("list members: %w", err)
+	list, err := membership.Of(ctx, reader, vc)
+	if err != nil {
+		return nil, err
 	}
-	var out []*v1alpha1.ValkeyNode
-	for i := range list.Items {
-		vn := &list.Items[i]
-		if metav1.IsControlledBy(vn, vc) {
-			out = append(out, vn)
-		}
+	out := make([]*v1alpha1.ValkeyNode, len(list))
+	for i := range list {
+		out[i] = &list[i]
 	}
-	sort.Slice(out, func(i, j int) bool { return olderThan(out[i], out[j]) })
 	return out, nil
 }
 

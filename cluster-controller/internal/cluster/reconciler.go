@@ -20,16 +20,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// FieldOwner is the field manager of everything this controller writes.
-const FieldOwner = "cluster-controller"
+// FieldManager is the field manager of everything this controller writes.
+const FieldManager = "cluster-controller"
 
 // Requeue intervals. Progress on the Kubernetes side comes from watches; these cover
 // what only Valkey can tell (gossip converging, a replica catching up, a failover), which
@@ -62,33 +62,34 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Pool      *valkeyconn.Pool
 	Metrics   *Metrics
-	// Now is the clock (tests replace it).
-	Now func() time.Time
+	// Clock is the clock (tests replace it).
+	Clock func() time.Time
+	// Addr returns the client address of a member's server (default: its pod IP, port
+	// 6379). The integration suite maps members to servers on loopback addresses.
+	Addr func(*v1alpha1.ValkeyNode) string
+}
+
+// addr is the client address of a member's server.
+func (r *Reconciler) addr(vn *v1alpha1.ValkeyNode) string {
+	if r.Addr != nil {
+		return r.Addr(vn)
+	}
+	return valkeyconn.Addr(vn.Status.PodIP)
 }
 
 // SetupWithManager registers the controller: ValkeyClusters, and the objects it owns,
 // whose changes (a member's pod becoming ready, a member deleted) drive the next pass.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	if r.Now == nil {
-		r.Now = time.Now
+	if r.Clock == nil {
+		r.Clock = time.Now
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ValkeyCluster{}).
-		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(clusterOfMember)).
+		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf)).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
-}
-
-// clusterOfMember maps a ValkeyNode to its cluster, also after the cluster is gone (its
-// members must then be released).
-func clusterOfMember(_ context.Context, o client.Object) []reconcile.Request {
-	vn, ok := o.(*v1alpha1.ValkeyNode)
-	if !ok || vn.Spec.ClusterName == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: vn.Namespace, Name: vn.Spec.ClusterName}}}
 }
 
 // Reconcile runs one pass over a cluster.
@@ -119,7 +120,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if res.RequeueAfter == 0 || res.RequeueAfter > requeueWait {
 			res.RequeueAfter = requeueWait
 		}
-		return res, nil
 	}
 	return res, nil
 }
@@ -127,34 +127,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // run executes the phases of a pass in order; a phase that must wait for the cluster to
 // settle stops the pass and says when to look again.
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if !s.guard.Valid() {
-		s.progress(v1alpha1.ReasonInvalid, "the spec is invalid: the operator does not act on it")
-		return ctrl.Result{}, nil
+	if msg := s.heldMessage(); msg != "" {
+		reason := v1alpha1.ReasonInvalid
+		if s.guard.Valid() {
+			reason = v1alpha1.ReasonImmutableField
+		}
+		s.progress(reason, "%s", msg)
 	}
-	if len(s.immutable) > 0 {
-		s.progress(v1alpha1.ReasonImmutableField, "the spec changes fields that cannot change after creation, so the operator does not act on it: %s", s.immutable.ToAggregate().Error())
+	if !s.mayAct() && !s.healOnly {
 		return ctrl.Result{}, nil
 	}
 	phases := []struct {
 		name string
 		fn   func(context.Context, *scope) (time.Duration, error)
+		// planned: a change the spec asks for, held while the spec is invalid.
+		planned bool
 	}{
-		{"services", r.reconcileServices},
-		{"disruption budgets", r.reconcilePDBs},
-		{"failovers", r.settleFailovers},
-		{"leaving members", r.reconcileLeaving},
-		{"members", r.reconcileMembers},
-		{"stale members", r.reconcileStaleMembers},
-		{"meet", r.reconcileMeet},
-		{"slots", r.reconcileSlots},
-		{"replicas", r.reconcileReplicas},
-		{"heal", r.reconcileHeal},
-		{"forget", r.reconcileStrangers},
-		{"config", r.reconcileLiveConfig},
-		{"roll", r.reconcileRoll},
-		{"scale", r.reconcileScale},
+		{"services", r.reconcileServices, false},
+		{"disruption budgets", r.reconcilePDBs, false},
+		{"failovers", r.settleFailovers, false},
+		{"leaving members", r.reconcileLeaving, false},
+		{"members", r.reconcileMembers, false},
+		{"stale members", r.reconcileStaleMembers, false},
+		{"meet", r.reconcileMeet, false},
+		{"slots", r.reconcileSlots, false},
+		{"replicas", r.reconcileReplicas, false},
+		{"heal", r.reconcileHeal, false},
+		{"forget", r.reconcileStrangers, false},
+		{"config", r.reconcileLiveConfig, true},
+		{"roll", r.reconcileRoll, true},
+		{"scale", r.reconcileScale, true},
 	}
 	for _, p := range phases {
+		if p.planned && s.healOnly {
+			continue
+		}
 		wait, err := p.fn(ctx, s)
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("%s: %w", p.name, err)
@@ -163,27 +170,31 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
+	after := requeueWait
 	switch {
 	case s.applied() && !s.recheck:
-		return ctrl.Result{RequeueAfter: requeueSteady}, nil
+		after = requeueSteady
 	case s.step.reason == "":
 		// Nothing left to do but wait for the servers (replicas syncing, the cluster
 		// state spreading): no Kubernetes event announces that, so look again soon.
-		return ctrl.Result{RequeueAfter: requeueSync}, nil
+		after = requeueSync
 	}
-	return ctrl.Result{RequeueAfter: requeueWait}, nil
+	if s.within > 0 && s.within < after {
+		after = s.within
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // releaseOrphans lets go of the members of a cluster that is deleted: nothing is left to
 // hand over to.
 func (r *Reconciler) releaseOrphans(ctx context.Context, key client.ObjectKey) error {
-	var list v1alpha1.ValkeyNodeList
-	if err := r.List(ctx, &list, client.InNamespace(key.Namespace), client.MatchingLabels(v1alpha1.ClusterLabels(key.Name))); err != nil {
+	list, err := membership.Labelled(ctx, r.Client, key)
+	if err != nil {
 		return err
 	}
 	var errs []error
-	for i := range list.Items {
-		vn := &list.Items[i]
+	for i := range list {
+		vn := &list[i]
 		if !vn.DeletionTimestamp.IsZero() {
 			errs = append(errs, r.releaseFinalizer(ctx, vn))
 		}
@@ -198,7 +209,7 @@ func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, 
 	members := make([]*member, len(nodes))
 	var wg sync.WaitGroup
 	for i, vn := range nodes {
-		m := &member{node: vn}
+		m := &member{node: vn, addr: r.addr(vn)}
 		members[i] = m
 		if vn.Status.PodIP == "" || !conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionPodReady) {
 			m.err = errors.New("pod not ready")
@@ -217,15 +228,14 @@ func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, 
 func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyconn.Credentials) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	addr := valkeyconn.Addr(m.ip())
-	c, err := r.Pool.Client(ctx, addr, cred)
+	c, err := r.Pool.Client(ctx, m.addr, cred)
 	if err != nil {
 		m.err = err
 		return
 	}
 	fail := func(err error) {
 		m.err = err
-		r.Pool.Drop(addr)
+		r.Pool.Drop(m.addr)
 	}
 	view, err := c.ClusterNodes(ctx)
 	if err != nil {
@@ -259,5 +269,5 @@ func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyco
 
 // client returns the client of a reachable member.
 func (r *Reconciler) client(ctx context.Context, s *scope, m *member) (*valkey.Client, error) {
-	return r.Pool.Client(ctx, valkeyconn.Addr(m.ip()), s.cred)
+	return r.Pool.Client(ctx, m.addr, s.cred)
 }

@@ -6,11 +6,9 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/conditions"
 )
 
 // outdated reports whether a member needs a new pod to match the spec, and why.
@@ -60,21 +58,96 @@ func (r *Reconciler) reconcileStaleMembers(ctx context.Context, s *scope) (time.
 
 // reconcileRoll brings members whose pod must change (image, resources, non-live config,
 // containers, exporter, scheduling, grace period) in line with the spec, one shard at a
-// time, with at most one client-visible failover per shard.
+// time, with at most one client-visible failover per shard. planRoll decides the step.
 func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope) (time.Duration, error) {
+	p := s.planRoll()
+	switch p.step {
+	case rollSettleFirst, rollWait:
+		s.progress(v1alpha1.ReasonRolling, "%s", p.message)
+	case rollBlocked:
+		s.block(p.member.name(), "%s", p.message)
+	case rollAddSuccessor:
+		live, err := r.countMembers(ctx, s.vc)
+		if err != nil {
+			return 0, err
+		}
+		if live[p.shard] > int(1+s.replicas()) {
+			return requeueFast, nil // the successor exists; the cache has not seen it yet
+		}
+		if _, err := r.createMember(ctx, s.vc, p.shard, "successor for a rolling update"); err != nil {
+			return 0, err
+		}
+		s.progress(v1alpha1.ReasonRolling, "%s", p.message)
+	case rollRetire:
+		if err := r.retire(ctx, s.vc, p.member, "replaced by an up-to-date replica in sync"); err != nil {
+			return 0, err
+		}
+		s.progress(v1alpha1.ReasonRolling, "%s", p.message)
+	case rollRestart:
+		if err := r.authorizeRoll(ctx, s, p.member); err != nil {
+			return 0, err
+		}
+	case rollFailover:
+		if err := r.failover(ctx, s, p.member, "rolling update of shard "+fmt.Sprint(p.shard)); err != nil {
+			return 0, err
+		}
+	}
+	return p.after, nil
+}
+
+// rollStep is what the roll does next.
+type rollStep int
+
+const (
+	// rollNothing: no member needs a new pod.
+	rollNothing rollStep = iota
+	// rollSettleFirst: a shard needs a roll, but scaling or healing comes first; the pass
+	// goes on.
+	rollSettleFirst
+	// rollWait: the roll waits for the shard (a successor or a restarted member to sync).
+	rollWait
+	// rollBlocked: member's pod cannot run; the user must act.
+	rollBlocked
+	// rollAddSuccessor: create an up-to-date member in the shard (by replacement).
+	rollAddSuccessor
+	// rollRetire: retire member, an outdated replica (by replacement).
+	rollRetire
+	// rollRestart: authorise a new pod for member on its volume (in place).
+	rollRestart
+	// rollFailover: member, an up-to-date replica in sync, takes over the shard.
+	rollFailover
+)
+
+// rollPlan is the roll's next step, decided from the scope alone.
+type rollPlan struct {
+	step  rollStep
+	shard int32
+	// member is the member the step acts on or waits for.
+	member *member
+	// message is Progressing's message for the step (reason Rolling, or RollBlocked);
+	// authorizeRoll and failover write their own.
+	message string
+	// after is how soon the next pass should come once the step is taken (0: the pass
+	// goes on).
+	after time.Duration
+}
+
+// planRoll picks the shard to roll and its next step: by replacement, or in place when
+// the members keep their volumes and the shard has a replica to fail over to.
+func (s *scope) planRoll() rollPlan {
 	shard, ok := s.nextShardToRoll()
 	if !ok {
-		return 0, nil
+		return rollPlan{}
 	}
 	if !s.settled() {
 		// Scaling or healing first; the roll starts once every shard serves its slots.
-		s.progress(v1alpha1.ReasonRolling, "shard %d needs a roll; waiting for the cluster to settle first", shard)
-		return 0, nil
+		return rollPlan{step: rollSettleFirst, shard: shard,
+			message: fmt.Sprintf("shard %d needs a roll; waiting for the cluster to settle first", shard)}
 	}
 	if s.inPlace() {
-		return r.rollInPlace(ctx, s, shard)
+		return s.planRollInPlace(shard)
 	}
-	return r.rollByReplacement(ctx, s, shard)
+	return s.planRollByReplacement(shard)
 }
 
 // nextShardToRoll is the lowest shard with an outdated member, or with a member still
@@ -111,10 +184,10 @@ func (s *scope) inPlace() bool {
 	return s.vc.Spec.Persistence != nil && s.vc.Spec.Workload() == v1alpha1.WorkloadStatefulSet && s.replicas() > 0
 }
 
-// rollByReplacement: add an up-to-date successor, wait until it is in sync, retire an
+// planRollByReplacement: add an up-to-date successor, wait until it is in sync, retire an
 // outdated replica; when only the primary is outdated, fail over to an up-to-date replica
 // in sync (the shard's one failover), and the old primary, now a replica, is retired.
-func (r *Reconciler) rollByReplacement(ctx context.Context, s *scope, sh int32) (time.Duration, error) {
+func (s *scope) planRollByReplacement(sh int32) rollPlan {
 	members := s.active(sh)
 	p := s.topo.primaryOf(sh)
 	var outdatedReplicas []*member
@@ -135,71 +208,50 @@ func (r *Reconciler) rollByReplacement(ctx context.Context, s *scope, sh int32) 
 		}
 	}
 	if len(freshWaiting) > 0 {
-		return r.waitForSuccessor(s, sh, freshWaiting[0])
+		return waitForSuccessor(sh, freshWaiting[0])
 	}
-	want := int(1 + s.replicas())
-	if len(members) <= want {
-		live, err := r.countMembers(ctx, s.vc)
-		if err != nil {
-			return 0, err
-		}
-		if live[sh] > want {
-			return requeueFast, nil // the successor exists; the cache has not seen it yet
-		}
-		if _, err := r.createMember(ctx, s.vc, sh, "successor for a rolling update"); err != nil {
-			return 0, err
-		}
-		s.progress(v1alpha1.ReasonRolling, "shard %d: creating a successor with the new spec", sh)
-		return requeueWait, nil
+	if len(members) <= int(1+s.replicas()) {
+		return rollPlan{step: rollAddSuccessor, shard: sh, after: requeueWait,
+			message: fmt.Sprintf("shard %d: creating a successor with the new spec", sh)}
 	}
 	if len(outdatedReplicas) > 0 {
 		m := outdatedReplicas[0]
-		if err := r.retire(ctx, s.vc, m, "replaced by an up-to-date replica in sync"); err != nil {
-			return 0, err
-		}
-		s.progress(v1alpha1.ReasonRolling, "shard %d: retiring outdated replica %s", sh, m.name())
-		return requeueFast, nil
+		return rollPlan{step: rollRetire, shard: sh, member: m, after: requeueFast,
+			message: fmt.Sprintf("shard %d: retiring outdated replica %s", sh, m.name())}
 	}
 	if primaryOutdated && len(freshSynced) > 0 {
-		best := mostCaughtUp(freshSynced)
-		if err := r.failover(ctx, s, best, "rolling update of shard "+fmt.Sprint(sh)); err != nil {
-			return 0, err
-		}
-		return requeueFast, nil
+		return rollPlan{step: rollFailover, shard: sh, member: mostCaughtUp(freshSynced), after: requeueFast}
 	}
-	s.progress(v1alpha1.ReasonRolling, "shard %d: waiting for an up-to-date replica in sync", sh)
-	return requeueWait, nil
+	return rollPlan{step: rollWait, shard: sh, after: requeueWait,
+		message: fmt.Sprintf("shard %d: waiting for an up-to-date replica in sync", sh)}
 }
 
-// waitForSuccessor reports a successor that is not in sync yet, and a roll that cannot
-// progress because the successor's pod cannot run.
-func (r *Reconciler) waitForSuccessor(s *scope, sh int32, m *member) (time.Duration, error) {
-	if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil && c.Status != metav1.ConditionTrue {
-		switch c.Reason {
-		case v1alpha1.ReasonPodUnschedulable, v1alpha1.ReasonImagePullBackOff, v1alpha1.ReasonCrashLoop, v1alpha1.ReasonPodTerminated:
-			s.block(m.name(), "shard %d: the roll is blocked: successor %s cannot run (%s: %s); the old members keep serving",
-				sh, m.name(), c.Reason, c.Message)
-			return requeueSteady, nil
-		}
+// waitForSuccessor waits for a successor that is not in sync yet, and blocks the roll
+// when the successor's pod cannot run.
+func waitForSuccessor(sh int32, m *member) rollPlan {
+	if c := m.cannotRun(); c != nil {
+		return rollPlan{step: rollBlocked, shard: sh, member: m, after: requeueSteady,
+			message: fmt.Sprintf("shard %d: the roll is blocked: successor %s cannot run (%s: %s); the old members keep serving",
+				sh, m.name(), c.Reason, c.Message)}
 	}
-	s.progress(v1alpha1.ReasonRolling, "shard %d: waiting for successor %s to sync", sh, m.name())
-	return requeueWait, nil
+	return rollPlan{step: rollWait, shard: sh, member: m, after: requeueWait,
+		message: fmt.Sprintf("shard %d: waiting for successor %s to sync", sh, m.name())}
 }
 
-// rollInPlace restarts one member of the shard at a time on its own volume: replicas
+// planRollInPlace restarts one member of the shard at a time on its own volume: replicas
 // first, then (after the shard's one failover) the old primary.
-func (r *Reconciler) rollInPlace(ctx context.Context, s *scope, sh int32) (time.Duration, error) {
+func (s *scope) planRollInPlace(sh int32) rollPlan {
 	p := s.topo.primaryOf(sh)
 	var outdatedReplica *member
 	var freshSynced []*member
 	for _, m := range s.active(sh) {
 		if !m.podCurrent() || (m != p && !synced(m, p)) {
-			s.progress(v1alpha1.ReasonRolling, "shard %d: waiting for %s to come back in sync", sh, m.name())
-			if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil && c.Status != metav1.ConditionTrue &&
-				(c.Reason == v1alpha1.ReasonImagePullBackOff || c.Reason == v1alpha1.ReasonCrashLoop || c.Reason == v1alpha1.ReasonPodUnschedulable) {
-				s.block(m.name(), "shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.name(), c.Reason, c.Message)
+			if c := m.cannotRun(); c != nil {
+				return rollPlan{step: rollBlocked, shard: sh, member: m, after: requeueWait,
+					message: fmt.Sprintf("shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.name(), c.Reason, c.Message)}
 			}
-			return requeueWait, nil
+			return rollPlan{step: rollWait, shard: sh, member: m, after: requeueWait,
+				message: fmt.Sprintf("shard %d: waiting for %s to come back in sync", sh, m.name())}
 		}
 		out, _ := s.outdated(m)
 		switch {
@@ -210,14 +262,13 @@ func (r *Reconciler) rollInPlace(ctx context.Context, s *scope, sh int32) (time.
 		}
 	}
 	if outdatedReplica != nil {
-		return requeueWait, r.authorizeRoll(ctx, s, outdatedReplica)
+		return rollPlan{step: rollRestart, shard: sh, member: outdatedReplica, after: requeueWait}
 	}
 	if len(freshSynced) > 0 {
-		best := mostCaughtUp(freshSynced)
-		return requeueFast, r.failover(ctx, s, best, "rolling update of shard "+fmt.Sprint(sh))
+		return rollPlan{step: rollFailover, shard: sh, member: mostCaughtUp(freshSynced), after: requeueFast}
 	}
-	s.progress(v1alpha1.ReasonRolling, "shard %d: waiting for an up-to-date replica in sync", sh)
-	return requeueWait, nil
+	return rollPlan{step: rollWait, shard: sh, after: requeueWait,
+		message: fmt.Sprintf("shard %d: waiting for an up-to-date replica in sync", sh)}
 }
 
 // authorizeRoll writes the new spec into a member and raises its revision: the

@@ -3,13 +3,14 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -24,21 +25,89 @@ const (
 
 // reconcileScale moves slots until every shard of the spec holds an even share and the
 // shards beyond the spec hold none, then retires what the spec no longer asks for:
-// members of removed shards, and surplus replicas (never a primary).
+// members of removed shards, and surplus replicas (never a primary). Slots left open are
+// finished first; planScale decides the rest.
 func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duration, error) {
-	if clusterEmpty(s.topo) || len(s.topo.lostPrimaries()) > 0 {
+	if s.scaleHeld() {
 		return 0, nil
 	}
 	if wait, err := r.finishOpenSlots(ctx, s); err != nil || wait > 0 {
 		return wait, err
 	}
-	if wait, err := r.rebalance(ctx, s); err != nil || wait > 0 {
-		return wait, err
+	p := s.planScale()
+	switch p.step {
+	case scaleNothing:
+		return 0, nil
+	case scaleWaitForPrimaries:
+		s.progress(p.reason, "%s", p.message)
+		return requeueWait, nil
+	case scaleMoveSlots:
+		return r.moveAll(ctx, s, p)
 	}
-	if wait, err := r.retireRemovedShards(ctx, s); err != nil || wait > 0 {
-		return wait, err
+	for _, rt := range p.retire {
+		if err := r.retire(ctx, s.vc, rt.member, rt.why); err != nil {
+			return 0, err
+		}
 	}
-	return r.retireSurplusReplicas(ctx, s)
+	s.progress(p.reason, "%s", p.message)
+	return requeueFast, nil
+}
+
+// scaleHeld reports whether scaling waits: the cluster is being created, or a primary is
+// lost (healing comes first).
+func (s *scope) scaleHeld() bool {
+	return clusterEmpty(s.topo) || len(s.topo.lostPrimaries()) > 0
+}
+
+// scaleStep is what the scale phase does once no slot is left open.
+type scaleStep int
+
+const (
+	// scaleNothing: the shards hold their even shares and no member is beyond the spec.
+	scaleNothing scaleStep = iota
+	// scaleWaitForPrimaries: slots must move to shards whose primary has not joined yet.
+	scaleWaitForPrimaries
+	// scaleMoveSlots: move slots between primaries (moves).
+	scaleMoveSlots
+	// scaleRetireRemovedShards: retire the members of shards beyond the spec, drained.
+	scaleRetireRemovedShards
+	// scaleRetireSurplusReplicas: retire the replicas beyond replicasPerShard.
+	scaleRetireSurplusReplicas
+)
+
+// scalePlan is the scale phase's next step, decided from the scope alone.
+type scalePlan struct {
+	step scaleStep
+	// moves are the slot moves, and slots the number of slots they carry.
+	moves []valkey.Move
+	slots int
+	// retire lists the members to retire, each with why.
+	retire []retirement
+	// reason and message are Progressing's.
+	reason, message string
+}
+
+type retirement struct {
+	member *member
+	why    string
+}
+
+// planScale plans the fewest slot moves that leave each shard of the spec within one slot
+// of an even share; with none to make, the members of removed shards whose primary holds
+// no slots; with none, the surplus replicas of each shard.
+func (s *scope) planScale() scalePlan {
+	if p := s.planRebalance(); p.step != scaleNothing {
+		return p
+	}
+	if rs := s.removedShardMembers(); len(rs) > 0 {
+		return scalePlan{step: scaleRetireRemovedShards, retire: rs, reason: v1alpha1.ReasonScalingIn,
+			message: fmt.Sprintf("retiring %d members of removed shards", len(rs))}
+	}
+	if rs := s.surplusReplicas(); len(rs) > 0 {
+		return scalePlan{step: scaleRetireSurplusReplicas, retire: rs, reason: v1alpha1.ReasonRemovingReplicas,
+			message: fmt.Sprintf("retiring %d surplus replicas", len(rs))}
+	}
+	return scalePlan{}
 }
 
 // primaries returns the primary of every shard of the spec, or false while one has none
@@ -65,16 +134,16 @@ func (t *topology) formedWith(m *member) bool {
 	return true
 }
 
-// rebalance plans the fewest slot moves that leave each shard of the spec within one slot
-// of an even share and moves them.
-func (r *Reconciler) rebalance(ctx context.Context, s *scope) (time.Duration, error) {
+// planRebalance plans the fewest slot moves that leave each shard of the spec within one
+// slot of an even share.
+func (s *scope) planRebalance() scalePlan {
 	targets, ok := s.primaries()
 	if !ok {
 		if s.topo.coveredSlots() == slotCount && s.needsRebalance() {
-			s.progress(v1alpha1.ReasonScalingOut, "waiting for the new shards' primaries to join")
-			return requeueWait, nil
+			return scalePlan{step: scaleWaitForPrimaries, reason: v1alpha1.ReasonScalingOut,
+				message: "waiting for the new shards' primaries to join"}
 		}
-		return 0, nil
+		return scalePlan{}
 	}
 	current := map[string][]valkey.SlotRange{}
 	for id, rs := range s.topo.ownedSlots() {
@@ -89,7 +158,7 @@ func (r *Reconciler) rebalance(ctx context.Context, s *scope) (time.Duration, er
 	}
 	moves := valkey.PlanMoves(current, ids)
 	if len(moves) == 0 {
-		return 0, nil
+		return scalePlan{}
 	}
 	reason := v1alpha1.ReasonScalingOut
 	if len(s.topo.shards) > int(s.shards()) {
@@ -99,9 +168,15 @@ func (r *Reconciler) rebalance(ctx context.Context, s *scope) (time.Duration, er
 	for _, mv := range moves {
 		total += valkey.CountSlots(mv.Slots)
 	}
-	s.progress(reason, "moving %d slots in %d moves", total, len(moves))
+	return scalePlan{step: scaleMoveSlots, moves: moves, slots: total, reason: reason,
+		message: fmt.Sprintf("moving %d slots in %d moves", total, len(moves))}
+}
+
+// moveAll makes the plan's slot moves, for at most migrationBudget.
+func (r *Reconciler) moveAll(ctx context.Context, s *scope, p scalePlan) (time.Duration, error) {
+	s.progress(p.reason, "%s", p.message)
 	deadline := time.Now().Add(migrationBudget)
-	for _, mv := range moves {
+	for _, mv := range p.moves {
 		from, to := s.topo.byID(mv.From), s.topo.byID(mv.To)
 		if from == nil || to == nil || !from.reachable || !to.reachable {
 			return requeueWait, nil
@@ -114,7 +189,7 @@ func (r *Reconciler) rebalance(ctx context.Context, s *scope) (time.Duration, er
 			return requeueFast, nil
 		}
 	}
-	r.event(s.vc, nil, eventNormal, "SlotsMoved", "MigrateSlots", "moved %d slots to balance %d shards", total, s.shards())
+	r.event(s.vc, nil, eventNormal, "SlotsMoved", "MigrateSlots", "moved %d slots to balance %d shards", p.slots, s.shards())
 	return requeueFast, nil
 }
 
@@ -185,6 +260,10 @@ func (r *Reconciler) migrateSlot(ctx context.Context, s *scope, from, to *member
 
 // drainAndAssign moves the keys still in slot from src to dst and gives the slot to dst.
 func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *valkey.Client, from, to *member, slot int) error {
+	host, port, err := to.hostPort()
+	if err != nil {
+		return err
+	}
 	for {
 		keys, err := src.GetKeysInSlot(ctx, slot, keysPerMigrate)
 		if err != nil {
@@ -194,7 +273,7 @@ func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *val
 			break
 		}
 		if err := src.Migrate(ctx, valkey.MigrateArgs{
-			Host: to.ip(), Port: valkeyconn.Port, Keys: keys, Timeout: migrateTimeout,
+			Host: host, Port: port, Keys: keys, Timeout: migrateTimeout,
 			Username: s.cred.Username, Password: s.cred.Password, Replace: true,
 		}); err != nil {
 			return fmt.Errorf("migrate %d keys of slot %d to %s: %w", len(keys), slot, to.name(), err)
@@ -334,38 +413,34 @@ func (t *topology) ownerOf(slot int) *member {
 	return nil
 }
 
-// retireRemovedShards retires the members of shards beyond the spec once their primary
-// holds no slots: replicas and primary leave together; the leaving phase orders them.
-func (r *Reconciler) retireRemovedShards(ctx context.Context, s *scope) (time.Duration, error) {
-	var retired int
-	for sh, members := range s.topo.shards {
-		if sh < s.shards() {
-			continue
+// removedShardMembers are the members of shards beyond the spec whose primary holds no
+// slots: replicas and primary leave together; the leaving phase orders them.
+func (s *scope) removedShardMembers() []retirement {
+	var indexes []int32
+	for sh := range s.topo.shards {
+		if sh >= s.shards() {
+			indexes = append(indexes, sh)
 		}
+	}
+	slices.Sort(indexes)
+	var out []retirement
+	for _, sh := range indexes {
 		if p := s.topo.primaryOf(sh); p != nil && len(p.slots()) > 0 {
 			continue // still draining
 		}
-		for _, m := range members {
-			if m.leaving() {
-				continue
+		for _, m := range s.topo.shards[sh] {
+			if !m.leaving() {
+				out = append(out, retirement{m, fmt.Sprintf("shard %d is removed (spec.shards is %d)", sh, s.shards())})
 			}
-			if err := r.retire(ctx, s.vc, m, fmt.Sprintf("shard %d is removed (spec.shards is %d)", sh, s.shards())); err != nil {
-				return 0, err
-			}
-			retired++
 		}
 	}
-	if retired > 0 {
-		s.progress(v1alpha1.ReasonScalingIn, "retiring %d members of removed shards", retired)
-		return requeueFast, nil
-	}
-	return 0, nil
+	return out
 }
 
-// retireSurplusReplicas retires replicas beyond replicasPerShard, never a primary:
-// replicas not in sync first, then the newest.
-func (r *Reconciler) retireSurplusReplicas(ctx context.Context, s *scope) (time.Duration, error) {
-	var retired int
+// surplusReplicas are the replicas beyond replicasPerShard, never a primary: replicas
+// not in sync first, then the newest.
+func (s *scope) surplusReplicas() []retirement {
+	var out []retirement
 	for sh := int32(0); sh < s.shards(); sh++ {
 		members := s.active(sh)
 		surplus := len(members) - int(1+s.replicas())
@@ -384,18 +459,11 @@ func (r *Reconciler) retireSurplusReplicas(ctx context.Context, s *scope) (time.
 			if si != sj {
 				return !si
 			}
-			return olderThan(replicas[j].node, replicas[i].node)
+			return membership.Older(replicas[j].node, replicas[i].node)
 		})
 		for i := 0; i < surplus && i < len(replicas); i++ {
-			if err := r.retire(ctx, s.vc, replicas[i], fmt.Sprintf("shard %d has more than %d replicas", sh, s.replicas())); err != nil {
-				return 0, err
-			}
-			retired++
+			out = append(out, retirement{replicas[i], fmt.Sprintf("shard %d has more than %d replicas", sh, s.replicas())})
 		}
 	}
-	if retired > 0 {
-		s.progress(v1alpha1.ReasonRemovingReplicas, "retiring %d surplus replicas", retired)
-		return requeueFast, nil
-	}
-	return 0, nil
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -33,6 +34,20 @@ type scope struct {
 	// about to change in a way no Kubernetes event announces (a dead identity Valkey has
 	// not flagged as failed yet, to be forgotten once it is).
 	recheck bool
+	// healOnly: the spec is invalid and vc holds the last applied one, which the pass
+	// heals the cluster to; nothing planned (a roll, a scale, live config) starts.
+	healOnly bool
+	// within, when set, is the latest the next pass should come: a phase that waits
+	// without stopping the pass (a member handing over) says how soon it wants to look
+	// again.
+	within time.Duration
+}
+
+// lookAgainWithin asks for the next pass within d at the latest (the shortest ask wins).
+func (s *scope) lookAgainWithin(d time.Duration) {
+	if d > 0 && (s.within == 0 || d < s.within) {
+		s.within = d
+	}
 }
 
 // newScope reads the cluster's members, the operator's credentials and the servers' views.
@@ -46,6 +61,12 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 	if prev := previousSpec(vc, nodes); prev != nil {
 		s.immutable = guard.CheckUpdate(prev, vc)
 	}
+	if !s.mayAct() && vc.Status.AppliedSpec != nil {
+		// Heal the cluster as its last valid spec says; apply nothing of this one.
+		eff := vc.DeepCopy()
+		eff.Spec = *vc.Status.AppliedSpec.DeepCopy()
+		s.vc, s.healOnly = eff, true
+	}
 	s.cred, s.credErr = valkeyconn.ForCluster(ctx, r.Client, vc)
 	var members []*member
 	if s.credErr == nil {
@@ -58,13 +79,19 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 			log.FromContext(ctx).Error(s.credErr, "read the operator's credentials")
 		}
 	}
-	s.topo = newTopology(members, r.Now())
+	s.topo = newTopology(members, r.Clock())
 	return s, nil
 }
 
-// previousSpec rebuilds the immutable parts of the spec the members were created with,
-// so the guard can refuse an update the webhook would have refused.
+// previousSpec is the spec the guard compares an update with, to refuse what the CRD's
+// rules and the webhook would have refused: the last applied one, else the immutable
+// parts of the spec the members were created with.
 func previousSpec(vc *v1alpha1.ValkeyCluster, nodes []*v1alpha1.ValkeyNode) *v1alpha1.ValkeyCluster {
+	if vc.Status.AppliedSpec != nil {
+		prev := vc.DeepCopy()
+		prev.Spec = *vc.Status.AppliedSpec.DeepCopy()
+		return prev
+	}
 	for _, vn := range nodes {
 		if !vn.DeletionTimestamp.IsZero() {
 			continue
@@ -93,6 +120,23 @@ func (s *scope) block(member, format string, args ...any) {
 // mayAct reports whether the controller may change anything for this spec.
 func (s *scope) mayAct() bool { return s.guard.Valid() && len(s.immutable) == 0 }
 
+// heldMessage says why the spec is not applied and what the operator does instead, or
+// "" when the spec may be acted on.
+func (s *scope) heldMessage() string {
+	what := "the operator does not act on it"
+	if s.healOnly {
+		what = "the operator applies none of it and keeps healing the cluster as its last valid spec says"
+	}
+	switch {
+	case !s.guard.Valid():
+		return "the spec is invalid (see InvalidSpec): " + what
+	case len(s.immutable) > 0:
+		return fmt.Sprintf("the spec changes fields that cannot change after creation (%s): %s",
+			s.immutable.ToAggregate().Error(), what)
+	}
+	return ""
+}
+
 // progress records what the pass is doing; the first call of a pass wins, as the phases
 // run in the order that matters.
 func (s *scope) progress(reason, format string, args ...any) {
@@ -106,7 +150,7 @@ func (s *scope) progress(reason, format string, args ...any) {
 func (s *scope) shards() int32 { return s.vc.Spec.ShardCount() }
 
 // replicas is the number of replicas per shard the spec asks for.
-func (s *scope) replicas() int32 { return s.vc.Spec.Replicas() }
+func (s *scope) replicas() int32 { return s.vc.Spec.ReplicaCount() }
 
 // active lists the members of shard sh that are not leaving.
 func (s *scope) active(sh int32) []*member {

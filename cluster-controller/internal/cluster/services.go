@@ -21,7 +21,10 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
 
-const busPort = valkeyconn.Port + 10000
+// busPortOffset is how far above its client port a server's cluster bus listens.
+const busPortOffset = 10000
+
+const busPort = valkeyconn.Port + busPortOffset
 
 // ownerRef is the controller reference every object of a cluster carries.
 func ownerRef(vc *v1alpha1.ValkeyCluster) *metav1ac.OwnerReferenceApplyConfiguration {
@@ -71,7 +74,7 @@ func (r *Reconciler) applyIfChanged(ctx context.Context, existing client.Object,
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if err := r.Apply(ctx, cfg, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	if err := r.Apply(ctx, cfg, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply %s/%s: %w", ns, name, err)
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/status"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // clusterStatus holds the ValkeyCluster status fields this controller owns.
@@ -22,7 +23,9 @@ type clusterStatus struct {
 	State              v1alpha1.ClusterState  `json:"state,omitempty"`
 	ReadyShards        int32                  `json:"readyShards"`
 	Shards             []v1alpha1.ShardStatus `json:"shards,omitempty"`
-	Conditions         []metav1.Condition     `json:"conditions"`
+	// AppliedSpec is the spec of the last pass that acted on a valid spec.
+	AppliedSpec *v1alpha1.ValkeyClusterSpec `json:"appliedSpec,omitempty"`
+	Conditions  []metav1.Condition          `json:"conditions"`
 }
 
 // clusterConditionTypes are the ValkeyCluster conditions this controller owns.
@@ -56,10 +59,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) er
 	r.warnOnTransitions(s, want.Conditions)
 	have := clusterStatus{
 		ObservedGeneration: vc.Status.ObservedGeneration, State: vc.Status.State, ReadyShards: vc.Status.ReadyShards,
-		Shards: vc.Status.Shards, Conditions: conditions.Owned(vc.Status.Conditions, clusterConditionTypes...),
+		Shards: vc.Status.Shards, AppliedSpec: vc.Status.AppliedSpec,
+		Conditions: conditions.Owned(vc.Status.Conditions, clusterConditionTypes...),
 	}
 	if !status.Equal(have, want) {
-		errs = append(errs, status.Apply(ctx, r.Client, FieldOwner, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want))
+		errs = append(errs, status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want))
 	}
 	return errors.Join(errs...)
 }
@@ -78,8 +82,11 @@ func (r *Reconciler) warnOnTransitions(s *scope, next []metav1.Condition) {
 			r.event(s.vc, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionInvalidSpec && c.Status == metav1.ConditionTrue:
 			r.event(s.vc, nil, eventWarning, "InvalidSpec", "Validate", "%s", c.Message)
-		case c.Type == v1alpha1.ConditionReady && c.Reason == v1alpha1.ReasonImmutableField:
+		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonImmutableField:
 			r.event(s.vc, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
+		case c.Type == v1alpha1.ConditionReady && blockingReasons[c.Reason]:
+			// Members that cannot start: said once, when the cause appears.
+			r.event(s.vc, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionTrue:
 			r.event(s.vc, nil, eventNormal, "Ready", "Observe", "%s", c.Message)
 		}
@@ -89,9 +96,10 @@ func (r *Reconciler) warnOnTransitions(s *scope, next []metav1.Condition) {
 func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	vc := s.vc
 	gen := vc.Generation
-	st := clusterStatus{ObservedGeneration: vc.Status.ObservedGeneration}
+	st := clusterStatus{ObservedGeneration: vc.Status.ObservedGeneration, AppliedSpec: vc.Status.AppliedSpec}
 	if runErr == nil && s.mayAct() {
 		st.ObservedGeneration = gen
+		st.AppliedSpec = vc.Spec.DeepCopy()
 	}
 	st.Shards = shardStatuses(s)
 	st.ReadyShards = s.shardsReady()
@@ -106,9 +114,9 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 		reason, msg := s.step.reason, s.step.message
 		switch {
 		case !s.guard.Valid():
-			reason, msg = v1alpha1.ReasonInvalid, "the spec is invalid (see InvalidSpec)"
+			reason, msg = v1alpha1.ReasonInvalid, s.heldMessage()
 		case len(s.immutable) > 0:
-			reason, msg = s.step.reason, s.step.message
+			reason, msg = v1alpha1.ReasonImmutableField, s.heldMessage()
 		case s.credErr != nil:
 			reason, msg = v1alpha1.ReasonWaitingForACL, "waiting for the acl-controller to publish the operator's credentials"
 		case runErr != nil:
@@ -140,6 +148,9 @@ func clusterState(s *scope, ready bool, degraded metav1.Condition) v1alpha1.Clus
 		return v1alpha1.StateInvalid
 	case ready:
 		return v1alpha1.StateReady
+	case blockingReasons[s.step.reason] && !s.ready():
+		// Members cannot run and will not until something is fixed (Ready says what).
+		return v1alpha1.StateFailed
 	case clusterEmpty(s.topo):
 		return v1alpha1.StateCreating
 	case degraded.Status == metav1.ConditionTrue:
@@ -244,10 +255,11 @@ func slotsCondition(s *scope, gen int64) metav1.Condition {
 // graceCondition warns when the user's grace period is too short for a primary to hand
 // its slots over on SIGTERM; the value is honoured anyway.
 func graceCondition(vc *v1alpha1.ValkeyCluster, gen int64) metav1.Condition {
-	if g := vc.Spec.TerminationGracePeriodSeconds; g != nil && *g < minimumGracePeriod(vc) {
+	minimum := valkeyconf.MinimumGracePeriodSeconds(vc.Spec.Config)
+	if g := vc.Spec.TerminationGracePeriodSeconds; g != nil && *g < minimum {
 		return conditions.New(v1alpha1.ConditionConfigurationWarning, true, v1alpha1.ReasonGracePeriodTooShort,
 			fmt.Sprintf("terminationGracePeriodSeconds %d is below %d s (cluster-manual-failover-timeout %d ms + %d s): a primary may be killed before its replica takes over",
-				*g, minimumGracePeriod(vc), manualFailoverTimeoutMs(vc), gracePeriodHeadroomSeconds), gen)
+				*g, minimum, valkeyconf.ManualFailoverTimeout(vc.Spec.Config).Milliseconds(), valkeyconf.GracePeriodHeadroomSeconds), gen)
 	}
 	return conditions.New(v1alpha1.ConditionConfigurationWarning, false, v1alpha1.ReasonNoWarnings, "no configuration warnings", gen)
 }
@@ -302,7 +314,7 @@ func (r *Reconciler) writeMemberStatus(ctx context.Context, s *scope, m *member)
 	if status.Equal(have, want) {
 		return nil
 	}
-	return status.Apply(ctx, r.Client, FieldOwner, m.node, v1alpha1.GroupVersion.WithKind("ValkeyNode"), want)
+	return status.Apply(ctx, r.Client, FieldManager, m.node, v1alpha1.GroupVersion.WithKind("ValkeyNode"), want)
 }
 
 func computeMemberStatus(s *scope, m *member) memberStatus {

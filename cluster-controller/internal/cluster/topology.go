@@ -1,16 +1,22 @@
 package cluster
 
 import (
+	"fmt"
+	"net"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 // member is one ValkeyNode of the cluster with what its server reported this pass.
 type member struct {
 	node *v1alpha1.ValkeyNode
+	// addr is the client address of its server (Reconciler.Addr).
+	addr string
 	// reachable: the server answered this pass.
 	reachable bool
 	// err is why it did not, for status messages.
@@ -31,6 +37,20 @@ func (m *member) name() string  { return m.node.Name }
 func (m *member) shard() int32  { return m.node.Spec.ShardIndex }
 func (m *member) ip() string    { return m.node.Status.PodIP }
 func (m *member) leaving() bool { return !m.node.DeletionTimestamp.IsZero() }
+
+// hostPort splits the member's client address for the commands that take a host and a
+// port (CLUSTER MEET, MIGRATE). The cluster bus is on the port + 10000.
+func (m *member) hostPort() (string, int, error) {
+	host, p, err := net.SplitHostPort(m.addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("address of member %s: %w", m.name(), err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("address of member %s: %w", m.name(), err)
+	}
+	return host, port, nil
+}
 
 // id is the member's Valkey node ID as its server reports it, or as last recorded.
 func (m *member) id() string {
@@ -99,18 +119,11 @@ type topology struct {
 
 func newTopology(members []*member, now time.Time) *topology {
 	t := &topology{members: members, shards: map[int32][]*member{}, now: now}
-	sort.SliceStable(members, func(i, j int) bool { return olderThan(members[i].node, members[j].node) })
+	sort.SliceStable(members, func(i, j int) bool { return membership.Older(members[i].node, members[j].node) })
 	for _, m := range members {
 		t.shards[m.shard()] = append(t.shards[m.shard()], m)
 	}
 	return t
-}
-
-func olderThan(a, b *v1alpha1.ValkeyNode) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
 }
 
 // reachable lists the members whose servers answered.

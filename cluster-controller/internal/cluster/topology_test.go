@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/guard"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -23,7 +25,21 @@ type fakeMember struct {
 	offset  int64
 	linkUp  bool
 	down    bool // server does not answer
+	// silent is, for a member that is down, how long ago the others last heard from it
+	// (a minute when zero).
+	silent time.Duration
+	// seenBy names the members that, for a member that is down, still reach it (a
+	// partition between the operator and the member, not a death).
+	seenBy  []string
 	leaving bool
+	// joining: the member never became active (a new member); the others were.
+	joining bool
+	// podNotReady is the reason of a PodReady condition that is False: the member's pod
+	// cannot run (ImagePullBackOff, CrashLoop, ...).
+	podNotReady string
+	// For scopeFor: outdated members run a pod the spec no longer asks for (an older
+	// image); restarting members were authorised a new pod not rebuilt yet.
+	outdated, restarting bool
 }
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -32,6 +48,9 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 	t.Helper()
 	var nodes []valkey.ClusterNode
 	for _, f := range fms {
+		if f.id == "" {
+			continue // a server whose ID nobody recorded: the others do not know it
+		}
 		n := valkey.ClusterNode{ID: f.id, IP: f.ip, Port: 6379, BusPort: 16379, Connected: true, PongRecv: t0.UnixMilli()}
 		if f.primary != "" {
 			n.Replica, n.PrimaryID = true, f.primary
@@ -47,11 +66,24 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 		}
 		if f.down {
 			n.PFail, n.Connected = true, false
-			n.PongRecv = t0.Add(-time.Minute).UnixMilli()
+			silent := f.silent
+			if silent == 0 {
+				silent = time.Minute
+			}
+			n.PongRecv = t0.Add(-silent).UnixMilli()
 		}
 		nodes = append(nodes, n)
 	}
 	nodes = append(nodes, extra...)
+	seen := map[string]map[string]bool{} // member name -> IDs it reaches although they are down
+	for _, f := range fms {
+		for _, by := range f.seenBy {
+			if seen[by] == nil {
+				seen[by] = map[string]bool{}
+			}
+			seen[by][f.id] = true
+		}
+	}
 	var members []*member
 	for i, f := range fms {
 		vn := &v1alpha1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{
@@ -64,6 +96,13 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 			now := metav1.NewTime(t0)
 			vn.DeletionTimestamp = &now
 		}
+		if !f.joining {
+			vn.Status.Lifecycle = v1alpha1.LifecycleActive
+		}
+		if f.podNotReady != "" {
+			vn.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionPodReady, Status: metav1.ConditionFalse,
+				Reason: f.podNotReady, Message: "the pod does not run"}}
+		}
 		m := &member{node: vn, reachable: !f.down}
 		if !f.down {
 			for _, n := range nodes {
@@ -71,6 +110,9 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 				if n.ID == f.id {
 					v.Myself = true
 					m.self = v
+				}
+				if seen[f.name][n.ID] {
+					v.PFail, v.Connected, v.PongRecv = false, true, t0.UnixMilli()
 				}
 				m.view = append(m.view, v)
 			}
@@ -106,6 +148,78 @@ func threeByOne() []fakeMember {
 		{name: "b2", shard: 1, ip: "10.0.0.5", id: "B2", primary: "B", offset: 90, linkUp: true},
 		{name: "c2", shard: 2, ip: "10.0.0.6", id: "C2", primary: "C", offset: 100, linkUp: false},
 	}
+}
+
+// healthyThreeByOne is threeByOne with every replica in sync.
+func healthyThreeByOne() []fakeMember {
+	fms := threeByOne()
+	fms[5].linkUp = true
+	return fms
+}
+
+// with returns fms with the member named name changed by mod.
+func with(fms []fakeMember, name string, mod func(*fakeMember)) []fakeMember {
+	out := append([]fakeMember(nil), fms...)
+	for i := range out {
+		if out[i].name == name {
+			mod(&out[i])
+			return out
+		}
+	}
+	panic("no member " + name)
+}
+
+// without returns fms without the members named names.
+func without(fms []fakeMember, names ...string) []fakeMember {
+	var out []fakeMember
+	for _, f := range fms {
+		if !slices.Contains(names, f.name) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// scopeFor builds the scope of a pass over vc whose members are fms: each member's spec
+// is the one vc asks for its shard, at revision 1 with its pod built for it, except the
+// members marked outdated (an older image) or restarting (revision 2 authorised, the pod
+// still at 1).
+func scopeFor(t *testing.T, vc *v1alpha1.ValkeyCluster, fms []fakeMember, extra ...valkey.ClusterNode) *scope {
+	t.Helper()
+	topo := build(t, fms, extra...)
+	for _, f := range fms {
+		m := memberNamed(t, topo, f.name)
+		m.node.Spec = desiredSpec(vc, m.shard())
+		m.node.Spec.Revision, m.node.Status.Revision = 1, 1
+		if f.outdated {
+			m.node.Spec.Image = "valkey/valkey:7.2"
+		}
+		if f.restarting {
+			m.node.Spec.Revision = 2
+		}
+	}
+	return &scope{vc: vc, guard: guard.Check(vc), topo: topo}
+}
+
+// unknown removes node id from the views of the other members: they have not met it yet.
+func unknown(topo *topology, id string) {
+	for _, m := range topo.members {
+		if m.id() != id {
+			m.view = slices.DeleteFunc(m.view, func(n valkey.ClusterNode) bool { return n.ID == id })
+		}
+	}
+}
+
+// memberNamed returns the member called name.
+func memberNamed(t *testing.T, topo *topology, name string) *member {
+	t.Helper()
+	for _, m := range topo.members {
+		if m.name() == name {
+			return m
+		}
+	}
+	t.Fatalf("no member %s", name)
+	return nil
 }
 
 func TestPrimaryOfAndSync(t *testing.T) {

@@ -12,15 +12,17 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
-// liveVersion is the server version that decides which keys are live for a member: its
-// own when known, else the oldest supported.
+// liveVersion is the server version that decides which keys are live for a member
+// (valkeyconf.MemberVersion, as in the node-controller).
 func (m *member) liveVersion() valkey.Version {
-	if m.reachable && m.version.Major > 0 {
-		return m.version
+	var observed valkey.Version
+	if m.reachable {
+		observed = m.version
 	}
-	return valkey.Version{Major: 8, Minor: 0}
+	return valkeyconf.MemberVersion(observed, m.node.Status.Version)
 }
 
 // specDiff says how a member's spec differs from what the cluster asks now.
@@ -48,47 +50,57 @@ func diffSpec(have, want v1alpha1.ValkeyNodeSpec, v valkey.Version) specDiff {
 		d.live = true
 		d.fields = append(d.fields, "persistence.size")
 	}
+	if have.Persistence != nil && want.Persistence != nil &&
+		have.Persistence.ReclaimPolicyOrDefault() != want.Persistence.ReclaimPolicyOrDefault() {
+		d.live = true
+		d.fields = append(d.fields, "persistence.reclaimPolicy")
+	}
 	// Everything else shapes the pod.
-	h, w := podShaping(have), podShaping(want)
-	hv, wv := reflect.ValueOf(h), reflect.ValueOf(w)
-	for i := 0; i < hv.NumField(); i++ {
-		if !reflect.DeepEqual(hv.Field(i).Interface(), wv.Field(i).Interface()) {
+	for _, f := range podShapingFields {
+		if !reflect.DeepEqual(specField(have, f.path), specField(want, f.path)) {
 			d.roll = true
-			d.fields = append(d.fields, hv.Type().Field(i).Name)
+			d.fields = append(d.fields, f.name)
 		}
 	}
 	return d
 }
 
-// podShapingFields are the spec fields whose change needs a new pod.
-type podShapingFields struct {
-	Image, TLSSecretName, ACLSecretName, SystemUsersSecretName string
-	WorkloadType                                               v1alpha1.WorkloadType
-	Resources                                                  any
-	ImagePullSecrets, Containers, Scheduling                   any
-	Exporter                                                   any
-	GracePeriod                                                any
-	StorageClass                                               any
+// podShapingFields are the ValkeyNodeSpec fields whose change needs a new pod, by path (a
+// field of a field as "Persistence.StorageClassName"), with the names messages give them,
+// in the order messages list them. The other fields are live (Config's live keys and
+// Persistence.Size, compared above) or not compared; TestNodeSpecFieldsClassified fails on
+// a field of the spec that is in none of these.
+var podShapingFields = []struct{ path, name string }{
+	{"Image", "Image"}, {"TLSSecretName", "TLSSecretName"}, {"ACLSecretName", "ACLSecretName"},
+	{"SystemUsersSecretName", "SystemUsersSecretName"}, {"WorkloadType", "WorkloadType"},
+	{"Resources", "Resources"}, {"ImagePullSecrets", "ImagePullSecrets"}, {"Containers", "Containers"},
+	{"Scheduling", "Scheduling"}, {"Exporter", "Exporter"},
+	{"TerminationGracePeriodSeconds", "GracePeriod"}, {"Persistence.StorageClassName", "StorageClass"},
 }
 
-func podShaping(s v1alpha1.ValkeyNodeSpec) podShapingFields {
-	f := podShapingFields{
-		Image: s.Image, TLSSecretName: s.TLSSecretName, ACLSecretName: s.ACLSecretName,
-		SystemUsersSecretName: s.SystemUsersSecretName, WorkloadType: s.WorkloadType,
-		Resources: normalize(s.Resources), ImagePullSecrets: normalize(s.ImagePullSecrets),
-		Containers: normalize(s.Containers), Scheduling: normalize(s.Scheduling), Exporter: normalize(s.Exporter),
-		GracePeriod: normalize(s.TerminationGracePeriodSeconds),
+// specField returns the spec's field at path, normalized; nil when a pointer on the way is
+// nil.
+func specField(s v1alpha1.ValkeyNodeSpec, path string) any {
+	v := reflect.ValueOf(s)
+	for _, name := range strings.Split(path, ".") {
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return nil
+			}
+			v = v.Elem()
+		}
+		v = v.FieldByName(name)
 	}
-	if s.Persistence != nil {
-		f.StorageClass = normalize(s.Persistence.StorageClassName)
-	}
-	return f
+	return normalize(v.Interface())
 }
 
 // normalize turns a value into its JSON form so that nil and empty compare equal.
 func normalize(v any) any { return jsonString(v) }
 
+// configEqual compares two configs as the server reads them (keys in any spelling), so
+// a member written before keys were normalised is not rolled for its spelling.
 func configEqual(a, b map[string]string) bool {
+	a, b = valkeyconf.Normalized(a), valkeyconf.Normalized(b)
 	if len(a) != len(b) {
 		return false
 	}
@@ -102,7 +114,7 @@ func configEqual(a, b map[string]string) bool {
 
 func onlyLiveKeysDiffer(a, b map[string]string, v valkey.Version) bool {
 	for _, k := range changedKeys(a, b) {
-		if !valkey.IsLiveKey(k, v) {
+		if !valkeyconf.Live(k, v) {
 			return false
 		}
 	}

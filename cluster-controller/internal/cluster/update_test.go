@@ -1,8 +1,12 @@
 package cluster
 
 import (
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -29,15 +33,24 @@ func TestDiffSpec(t *testing.T) {
 		name       string
 		mod        func(*v1alpha1.ValkeyClusterSpec)
 		live, roll bool
+		fields     string // as messages name them
 	}{
-		{"nothing", func(*v1alpha1.ValkeyClusterSpec) {}, false, false},
-		{"maxmemory is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["maxmemory"] = "200mb" }, true, false},
-		{"maxmemory-policy added is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["maxmemory-policy"] = "allkeys-lru" }, true, false},
-		{"appendonly rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["appendonly"] = "yes" }, false, true},
-		{"image rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Image = "valkey/valkey:9.1.2" }, false, true},
-		{"grace period rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.TerminationGracePeriodSeconds = ptr.To[int64](90) }, false, true},
-		{"exporter off rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Exporter.Enabled = ptr.To(false) }, false, true},
-		{"volume growth is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Persistence.Size = resource.MustParse("2Gi") }, true, false},
+		{"nothing", func(*v1alpha1.ValkeyClusterSpec) {}, false, false, ""},
+		{"maxmemory is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["maxmemory"] = "200mb" }, true, false, "config"},
+		{"maxmemory-policy added is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["maxmemory-policy"] = "allkeys-lru" }, true, false, "config"},
+		{"appendonly rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Config["appendonly"] = "yes" }, false, true, "config"},
+		{"image rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Image = "valkey/valkey:9.1.2" }, false, true, "Image"},
+		{"grace period rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.TerminationGracePeriodSeconds = ptr.To[int64](90) }, false, true, "GracePeriod"},
+		{"exporter off rolls", func(s *v1alpha1.ValkeyClusterSpec) { s.Exporter.Enabled = ptr.To(false) }, false, true, "Exporter"},
+		{"volume growth is live", func(s *v1alpha1.ValkeyClusterSpec) { s.Persistence.Size = resource.MustParse("2Gi") }, true, false, "persistence.size"},
+		{"a new reclaim policy reaches running members", func(s *v1alpha1.ValkeyClusterSpec) { s.Persistence.ReclaimPolicy = v1alpha1.ReclaimDelete }, true, false, "persistence.reclaimPolicy"},
+		{"several at once are named in a fixed order", func(s *v1alpha1.ValkeyClusterSpec) {
+			s.Persistence.StorageClassName = ptr.To("fast")
+			s.TerminationGracePeriodSeconds = ptr.To[int64](90)
+			s.Scheduling = &v1alpha1.SchedulingSpec{PriorityClassName: "high"}
+			s.Image = "valkey/valkey:9.1.2"
+			s.Config["maxmemory"] = "200mb"
+		}, true, true, "config, Image, Scheduling, GracePeriod, StorageClass"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -45,8 +58,8 @@ func TestDiffSpec(t *testing.T) {
 			next := base.DeepCopy()
 			c.mod(&next.Spec)
 			d := diffSpec(have, desiredSpec(next, 0), v8)
-			if d.live != c.live || d.roll != c.roll {
-				t.Fatalf("diff = %+v, want live=%v roll=%v", d, c.live, c.roll)
+			if d.live != c.live || d.roll != c.roll || strings.Join(d.fields, ", ") != c.fields {
+				t.Fatalf("diff = %+v, want live=%v roll=%v fields %q", d, c.live, c.roll, c.fields)
 			}
 		})
 	}
@@ -63,13 +76,16 @@ func TestGracePeriod(t *testing.T) {
 		{"long manual failover timeout raises it", func(s *v1alpha1.ValkeyClusterSpec) {
 			s.Config = map[string]string{"cluster-manual-failover-timeout": "60000"}
 		}, 70, false},
+		{"in any spelling", func(s *v1alpha1.ValkeyClusterSpec) {
+			s.Config = map[string]string{"Cluster-Manual-Failover-Timeout": "60000"}
+		}, 70, false},
 		{"explicit is honoured", func(s *v1alpha1.ValkeyClusterSpec) { s.TerminationGracePeriodSeconds = ptr.To[int64](60) }, 60, false},
 		{"explicit too short warns", func(s *v1alpha1.ValkeyClusterSpec) { s.TerminationGracePeriodSeconds = ptr.To[int64](5) }, 5, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			vc := cluster(c.mod)
-			if got := gracePeriod(vc); got != c.want {
+			if got := *desiredSpec(vc, 0).TerminationGracePeriodSeconds; got != c.want {
 				t.Errorf("grace period = %d, want %d", got, c.want)
 			}
 			cond := graceCondition(vc, 1)
@@ -97,4 +113,163 @@ func TestDesiredSpecAppliesDefaults(t *testing.T) {
 	if *spec.TerminationGracePeriodSeconds != 30 {
 		t.Errorf("grace = %d", *spec.TerminationGracePeriodSeconds)
 	}
+}
+
+// TestConfigKeysNormalised: a member's spec gets the config keys in Valkey's own
+// spelling, and a member written with another spelling of the same config is not rolled.
+func TestConfigKeysNormalised(t *testing.T) {
+	vc := cluster(func(s *v1alpha1.ValkeyClusterSpec) {
+		s.Config = map[string]string{"Cluster-Node-Timeout": "60000", "maxmemory": "1gb"}
+	})
+	got := desiredSpec(vc, 0).Config
+	if len(got) != 2 || got["cluster-node-timeout"] != "60000" || got["maxmemory"] != "1gb" {
+		t.Errorf("member config = %v, want the keys lower-cased", got)
+	}
+	old := desiredSpec(vc, 0)
+	old.Config = map[string]string{"Cluster-Node-Timeout": "60000", "MAXMEMORY": "1gb"}
+	if d := diffSpec(old, desiredSpec(vc, 0), valkey.Version{Major: 8}); d.roll || d.live {
+		t.Errorf("a respelt config differs: %+v", d)
+	}
+}
+
+// changeOf is a change of one field of a ValkeyNodeSpec, by path (a field of a field as
+// "Persistence.Size").
+type changeOf struct {
+	path   string
+	change func(*v1alpha1.ValkeyNodeSpec)
+}
+
+// Every field of ValkeyNodeSpec is in exactly one of these lists: what a change of it
+// needs on a running member. A field added to the spec fails TestNodeSpecFieldsClassified
+// until it is classified here (and, for a pod-shaping field, in podShapingFields).
+var (
+	// rolledFields need a new pod: diffSpec reports roll.
+	rolledFields = []changeOf{
+		{"WorkloadType", func(s *v1alpha1.ValkeyNodeSpec) { s.WorkloadType = v1alpha1.WorkloadDeployment }},
+		{"Image", func(s *v1alpha1.ValkeyNodeSpec) { s.Image = "valkey/valkey:9.1.2" }},
+		{"ImagePullSecrets", func(s *v1alpha1.ValkeyNodeSpec) {
+			s.ImagePullSecrets = append(s.ImagePullSecrets, corev1.LocalObjectReference{Name: "regcred"})
+		}},
+		{"Resources", func(s *v1alpha1.ValkeyNodeSpec) {
+			s.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+		}},
+		{"Containers", func(s *v1alpha1.ValkeyNodeSpec) {
+			s.Containers = append(s.Containers, corev1.Container{Name: "valkey", Env: []corev1.EnvVar{{Name: "TZ", Value: "UTC"}}})
+		}},
+		{"Exporter", func(s *v1alpha1.ValkeyNodeSpec) { s.Exporter.Enabled = ptr.To(false) }},
+		{"Persistence.StorageClassName", func(s *v1alpha1.ValkeyNodeSpec) { s.Persistence.StorageClassName = ptr.To("fast") }},
+		{"Scheduling", func(s *v1alpha1.ValkeyNodeSpec) {
+			s.Scheduling = &v1alpha1.SchedulingSpec{NodeSelector: map[string]string{"disk": "ssd"}}
+		}},
+		{"TerminationGracePeriodSeconds", func(s *v1alpha1.ValkeyNodeSpec) { s.TerminationGracePeriodSeconds = ptr.To[int64](90) }},
+		{"TLSSecretName", func(s *v1alpha1.ValkeyNodeSpec) { s.TLSSecretName = "vk-tls" }},
+		{"ACLSecretName", func(s *v1alpha1.ValkeyNodeSpec) { s.ACLSecretName = "vk-acl-2" }},
+		{"SystemUsersSecretName", func(s *v1alpha1.ValkeyNodeSpec) { s.SystemUsersSecretName = "vk-system-users-2" }},
+	}
+	// liveFields are applied on the running server or volume: diffSpec reports live only.
+	// Config is live key by key: a key the server does not take with CONFIG SET rolls
+	// (TestDiffSpec).
+	liveFields = []changeOf{
+		{"Config", func(s *v1alpha1.ValkeyNodeSpec) { s.Config = v1alpha1.Config{"maxmemory": "200mb"} }},
+		{"Persistence.Size", func(s *v1alpha1.ValkeyNodeSpec) { s.Persistence.Size = resource.MustParse("2Gi") }},
+		// Read by the node-controller, which keeps the claim's owner reference in line:
+		// a change reaches every member without a new pod.
+		{"Persistence.ReclaimPolicy", func(s *v1alpha1.ValkeyNodeSpec) { s.Persistence.ReclaimPolicy = v1alpha1.ReclaimDelete }},
+	}
+	// ignoredFields are never compared: diffSpec reports nothing.
+	ignoredFields = []changeOf{
+		// Bookkeeping: fixed at creation, or the roll's own authorisation.
+		{"ClusterName", func(s *v1alpha1.ValkeyNodeSpec) { s.ClusterName = "other" }},
+		{"ShardIndex", func(s *v1alpha1.ValkeyNodeSpec) { s.ShardIndex = 7 }},
+		{"Revision", func(s *v1alpha1.ValkeyNodeSpec) { s.Revision++ }},
+		// The scale subresource's constant 1, for the disruption controller.
+		{"Replicas", func(s *v1alpha1.ValkeyNodeSpec) { s.Replicas = ptr.To[int32](2) }},
+	}
+)
+
+// TestNodeSpecFieldsClassified: every field of ValkeyNodeSpec (every field of a struct
+// pointer classified by its fields, as Persistence) is rolled, live or ignored, exactly
+// once, and diffSpec answers for a change of it as its class says.
+func TestNodeSpecFieldsClassified(t *testing.T) {
+	class := map[string]string{}
+	changes := map[string]changeOf{}
+	for name, list := range map[string][]changeOf{"rolled": rolledFields, "live": liveFields, "ignored": ignoredFields} {
+		for _, c := range list {
+			if prev, dup := class[c.path]; dup {
+				t.Errorf("%s is both %s and %s", c.path, prev, name)
+			}
+			class[c.path], changes[c.path] = name, c
+		}
+	}
+	var fields []string
+	var walk func(prefix string, typ reflect.Type)
+	walk = func(prefix string, typ reflect.Type) {
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			path := prefix + f.Name
+			if _, ok := class[path]; !ok && f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct &&
+				hasPrefix(class, path+".") {
+				walk(path+".", f.Type.Elem())
+				continue
+			}
+			fields = append(fields, path)
+		}
+	}
+	walk("", reflect.TypeOf(v1alpha1.ValkeyNodeSpec{}))
+	var shaping []string
+	for _, f := range podShapingFields {
+		shaping = append(shaping, f.path)
+	}
+	var rolled []string
+	for _, c := range rolledFields {
+		rolled = append(rolled, c.path)
+	}
+	slices.Sort(shaping)
+	slices.Sort(rolled)
+	if !slices.Equal(shaping, rolled) {
+		t.Errorf("podShapingFields (update.go) compares %v, rolledFields lists %v", shaping, rolled)
+	}
+	seen := map[string]bool{}
+	for _, path := range fields {
+		seen[path] = true
+		if _, ok := class[path]; !ok {
+			t.Errorf("ValkeyNodeSpec.%s is not classified: add it to podShapingFields (update.go) and rolledFields "+
+				"if a change of it needs a new pod, to liveFields if the running member takes it, else to ignoredFields", path)
+		}
+	}
+	for path := range class {
+		if !seen[path] {
+			t.Errorf("%s is classified but is no field of ValkeyNodeSpec", path)
+		}
+	}
+
+	v8 := valkey.Version{Major: 8, Minor: 0, Patch: 1}
+	base := desiredSpec(cluster(func(s *v1alpha1.ValkeyClusterSpec) {
+		s.Config = map[string]string{"maxmemory": "100mb"}
+		s.Persistence = &v1alpha1.PersistenceSpec{Size: resource.MustParse("1Gi")}
+	}), 0)
+	base.Revision = 1
+	for path, c := range changes {
+		t.Run(path, func(t *testing.T) {
+			next := *base.DeepCopy()
+			c.change(&next)
+			if reflect.DeepEqual(next, base) {
+				t.Fatalf("the test's change of %s changes nothing", path)
+			}
+			d := diffSpec(base, next, v8)
+			want := specDiff{live: class[path] == "live", roll: class[path] == "rolled"}
+			if d.live != want.live || d.roll != want.roll {
+				t.Errorf("a change of %s (%s): diff = %+v, want live=%v roll=%v", path, class[path], d, want.live, want.roll)
+			}
+		})
+	}
+}
+
+func hasPrefix(set map[string]string, prefix string) bool {
+	for k := range set {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
 }

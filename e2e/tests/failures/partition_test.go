@@ -14,6 +14,8 @@ import (
 
 	"github.com/redis/rueidis"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -274,4 +276,80 @@ func uptime(t *testing.T) float64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestAsymmetricPartition cuts a primary off from the operator and from its own replica,
+// but not from the other primaries. The replica flags its primary as failing; the other
+// members still reach it, so Valkey does not fail it over, and neither may the operator:
+// a forced failover would make a second primary for the same slots while the first still
+// takes writes. The cluster says it sees a partition; no owner changes, no acknowledged
+// write is lost, and the replica catches up once the partition is lifted.
+func TestAsymmetricPartition(t *testing.T) {
+	f := framework.NewFeature(suite, "asymmetric partition").WithLabel("disruptive", "true").
+		Assess("no failover is forced while other members reach the primary", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			k, vc := newCluster(ctx, t, 3, 1, nil)
+			const sh = 0
+			p := member(ctx, t, k, vc, sh, v1alpha1.RolePrimary)
+			r := member(ctx, t, k, vc, sh, v1alpha1.RoleReplica)
+			var ops corev1.PodList
+			if err := k.Client.List(ctx, &ops, client.InNamespace(framework.OperatorNamespace)); err != nil {
+				t.Fatal(err)
+			}
+			cut := []string{r.Status.PodIP}
+			for _, op := range ops.Items {
+				if op.Status.PodIP != "" && !op.Spec.HostNetwork {
+					cut = append(cut, op.Status.PodIP)
+				}
+			}
+			slots := shardSlots(t, vc)
+			owners := watchOwners(k, vc, slots)
+			ch := k.StartChecker(ctx, t, vc)
+			rec := recordConditions(k, vc, v1alpha1.ConditionReady, v1alpha1.ConditionProgressing)
+			time.Sleep(2 * time.Second)
+
+			t.Logf("cutting primary %s off from its replica %s and the operator's pods %v", p.Name, r.Name, cut[1:])
+			lift, err := framework.Partition(ctx, podOf(ctx, t, k, vc, p.Name), "server", cut)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lifted := false
+			t.Cleanup(func() {
+				if !lifted {
+					_ = lift(context.Background())
+				}
+			})
+			// The replica flags its primary as failing after the node timeout; the
+			// operator used to force a takeover after twice that plus 2 s.
+			err = framework.Until(ctx, time.Minute, "the cluster to report the partition", func(ctx context.Context) (bool, string, error) {
+				var now v1alpha1.ValkeyCluster
+				if err := k.Client.Get(ctx, client.ObjectKeyFromObject(vc), &now); err != nil {
+					return false, "", err
+				}
+				c := meta.FindStatusCondition(now.Status.Conditions, v1alpha1.ConditionProgressing)
+				if c == nil {
+					return false, "no Progressing condition", nil
+				}
+				return c.Reason == v1alpha1.ReasonPartitioned, c.Reason + ": " + c.Message, nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			time.Sleep(3*nodeTimeout + 5*time.Second)
+			if err := lift(ctx); err != nil {
+				t.Fatal(err)
+			}
+			lifted = true
+			t.Log("partition lifted")
+			waitReplicaOf(ctx, t, k, vc, r.Name, sh)
+			k.WaitClusterReady(ctx, t, vc, 3*time.Minute)
+
+			logSeen(t, rec.Stop())
+			checkOwnerChanges(t, owners.Stop(), slots, map[int32]int{})
+			framework.StopChecker(ctx, t, ch, "from the host, which reaches every member", true)
+			if got := member(ctx, t, k, vc, sh, v1alpha1.RolePrimary); got.Name != p.Name {
+				t.Errorf("shard %d is served by %s, want %s as before the partition", sh, got.Name, p.Name)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
 }

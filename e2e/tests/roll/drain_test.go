@@ -15,15 +15,21 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-func TestDrainOn80(t *testing.T) { testDrain(t, 8, 0) }
-func TestDrainOn91(t *testing.T) { testDrain(t, 9, 1) }
+func TestDrainOn80(t *testing.T) { testDrain(t, 8, 0, v1alpha1.WorkloadStatefulSet) }
+func TestDrainOn91(t *testing.T) { testDrain(t, 9, 1, v1alpha1.WorkloadStatefulSet) }
+
+// The other workload types: a Deployment's pods and bare pods (whose controller is their
+// ValkeyNode: the PodDisruptionBudget reads its scale subresource).
+func TestDrainDeployment(t *testing.T) { testDrain(t, 8, 0, v1alpha1.WorkloadDeployment) }
+func TestDrainPod(t *testing.T)        { testDrain(t, 8, 0, v1alpha1.WorkloadPod) }
 
 // testDrain drains the Kubernetes node that holds a primary: each primary on it hands its
 // slots to a replica in sync as its pod stops (the preStop hook on 8.x, Valkey's own
 // shutdown-on-sigterm failover on 9.x): one failover per primary there, no acknowledged
-// write lost.
-func testDrain(t *testing.T, major, minor int) {
-	f := framework.NewFeature(suite, fmt.Sprintf("drain of a primary's node on %d.%d", major, minor)).
+// write lost. kubectl drain evicts through the PodDisruptionBudgets, so it completes only
+// if the disruption controller can evaluate them for the workload type.
+func testDrain(t *testing.T, major, minor int, workload v1alpha1.WorkloadType) {
+	f := framework.NewFeature(suite, fmt.Sprintf("drain of a primary's node on %d.%d (%s)", major, minor, workload)).
 		Assess("one failover per primary on the node, no write lost", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			k := framework.ClusterFrom(ctx, t)
 			img, err := k.ValkeyImage(major, minor)
@@ -32,6 +38,7 @@ func testDrain(t *testing.T, major, minor int) {
 			}
 			vc := framework.NewValkeyCluster(framework.Namespace(ctx), "vk", 3, 1)
 			vc.Spec.Image = img.Ref
+			vc.Spec.WorkloadType = workload
 			if err := k.Client.Create(ctx, vc); err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 func main() {
@@ -100,7 +100,11 @@ func walk(b *strings.Builder, path string, p apiextensionsv1.JSONSchemaProps, re
 			desc = "**Required.** " + desc
 		}
 		desc += constraints(child)
-		fmt.Fprintf(b, "| `%s` | %s | %s |\n", fp, typeOf(child), escape(desc))
+		typ := typeOf(child)
+		if like, ok := sameShape[fp]; ok {
+			typ = "object, as `" + like + "`"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", fp, typ, escape(desc))
 		if kubernetesType(fp) {
 			continue
 		}
@@ -112,6 +116,9 @@ func walk(b *strings.Builder, path string, p apiextensionsv1.JSONSchemaProps, re
 		}
 	}
 }
+
+// sameShape names the schemaless fields that hold a copy of another field.
+var sameShape = map[string]string{"status.appliedSpec": "spec"}
 
 // kubernetesType reports fields whose type is a Kubernetes core type: documented upstream.
 func kubernetesType(path string) bool {
@@ -174,11 +181,11 @@ func writeConfigKeys(b *strings.Builder) {
 	b.WriteString("\n## Configuration keys\n\n")
 	b.WriteString("Keys of `spec.config` applied live with CONFIG SET on every member (no restart), by\n")
 	b.WriteString("server version; any other key is applied by rolling the members:\n\n")
-	for _, v := range []valkey.Version{{Major: 8, Minor: 0}, {Major: 8, Minor: 1}, {Major: 9, Minor: 0}} {
-		fmt.Fprintf(b, "- Valkey %d.%d: %s\n", v.Major, v.Minor, code(valkey.LiveKeys(v)))
+	for _, v := range []valkeyconf.Version{{Major: 8, Minor: 0}, {Major: 8, Minor: 1}, {Major: 9, Minor: 0}} {
+		fmt.Fprintf(b, "- Valkey %d.%d: %s\n", v.Major, v.Minor, code(valkeyconf.LiveKeys(v)))
 	}
 	b.WriteString("\nKeys the operator sets itself, refused in `spec.config` (a trailing `-` is a prefix):\n")
-	fmt.Fprintf(b, "%s.\n", code(valkey.OperatorOwnedKeys))
+	fmt.Fprintf(b, "%s.\n", code(valkeyconf.OwnedKeys))
 }
 
 func code(keys []string) string {

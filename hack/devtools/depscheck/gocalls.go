@@ -156,20 +156,42 @@ func (s *goScan) parse(root, p string) error {
 
 func (s *goScan) scanFile(f *goFile) {
 	for _, decl := range f.f.Decls {
-		fn, ok := decl.(*ast.FuncDecl)
-		if !ok || fn.Body == nil {
-			continue
+		for _, fn := range funcsOf(decl) {
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					s.call(f, fn, n)
+				case *ast.CompositeLit:
+					s.composite(f, fn, n)
+				}
+				return true
+			})
 		}
-		ast.Inspect(fn.Body, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.CallExpr:
-				s.call(f, fn, n)
-			case *ast.CompositeLit:
-				s.composite(f, fn, n)
-			}
-			return true
-		})
 	}
+}
+
+// funcsOf returns the functions of a declaration: a function, or the function literals
+// of a package-level var, each as a function of its own (Ginkgo specs live there: var _ =
+// It("...", func() { ... })).
+func funcsOf(decl ast.Decl) []*ast.FuncDecl {
+	switch d := decl.(type) {
+	case *ast.FuncDecl:
+		if d.Body != nil {
+			return []*ast.FuncDecl{d}
+		}
+	case *ast.GenDecl:
+		var out []*ast.FuncDecl
+		ast.Inspect(d, func(n ast.Node) bool {
+			lit, ok := n.(*ast.FuncLit)
+			if !ok {
+				return true
+			}
+			out = append(out, &ast.FuncDecl{Name: ast.NewIdent("_"), Type: lit.Type, Body: lit.Body})
+			return false // its body, nested literals included, is walked as one function
+		})
+		return out
+	}
+	return nil
 }
 
 // call handles exec calls and calls of known wrappers.

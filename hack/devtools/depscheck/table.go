@@ -38,7 +38,7 @@ func ReadTable(file string) (Table, error) {
 		}
 		e := Entry{Program: fields[0], Source: fields[1], Profile: fields[len(fields)-1]}
 		if !strings.HasPrefix(e.Source, "apt:") && !strings.HasPrefix(e.Source, "go:") && !strings.HasPrefix(e.Source, "manual:") {
-			return nil, fmt.Errorf("%s:%d: source %q is not apt:, go: or manual:", file, n, e.Source)
+			return nil, fmt.Errorf("%s:%d: source %q: want apt:, go: or manual: before the name", file, n, e.Source)
 		}
 		switch e.Profile {
 		case "demo", "release", "test", "kind", "fresh":

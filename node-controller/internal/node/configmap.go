@@ -15,10 +15,15 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
-// ConfigKey is the key of valkey.conf in the node's ConfigMap.
-const ConfigKey = "valkey.conf"
+// Keys of the node's ConfigMap: valkey.conf, and the operator's defaults of newer
+// versions (see VersionedDefaultsPath).
+const (
+	ConfigKey            = "valkey.conf"
+	VersionedDefaultsKey = "versioned-defaults"
+)
 
 // serverConfig is what valkey.conf is rendered from for a node and a user config.
 func serverConfig(vn *v1alpha1.ValkeyNode, user map[string]string) valkey.ServerConfig {
@@ -27,7 +32,10 @@ func serverConfig(vn *v1alpha1.ValkeyNode, user map[string]string) valkey.Server
 		Port:              ClientPort,
 		DataDir:           DataDir,
 		ClusterConfigFile: ClusterConfigFile,
-		Version:           imageVersion(s.Image),
+		// The pod does not know its version before it runs: the file holds what every
+		// supported version takes, and includes what the start command writes for the
+		// version it finds.
+		VersionedDefaults: VersionedIncludePath,
 		User:              user,
 	}
 	if s.ACLSecretName != "" {
@@ -43,20 +51,20 @@ func serverConfig(vn *v1alpha1.ValkeyNode, user map[string]string) valkey.Server
 	return c
 }
 
-// imageVersion reads the Valkey version from an image tag ("valkey/valkey:9.0.1",
-// "...:8.1-alpine"); the zero Version (8.0, the oldest supported) when the tag names no
-// version. It depends only on the spec, so rendering stays deterministic.
-func imageVersion(image string) valkey.Version {
-	ref, _, _ := strings.Cut(image, "@")
-	i := strings.LastIndex(ref, ":")
-	if i < 0 || strings.Contains(ref[i+1:], "/") {
-		return valkey.Version{}
+// memberVersion is the version the member's server reported (status.version, from its
+// INFO), the oldest supported when it has not run yet: never the image tag.
+func memberVersion(vn *v1alpha1.ValkeyNode) valkey.Version {
+	return valkeyconf.MemberVersion(valkey.Version{}, vn.Status.Version)
+}
+
+// versionedDefaults is the file of the operator's defaults that only some versions take
+// and the user's config does not set: "major.minor key value" lines.
+func versionedDefaults(user map[string]string) string {
+	var b strings.Builder
+	for _, d := range valkeyconf.VersionedDefaults(user) {
+		fmt.Fprintf(&b, "%d.%d %s %s\n", d.Since.Major, d.Since.Minor, d.Key, d.Value)
 	}
-	v, err := valkey.ParseVersion(strings.TrimPrefix(ref[i+1:], "v"))
-	if err != nil {
-		return valkey.Version{}
-	}
-	return v
+	return b.String()
 }
 
 // renderConfig renders valkey.conf of a node for a user config.
@@ -67,7 +75,7 @@ func renderConfig(vn *v1alpha1.ValkeyNode, user map[string]string) []byte {
 // configHash identifies the part of a node's valkey.conf that only a restart changes:
 // the rendering of the spec's config without its live keys.
 func configHash(vn *v1alpha1.ValkeyNode) string {
-	_, static := splitConfig(normaliseConfig(vn.Spec.Config), imageVersion(vn.Spec.Image))
+	_, static := splitConfig(normaliseConfig(vn.Spec.Config), memberVersion(vn))
 	return hashBytes(renderConfig(vn, static))
 }
 
@@ -76,7 +84,7 @@ func configHash(vn *v1alpha1.ValkeyNode) string {
 func normaliseConfig(in map[string]string) map[string]string {
 	keys := make([]string, 0, len(in))
 	for k := range in {
-		if valkey.IsValidConfigKey(k) && !valkey.IsOperatorOwned(k) {
+		if valkeyconf.ValidName(k) && !valkeyconf.Owned(k) {
 			keys = append(keys, k)
 		}
 	}
@@ -98,7 +106,7 @@ func normaliseConfig(in map[string]string) map[string]string {
 func splitConfig(cfg map[string]string, v valkey.Version) (live, static map[string]string) {
 	live, static = map[string]string{}, map[string]string{}
 	for k, val := range cfg {
-		if valkey.IsLiveKey(k, v) {
+		if valkeyconf.Live(k, v) {
 			live[k] = val
 		} else {
 			static[k] = val
@@ -120,7 +128,7 @@ func buildConfigMap(vn *v1alpha1.ValkeyNode, applied map[string]string) (*corev1
 			Labels:      podLabels(vn),
 			Annotations: map[string]string{AnnotationConfig: string(ann)},
 		},
-		Data: map[string]string{ConfigKey: string(renderConfig(vn, applied))},
+		Data: map[string]string{ConfigKey: string(renderConfig(vn, applied)), VersionedDefaultsKey: versionedDefaults(applied)},
 	}, nil
 }
 
@@ -143,7 +151,7 @@ func appliedConfig(cm *corev1.ConfigMap) (cfg map[string]string, ok bool) {
 // configMapMatches reports whether cm already holds what want holds and is controlled
 // by the node.
 func configMapMatches(cm, want *corev1.ConfigMap, vn *v1alpha1.ValkeyNode) bool {
-	return cm.Data[ConfigKey] == want.Data[ConfigKey] &&
+	return cm.Data[ConfigKey] == want.Data[ConfigKey] && cm.Data[VersionedDefaultsKey] == want.Data[VersionedDefaultsKey] &&
 		cm.Annotations[AnnotationConfig] == want.Annotations[AnnotationConfig] &&
 		maps.Equal(cm.Labels, want.Labels) &&
 		metav1.IsControlledBy(cm, vn)

@@ -6,27 +6,7 @@ import (
 	"testing"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/valkey"
 )
-
-func TestImageVersion(t *testing.T) {
-	cases := map[string]valkey.Version{
-		"valkey/valkey:8.0.1":                      {Major: 8, Minor: 0, Patch: 1},
-		"valkey/valkey:9.0":                        {Major: 9},
-		"valkey/valkey:8.1-alpine":                 {Major: 8, Minor: 1},
-		"registry:5000/valkey/valkey:9.1.2":        {Major: 9, Minor: 1, Patch: 2},
-		"registry:5000/valkey/valkey":              {},
-		"valkey/valkey:latest":                     {},
-		"valkey/valkey:v9.0.0@sha256:0123456789ab": {Major: 9},
-		"valkey/valkey@sha256:0123456789ab":        {},
-		"":                                         {},
-	}
-	for image, want := range cases {
-		if got := imageVersion(image); got != want {
-			t.Errorf("imageVersion(%q) = %v, want %v", image, got, want)
-		}
-	}
-}
 
 func TestRenderConfigUsesTheSpec(t *testing.T) {
 	conf := string(renderConfig(testNode(withTLS), map[string]string{"maxmemory": "1gb"}))
@@ -42,12 +22,23 @@ func TestRenderConfigUsesTheSpec(t *testing.T) {
 	if strings.Contains(string(renderConfig(testNode(), nil)), "tls-") {
 		t.Error("TLS directives without a TLS Secret")
 	}
-	if strings.Contains(string(renderConfig(testNode(), nil)), "shutdown-on-sigterm") {
-		t.Error("an 8.0 image is given a 9.0-only default")
-	}
+	// Whatever the image's tag says, valkey.conf holds what every version takes; the
+	// defaults of newer versions come from the file the start command writes.
 	v9 := testNode(func(vn *v1alpha1.ValkeyNode) { vn.Spec.Image = "valkey/valkey:9.0.0" })
-	if !strings.Contains(string(renderConfig(v9, nil)), "shutdown-on-sigterm failover") {
-		t.Error("a 9.0 image lacks shutdown-on-sigterm failover")
+	for _, vn := range []*v1alpha1.ValkeyNode{testNode(), v9} {
+		conf := string(renderConfig(vn, nil))
+		if strings.Contains(conf, "shutdown-on-sigterm") || !strings.Contains(conf, "include "+VersionedIncludePath+"\n") {
+			t.Errorf("%s: valkey.conf renders a versioned default itself, or does not include the file:\n%s", vn.Spec.Image, conf)
+		}
+		if i, j := strings.Index(conf, "include "+VersionedIncludePath), strings.Index(conf, "# User config."); i > j {
+			t.Error("the versioned defaults come after the user config, which they must not override")
+		}
+	}
+	if got := versionedDefaults(nil); got != "9.0 shutdown-on-sigterm failover\n" {
+		t.Errorf("versioned defaults = %q", got)
+	}
+	if got := versionedDefaults(map[string]string{"Shutdown-On-Sigterm": "save"}); got != "" {
+		t.Errorf("a default the user sets is still written: %q", got)
 	}
 }
 

@@ -16,7 +16,7 @@
 //
 // # Live configuration
 //
-// Keys that the running server's version can change with CONFIG SET (valkey.IsLiveKey)
+// Keys that the running server's version can change with CONFIG SET (valkeyconf.Live)
 // are applied live, whatever the revision: the server checks the values first, and only
 // values it took are written into the ConfigMap (whose annotation valkey.io/config keeps
 // the user configuration it was rendered from). A refused value is reported by

@@ -2,15 +2,15 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	gomegatypes "github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,86 +23,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/envtestenv"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 )
 
-// The integration tests run the reconciler in a manager against a real API server
-// (envtest, with the project's own kube-apiserver and etcd). Nothing runs pods there:
-// the tests write pod objects and their statuses themselves, and point the pods' IPs
-// at real valkey-server processes on this machine (valkeytest).
+// The integration specs run the reconciler in a manager against a real API server
+// (envtest, with the project's own kube-apiserver and etcd; see suite_test.go). Nothing
+// runs pods there: the specs write pod objects and their statuses themselves, and point
+// the pods' IPs at real valkey-server processes on this machine (valkeytest).
 
-// testEnv is the running controller against the package's API server (envtestenv),
-// shared by the tests.
+// testEnv is the running controller against the suite's API server, shared by the
+// specs.
 type testEnv struct {
 	c      client.Client
 	dialer *testDialer
 	// passes counts finished reconcile passes per node.
 	passes sync.Map // types.NamespacedName -> *atomic.Int64
 	cancel context.CancelFunc
-	done   chan struct{}
+	done   chan error
 	nsSeq  atomic.Int64
 }
 
-var (
-	envOnce   sync.Once
-	sharedEnv *testEnv
-	envErr    error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if sharedEnv != nil {
-		sharedEnv.stop()
-	}
-	envtestenv.Stop()
-	os.Exit(code)
-}
-
-// startEnv starts the API server and the controller on first use.
-func startEnv(t *testing.T) *testEnv {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test (envtest); skipped with -short")
-	}
-	envOnce.Do(func() { sharedEnv, envErr = newTestEnv() })
-	if envErr != nil {
-		t.Fatalf("start envtest: %v", envErr)
-	}
-	return sharedEnv
-}
-
-func newTestEnv() (*testEnv, error) {
-	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.Level(zapLevel())))
-	cfg, err := envtestenv.Config()
-	if err != nil {
-		return nil, err
-	}
-	te := &testEnv{dialer: &testDialer{servers: map[string]Server{}}, done: make(chan struct{})}
-	if err := te.startManager(cfg); err != nil {
-		return nil, err
-	}
-	return te, nil
-}
-
-// zapLevel is quiet unless NODE_TEST_VERBOSE is set.
-func zapLevel() zapcore.Level {
-	if os.Getenv("NODE_TEST_VERBOSE") != "" {
-		return -2
-	}
-	return 2
-}
-
-func (te *testEnv) startManager(cfg *rest.Config) error {
+// startEnv starts the controller against the API server at cfg.
+func startEnv(cfg *rest.Config) (*testEnv, error) {
+	te := &testEnv{dialer: &testDialer{servers: map[string]Server{}}, done: make(chan error, 1)}
 	var err error
 	if te.c, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
-		return err
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 operator.Scheme(),
@@ -112,7 +62,7 @@ func (te *testEnv) startManager(cfg *rest.Config) error {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager), Dialer: te.dialer}
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -122,22 +72,17 @@ func (te *testEnv) startManager(cfg *rest.Config) error {
 		return res, err
 	})
 	if err := register(mgr, 4, counting); err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	te.cancel = cancel
-	go func() {
-		defer close(te.done)
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		}
-	}()
-	return nil
+	go func() { te.done <- mgr.Start(ctx) }()
+	return te, nil
 }
 
-func (te *testEnv) stop() {
+func (te *testEnv) stop() error {
 	te.cancel()
-	<-te.done
+	return <-te.done
 }
 
 // passCount is the number of passes finished for a node.
@@ -171,15 +116,12 @@ func (d *testDialer) Dial(_ context.Context, _ *v1alpha1.ValkeyNode, ip string) 
 }
 
 // namespace creates a namespace with the two Secrets the acl-controller would write.
-func (te *testEnv) namespace(t *testing.T) string {
-	t.Helper()
-	ctx := context.Background()
+func (te *testEnv) namespace() string {
+	GinkgoHelper()
 	ns := fmt.Sprintf("t%d-%d", time.Now().Unix()%100000, te.nsSeq.Add(1))
-	te.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	te.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	for _, s := range systemSecrets(ns, "demo") {
-		if err := te.c.Create(ctx, s); err != nil {
-			t.Fatalf("create Secret: %v", err)
-		}
+		te.create(s)
 	}
 	return ns
 }
@@ -205,118 +147,96 @@ func systemSecrets(ns, cluster string) []*corev1.Secret {
 	}
 }
 
-func (te *testEnv) create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := te.c.Create(context.Background(), obj); err != nil {
-		t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
-	}
-}
-
-// eventually polls f until it returns nil, failing the test with f's last error.
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: %v", what, err)
+func (te *testEnv) create(obj client.Object) {
+	GinkgoHelper()
+	Expect(te.c.Create(context.Background(), obj)).To(Succeed(), "create %T %s", obj, obj.GetName())
 }
 
 // node reads a ValkeyNode.
-func (te *testEnv) node(t *testing.T, ns, name string) *v1alpha1.ValkeyNode {
-	t.Helper()
+func (te *testEnv) node(g Gomega, ns, name string) *v1alpha1.ValkeyNode {
 	var vn v1alpha1.ValkeyNode
-	if err := te.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &vn); err != nil {
-		t.Fatalf("read ValkeyNode %s: %v", name, err)
-	}
+	g.Expect(te.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &vn)).To(Succeed(), "read ValkeyNode %s", name)
 	return &vn
 }
 
-// waitCondition waits until the node's condition has the status and reason and its
-// message passes check (nil: any).
-func (te *testEnv) waitCondition(t *testing.T, ns, name, typ string, status metav1.ConditionStatus, reason string, check func(string) error) *v1alpha1.ValkeyNode {
-	t.Helper()
+// contains matches a message that has every fragment.
+func contains(fragments ...string) gomegatypes.GomegaMatcher {
+	var all []gomegatypes.GomegaMatcher
+	for _, f := range fragments {
+		all = append(all, ContainSubstring(f))
+	}
+	return And(all...)
+}
+
+// waitCondition waits until the node's condition has the status and reason for the
+// node's generation and its message matches msg (nil: any).
+func (te *testEnv) waitCondition(ns, name, typ string, status metav1.ConditionStatus, reason string, msg gomegatypes.GomegaMatcher) *v1alpha1.ValkeyNode {
+	GinkgoHelper()
 	var vn *v1alpha1.ValkeyNode
-	eventually(t, fmt.Sprintf("%s of %s to be %s/%s", typ, name, status, reason), func() error {
-		vn = te.node(t, ns, name)
+	Eventually(func(g Gomega) {
+		vn = te.node(g, ns, name)
 		c := meta.FindStatusCondition(vn.Status.Conditions, typ)
-		switch {
-		case c == nil:
-			return errors.New("no condition")
-		case c.Status != status || c.Reason != reason:
-			return fmt.Errorf("is %s/%s: %s", c.Status, c.Reason, c.Message)
-		case c.ObservedGeneration != vn.Generation:
-			return fmt.Errorf("observed generation %d of %d", c.ObservedGeneration, vn.Generation)
-		case check != nil:
-			return check(c.Message)
+		g.Expect(c).NotTo(BeNil(), "no condition")
+		g.Expect(c.Status).To(Equal(status), "%s: %s", c.Reason, c.Message)
+		g.Expect(c.Reason).To(Equal(reason), c.Message)
+		g.Expect(c.ObservedGeneration).To(Equal(vn.Generation), "observed generation")
+		if msg != nil {
+			g.Expect(c.Message).To(msg)
 		}
-		return nil
-	})
+	}).Should(Succeed(), "%s of %s to be %s/%s", typ, name, status, reason)
 	return vn
 }
 
 // updateNode changes a ValkeyNode's spec, retrying on conflicts.
-func (te *testEnv) updateNode(t *testing.T, ns, name string, mutate func(*v1alpha1.ValkeyNode)) {
-	t.Helper()
-	eventually(t, "update ValkeyNode "+name, func() error {
-		vn := te.node(t, ns, name)
+func (te *testEnv) updateNode(ns, name string, mutate func(*v1alpha1.ValkeyNode)) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) error {
+		vn := te.node(g, ns, name)
 		mutate(vn)
 		return te.c.Update(context.Background(), vn)
-	})
+	}).Should(Succeed(), "update ValkeyNode %s", name)
 }
 
 // newNode creates a ValkeyNode like testNode in namespace ns.
-func (te *testEnv) newNode(t *testing.T, ns, name string, mutate ...func(*v1alpha1.ValkeyNode)) *v1alpha1.ValkeyNode {
-	t.Helper()
+func (te *testEnv) newNode(ns, name string, mutate ...func(*v1alpha1.ValkeyNode)) *v1alpha1.ValkeyNode {
+	GinkgoHelper()
 	vn := testNode(mutate...)
 	vn.ObjectMeta = metav1.ObjectMeta{Name: name, Namespace: ns, Labels: v1alpha1.ShardLabels("demo", vn.Spec.ShardIndex)}
-	te.create(t, vn)
+	te.create(vn)
 	return vn
 }
 
-// get reads an object, failing the test when it cannot.
-func (te *testEnv) get(t *testing.T, ns, name string, obj client.Object) {
-	t.Helper()
-	if err := te.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
-		t.Fatalf("read %T %s: %v", obj, name, err)
-	}
+// get reads an object.
+func (te *testEnv) get(g Gomega, ns, name string, obj client.Object) {
+	g.Expect(te.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)).To(Succeed(), "read %T %s", obj, name)
 }
 
-// waitObject waits until the object exists and check passes.
-func (te *testEnv) waitObject(t *testing.T, ns, name string, obj client.Object, check func() error) {
-	t.Helper()
-	eventually(t, fmt.Sprintf("%T %s", obj, name), func() error {
-		if err := te.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
-			return err
-		}
+// waitObject waits until the object exists and check (nil: none) passes.
+func (te *testEnv) waitObject(ns, name string, obj client.Object, check func(g Gomega)) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		te.get(g, ns, name, obj)
 		if check != nil {
-			return check()
+			check(g)
 		}
-		return nil
-	})
+	}).Should(Succeed(), "%T %s", obj, name)
 }
 
-// absent fails the test unless the object does not exist.
-func (te *testEnv) absent(t *testing.T, ns, name string, obj client.Object) {
-	t.Helper()
+// absent checks that the object does not exist.
+func (te *testEnv) absent(ns, name string, obj client.Object) {
+	GinkgoHelper()
 	err := te.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, obj)
-	if !apierrors.IsNotFound(err) {
-		t.Fatalf("%T %s exists (err %v)", obj, name, err)
-	}
+	Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s exists (err %v)", obj, name, err)
 }
 
 // startPod creates the pod a workload controller would create from tmpl, and marks
 // it running at ip: what a kubelet would report.
-func (te *testEnv) startPod(t *testing.T, ns, name string, tmpl corev1.PodTemplateSpec, ip string) *corev1.Pod {
-	t.Helper()
+func (te *testEnv) startPod(ns, name string, tmpl corev1.PodTemplateSpec, ip string) *corev1.Pod {
+	GinkgoHelper()
 	pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 	pod.Name, pod.Namespace = name, ns
-	te.create(t, pod)
-	return te.setPodStatus(t, pod, runningStatus(ip))
+	te.create(pod)
+	return te.setPodStatus(pod, runningStatus(ip))
 }
 
 // runningStatus is the status of a pod whose server runs at ip.
@@ -332,9 +252,9 @@ func runningStatus(ip string) corev1.PodStatus {
 }
 
 // setPodStatus writes a pod's status, as the kubelet would.
-func (te *testEnv) setPodStatus(t *testing.T, pod *corev1.Pod, st corev1.PodStatus) *corev1.Pod {
-	t.Helper()
-	eventually(t, "write status of pod "+pod.Name, func() error {
+func (te *testEnv) setPodStatus(pod *corev1.Pod, st corev1.PodStatus) *corev1.Pod {
+	GinkgoHelper()
+	Eventually(func() error {
 		var cur corev1.Pod
 		if err := te.c.Get(context.Background(), client.ObjectKeyFromObject(pod), &cur); err != nil {
 			return err
@@ -345,35 +265,31 @@ func (te *testEnv) setPodStatus(t *testing.T, pod *corev1.Pod, st corev1.PodStat
 		}
 		pod = &cur
 		return nil
-	})
+	}).Should(Succeed(), "write status of pod %s", pod.Name)
 	return pod
 }
 
 // waitEvent waits for an event about the node with the given reason.
-func (te *testEnv) waitEvent(t *testing.T, ns, node, reason string) eventsv1.Event {
-	t.Helper()
-	var found eventsv1.Event
-	eventually(t, "event "+reason+" about "+node, func() error {
+func (te *testEnv) waitEvent(ns, node, reason string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) []string {
 		var list eventsv1.EventList
-		if err := te.c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-			return err
-		}
+		g.Expect(te.c.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		var out []string
 		for _, e := range list.Items {
-			if e.Regarding.Name == node && e.Reason == reason {
-				found = e
-				return nil
-			}
+			out = append(out, e.Regarding.Name+" "+e.Reason)
 		}
-		return fmt.Errorf("none among %d events", len(list.Items))
-	})
-	return found
+		return out
+	}).Should(ContainElement(node+" "+reason), "event %s about %s", reason, node)
 }
 
 // controlledBy checks that obj has a controller reference to the node.
-func controlledBy(obj metav1.Object, vn *v1alpha1.ValkeyNode) error {
+func controlledBy(g Gomega, obj metav1.Object, vn *v1alpha1.ValkeyNode) {
 	ref := metav1.GetControllerOf(obj)
-	if ref == nil || ref.UID != vn.UID || ref.Kind != "ValkeyNode" {
-		return fmt.Errorf("%s is not controlled by ValkeyNode %s (%v)", obj.GetName(), vn.Name, ref)
-	}
-	return nil
+	g.Expect(ref).NotTo(BeNil(), "%s has no controller", obj.GetName())
+	g.Expect(ref.UID).To(Equal(vn.UID), "%s is not controlled by ValkeyNode %s (%v)", obj.GetName(), vn.Name, ref)
+	g.Expect(ref.Kind).To(Equal("ValkeyNode"), "controller of %s", obj.GetName())
 }
+
+// verbose reports whether NODE_TEST_VERBOSE asks for the controller's debug logs.
+func verbose() bool { return os.Getenv("NODE_TEST_VERBOSE") != "" }

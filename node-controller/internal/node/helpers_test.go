@@ -57,7 +57,7 @@ func withConfig(kv ...string) func(*v1alpha1.ValkeyNode) {
 }
 
 // mustTemplate builds the node's pod template or fails the test.
-func mustTemplate(t *testing.T, vn *v1alpha1.ValkeyNode) corev1.PodTemplateSpec {
+func mustTemplate(t testing.TB, vn *v1alpha1.ValkeyNode) corev1.PodTemplateSpec {
 	t.Helper()
 	tmpl, err := buildPodTemplate(vn, configHash(vn))
 	if err != nil {

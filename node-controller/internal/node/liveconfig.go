@@ -13,6 +13,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // configDiff is how the spec's config differs from the config the ConfigMap was
@@ -21,10 +22,10 @@ type configDiff struct {
 	// Set are the live keys whose spec value the server does not have yet: applied
 	// with CONFIG SET, then written into the ConfigMap.
 	Set map[string]string
-	// Removed are live keys the spec no longer sets. Valkey cannot reset a key to its
-	// default at run time, so the key is dropped from the ConfigMap and the server
-	// keeps its value until its next restart.
-	Removed []string
+	// Removed are live keys the spec no longer sets, with the value the server would run
+	// with after a restart (valkeyconf.UnsetValue): set with CONFIG SET, then dropped
+	// from the ConfigMap.
+	Removed map[string]string
 	// Restart are the other keys added, changed or removed: they wait for a new pod.
 	Restart []string
 }
@@ -34,12 +35,12 @@ func (d configDiff) liveEmpty() bool { return len(d.Set) == 0 && len(d.Removed) 
 
 // diffConfig compares applied with desired (both normalised) for a server of version v.
 func diffConfig(applied, desired map[string]string, v valkey.Version) configDiff {
-	d := configDiff{Set: map[string]string{}}
+	d := configDiff{Set: map[string]string{}, Removed: map[string]string{}}
 	for k, want := range desired {
 		have, ok := applied[k]
 		switch {
 		case ok && have == want:
-		case valkey.IsLiveKey(k, v):
+		case valkeyconf.Live(k, v):
 			d.Set[k] = want
 		default:
 			d.Restart = append(d.Restart, k)
@@ -49,13 +50,12 @@ func diffConfig(applied, desired map[string]string, v valkey.Version) configDiff
 		if _, ok := desired[k]; ok {
 			continue
 		}
-		if valkey.IsLiveKey(k, v) {
-			d.Removed = append(d.Removed, k)
+		if unset, ok := valkeyconf.UnsetValue(k, v); ok {
+			d.Removed[k] = unset
 		} else {
 			d.Restart = append(d.Restart, k)
 		}
 	}
-	slices.Sort(d.Removed)
 	slices.Sort(d.Restart)
 	return d
 }
@@ -67,7 +67,7 @@ func (d configDiff) applyLive(applied map[string]string) map[string]string {
 		out = map[string]string{}
 	}
 	maps.Copy(out, d.Set)
-	for _, k := range d.Removed {
+	for k := range d.Removed {
 		delete(out, k)
 	}
 	return out
@@ -91,14 +91,10 @@ func nextConfig(desired, applied map[string]string, refused bool, v valkey.Versi
 }
 
 // liveVersion is the version whose live keys may be set on the running server: the
-// older of the spec image's version and the running server's, so a key is applied
-// live only when both the pod being run and the pod the spec builds take it live.
+// server's own (from this pass's INFO, else the one it reported before), the oldest
+// supported when it is unknown.
 func liveVersion(vn *v1alpha1.ValkeyNode, server valkey.Version) valkey.Version {
-	v := imageVersion(vn.Spec.Image)
-	if server != (valkey.Version{}) && !server.AtLeast(v.Major, v.Minor) {
-		return server
-	}
-	return v
+	return valkeyconf.MemberVersion(server, vn.Status.Version)
 }
 
 // refusedBefore reports whether the server already refused the live values of this
@@ -120,10 +116,8 @@ func (r *Reconciler) reconcileLiveConfig(ctx context.Context, s *scope) error {
 		s.configCond = configAppliedCond(s.node)
 		return nil
 	}
-	if len(d.Set) > 0 {
-		if done, err := r.setLive(ctx, s, d); done || err != nil {
-			return err
-		}
+	if done, err := r.setLive(ctx, s, d); done || err != nil {
+		return err
 	}
 	if _, err := r.writeConfigMap(ctx, s, d.applyLive(s.applied)); err != nil {
 		return err
@@ -133,10 +127,13 @@ func (r *Reconciler) reconcileLiveConfig(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// setLive sends the live values with one CONFIG SET (the server takes all or none).
-// done is true when the pass must not record them: no server, or a refusal.
+// setLive sends the live values, and the unset values of the removed keys, with one
+// CONFIG SET (the server takes all or none). done is true when the pass must not record
+// them: no server, or a refusal.
 func (r *Reconciler) setLive(ctx context.Context, s *scope, d configDiff) (done bool, err error) {
-	keys := slices.Sorted(maps.Keys(d.Set))
+	values := maps.Clone(d.Set)
+	maps.Copy(values, d.Removed)
+	keys := slices.Sorted(maps.Keys(values))
 	gen := s.node.Generation
 	switch {
 	case s.server == nil && s.serverErr == nil:
@@ -153,7 +150,7 @@ func (r *Reconciler) setLive(ctx context.Context, s *scope, d configDiff) (done 
 	}
 	ctx, cancel := serverContext(ctx)
 	defer cancel()
-	err = s.server.ConfigSet(ctx, d.Set)
+	err = s.server.ConfigSet(ctx, values)
 	if msg, refused := valkey.ServerMessage(err); refused {
 		s.configCond = conditions.New(v1alpha1.ConditionConfigApplied, false, v1alpha1.ReasonConfigRefused,
 			fmt.Sprintf("the server refused %s: %s", strings.Join(keys, ", "), msg), gen)
@@ -176,7 +173,8 @@ func liveNote(d configDiff) string {
 		parts = append(parts, "set "+strings.Join(slices.Sorted(maps.Keys(d.Set)), ", ")+" with CONFIG SET")
 	}
 	if len(d.Removed) > 0 {
-		parts = append(parts, "removed "+strings.Join(d.Removed, ", ")+" (the server keeps its value until it restarts)")
+		parts = append(parts, "reset "+strings.Join(slices.Sorted(maps.Keys(d.Removed)), ", ")+
+			" to the values a restart would give them, as the spec no longer sets them")
 	}
 	return strings.Join(parts, "; ")
 }

@@ -18,10 +18,10 @@ func TestDiffConfig(t *testing.T) {
 		name             string
 		applied, desired map[string]string
 		v                valkey.Version
-		set              map[string]string
-		removed, restart []string
+		set, removed     map[string]string
+		restart          []string
 	}{
-		{name: "equal", applied: map[string]string{"maxmemory": "1gb"}, desired: map[string]string{"maxmemory": "1gb"}, v: v80, set: map[string]string{}},
+		{name: "equal", applied: map[string]string{"maxmemory": "1gb"}, desired: map[string]string{"maxmemory": "1gb"}, v: v80, set: map[string]string{}, removed: map[string]string{}},
 		{
 			name:    "live change and addition",
 			applied: map[string]string{"maxmemory": "1gb"}, desired: map[string]string{"maxmemory": "2gb", "maxmemory-policy": "allkeys-lru"}, v: v80,
@@ -35,7 +35,22 @@ func TestDiffConfig(t *testing.T) {
 		{
 			name:    "live removal",
 			applied: map[string]string{"maxmemory": "1gb", "appendonly": "no"}, desired: map[string]string{"appendonly": "no"}, v: v80,
-			set: map[string]string{}, removed: []string{"maxmemory"},
+			set: map[string]string{}, removed: map[string]string{"maxmemory": "0"},
+		},
+		{
+			name:    "a live key with an operator default goes back to the operator's value",
+			applied: map[string]string{"cluster-node-timeout": "8000"}, desired: map[string]string{}, v: v80,
+			set: map[string]string{}, removed: map[string]string{"cluster-node-timeout": "5000"},
+		},
+		{
+			name:    "the operator's default of a version: shutdown-on-sigterm on 9.1",
+			applied: map[string]string{"shutdown-on-sigterm": "force"}, desired: map[string]string{}, v: valkey.Version{Major: 9, Minor: 1},
+			set: map[string]string{}, removed: map[string]string{"shutdown-on-sigterm": "failover"},
+		},
+		{
+			name:    "and Valkey's own on 8.0",
+			applied: map[string]string{"shutdown-on-sigterm": "force"}, desired: map[string]string{}, v: v80,
+			set: map[string]string{}, removed: map[string]string{"shutdown-on-sigterm": "default"},
 		},
 		{
 			name:    "a key live only on newer servers waits for a restart",
@@ -51,7 +66,7 @@ func TestDiffConfig(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := diffConfig(tc.applied, tc.desired, tc.v)
-			if !maps.Equal(d.Set, tc.set) || !slices.Equal(d.Removed, tc.removed) || !slices.Equal(d.Restart, tc.restart) {
+			if !maps.Equal(d.Set, tc.set) || !maps.Equal(d.Removed, tc.removed) || !slices.Equal(d.Restart, tc.restart) {
 				t.Errorf("diff = %+v, want set %v removed %v restart %v", d, tc.set, tc.removed, tc.restart)
 			}
 		})
@@ -84,16 +99,19 @@ func TestNextConfig(t *testing.T) {
 	}
 }
 
+// TestLiveVersion: the running server's own version decides which keys are set live,
+// then the version it reported before, never the image tag.
 func TestLiveVersion(t *testing.T) {
 	vn := testNode(func(vn *v1alpha1.ValkeyNode) { vn.Spec.Image = "valkey/valkey:9.0.0" })
-	if got := liveVersion(vn, valkey.Version{}); got != (valkey.Version{Major: 9}) {
-		t.Errorf("unknown server: %v, want the image's 9.0", got)
+	if got := liveVersion(vn, valkey.Version{}); got != (valkey.Version{Major: 8}) {
+		t.Errorf("a server that never ran: %v, want the oldest supported (the tag says nothing)", got)
+	}
+	vn.Status.Version = "9.1.2"
+	if got := liveVersion(vn, valkey.Version{}); got != (valkey.Version{Major: 9, Minor: 1, Patch: 2}) {
+		t.Errorf("not reached this pass: %v, want the version it reported, 9.1.2", got)
 	}
 	if got := liveVersion(vn, valkey.Version{Major: 8, Minor: 1, Patch: 1}); got != (valkey.Version{Major: 8, Minor: 1, Patch: 1}) {
-		t.Errorf("older server: %v, want 8.1.1", got)
-	}
-	if got := liveVersion(vn, valkey.Version{Major: 9, Minor: 1}); got != (valkey.Version{Major: 9}) {
-		t.Errorf("newer server: %v, want the image's 9.0", got)
+		t.Errorf("reached: %v, want its INFO's 8.1.1", got)
 	}
 }
 
@@ -118,8 +136,8 @@ func TestRefusedBefore(t *testing.T) {
 }
 
 func TestLiveNote(t *testing.T) {
-	got := liveNote(configDiff{Set: map[string]string{"maxmemory": "secret-looking-value"}, Removed: []string{"timeout"}})
-	want := "set maxmemory with CONFIG SET; removed timeout (the server keeps its value until it restarts)"
+	got := liveNote(configDiff{Set: map[string]string{"maxmemory": "secret-looking-value"}, Removed: map[string]string{"timeout": "0"}})
+	want := "set maxmemory with CONFIG SET; reset timeout to the values a restart would give them, as the spec no longer sets them"
 	if got != want {
 		t.Errorf("note = %q, want %q (key names only)", got, want)
 	}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,7 +22,8 @@ ffd06fa86d2c7de558fca8f2229786010cb7c4b2 127.0.0.6:6379@16379,,tls-port=0,shard-
 vars currentEpoch 4 lastVoteEpoch 0
 `
 
-// TestRepairNodesConf runs the repair of the server command with the host's sh and awk:
+// TestRepairNodesConf runs the server command with the host's sh and awk (and a stub
+// valkey-server):
 // only the divergent replica's shard ID changes, a second run changes nothing, and a
 // missing file stays missing.
 func TestRepairNodesConf(t *testing.T) {
@@ -32,13 +32,16 @@ func TestRepairNodesConf(t *testing.T) {
 	if err := os.WriteFile(file, []byte(divergentNodesConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	env := stubServer(t, "8.0.1")
+	defaults, include := startFiles(t)
+	command := func(nodesConf string) []string {
+		return shell(versionSh+startSh+serverPersistentSh, "server", ConfigPath, "-", "-", defaults, include, nodesConf)
+	}
+	started := "valkey-server " + ConfigPath + " --cluster-announce-ip 10.88.1.5\n"
 	repair := func() string {
 		t.Helper()
-		out, err := exec.Command("sh", "-c", repairNodesConf(file)).CombinedOutput()
-		if err != nil {
-			t.Fatalf("repair: %v: %s", err, out)
-		}
-		return string(out)
+		out := strings.TrimPrefix(mustRun(t, env, command(file)), "Valkey 8.0.1\n")
+		return strings.TrimSuffix(out, started)
 	}
 	log := repair()
 	if want := "nodes.conf: replica 177262926b3c7f6d81e37fa413be8364ef8bd346 takes the shard ID of its primary e62aa9f37fe240ffc3e269e8df240f564ff84357\n"; log != want {
@@ -63,8 +66,8 @@ func TestRepairNodesConf(t *testing.T) {
 	}
 
 	empty := filepath.Join(t.TempDir(), "nodes.conf")
-	if out, err := exec.Command("sh", "-c", repairNodesConf(empty)).CombinedOutput(); err != nil || len(out) > 0 {
-		t.Errorf("no file: %v %s", err, out)
+	if out := mustRun(t, env, command(empty)); out != "Valkey 8.0.1\n"+started {
+		t.Errorf("no file: %s", out)
 	}
 	if _, err := os.Stat(empty); !os.IsNotExist(err) {
 		t.Errorf("no file must stay no file: %v", err)
@@ -87,9 +90,8 @@ func TestRepairedNodesConfStartsValkey(t *testing.T) {
 	if err := os.WriteFile(file, []byte(divergentNodesConf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("sh", "-c", repairNodesConf(file)).CombinedOutput(); err != nil {
-		t.Fatalf("repair: %v: %s", err, out)
-	}
+	defaults, include := startFiles(t)
+	mustRun(t, stubServer(t, "8.0.1"), shell(versionSh+startSh+serverPersistentSh, "server", ConfigPath, "-", "-", defaults, include, file))
 	repaired, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

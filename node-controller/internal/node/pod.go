@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,19 +17,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/api/validation"
-	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // Names, ports and paths of the pods the controller builds.
 const (
 	// ServerContainer runs valkey-server.
-	ServerContainer = validation.ServerContainerName
+	ServerContainer = v1alpha1.ServerContainerName
 	// ExporterContainer runs redis_exporter. It is a native sidecar (an init container
 	// with restartPolicy Always): it starts before the server and is stopped when the
 	// server exits, so a pod whose server died ends (phase Failed) instead of running on
 	// with only its exporter.
-	ExporterContainer = validation.ExporterContainerName
+	ExporterContainer = v1alpha1.ExporterContainerName
 
 	ClientPort  = 6379
 	BusPort     = 16379
@@ -37,11 +37,16 @@ const (
 	// EtcDir holds everything the server reads: valkey.conf, the aclfile, the system
 	// users' files and the TLS files, projected from one ConfigMap and up to three
 	// Secrets into one read-only volume.
-	EtcDir               = "/etc/valkey"
-	ConfigPath           = EtcDir + "/valkey.conf"
-	ACLPath              = EtcDir + "/acl/" + v1alpha1.ACLFileKey
-	PrimaryAuthPath      = EtcDir + "/system/" + v1alpha1.PrimaryAuthKey
-	ExporterPasswordPath = EtcDir + "/system/" + v1alpha1.UserExporter
+	EtcDir     = "/etc/valkey"
+	ConfigPath = EtcDir + "/valkey.conf"
+	// VersionedDefaultsPath lists the operator's defaults that only newer versions
+	// take ("major.minor key value"); the start command writes those of the server's
+	// version to VersionedIncludePath, which valkey.conf includes.
+	VersionedDefaultsPath = EtcDir + "/versioned-defaults"
+	VersionedIncludePath  = DataDir + "/.operator-defaults.conf"
+	ACLPath               = EtcDir + "/acl/" + v1alpha1.ACLFileKey
+	PrimaryAuthPath       = EtcDir + "/system/" + v1alpha1.PrimaryAuthKey
+	ExporterPasswordPath  = EtcDir + "/system/" + v1alpha1.UserExporter
 	// ExporterPasswordFilePath is redis_exporter's password file, re-read on GET
 	// /-/reload when the acl-controller rotates the system passwords.
 	ExporterPasswordFilePath = EtcDir + "/system/" + v1alpha1.ExporterPasswordFileKey
@@ -189,6 +194,9 @@ func serverContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 		LivenessProbe:   livenessProbe(vn),
 		Lifecycle:       handoverHook(vn),
 		SecurityContext: containerSecurityContext(),
+		// A server that fails leaves its last log lines as its termination message, so
+		// PodReady (and the cluster's Ready) can say why with no log-reading rights.
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 }
 
@@ -199,107 +207,48 @@ const handoverWaitSeconds = 10
 // handoverHook makes a primary hand its slots to a replica in sync before the server is
 // stopped, so a pod deleted, evicted or drained is one planned failover for clients, not
 // a lost primary. Valkey 9.0 does this itself on SIGTERM (shutdown-on-sigterm failover,
-// rendered for 9.x images); older servers get this preStop hook. The hook asks each
-// replica that INFO lists as online to run CLUSTER FAILOVER (a coordinated one: the
-// primary pauses writes until the replica has caught up, so no acknowledged write is
-// lost), then waits until the server reports it is a replica. It authenticates as the
-// exporter's user, whose rules allow CLUSTER FAILOVER and nothing else that writes.
+// which the start command sets on 9.x); on older servers the preStop hook of
+// scripts/handover.sh does it (it does nothing on 9.x: the server's own version decides,
+// not the image tag). It authenticates as the exporter's user, whose rules allow
+// CLUSTER FAILOVER and nothing else that writes.
 func handoverHook(vn *v1alpha1.ValkeyNode) *corev1.Lifecycle {
-	if imageVersion(vn.Spec.Image).AtLeast(9, 0) {
-		return nil
+	args := []string{ExporterPasswordPath, v1alpha1.UserExporter, strconv.Itoa(ClientPort), strconv.Itoa(handoverWaitSeconds)}
+	if vn.Spec.TLSSecretName != "" {
+		args = append(args, TLSDir+"/ca.crt")
 	}
 	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
-		Exec: &corev1.ExecAction{Command: []string{"sh", "-c", handoverScript(vn)}},
+		Exec: &corev1.ExecAction{Command: shell(versionSh+handoverSh, "handover", args...)},
 	}}
 }
 
-// handoverScript is the shell of the preStop hook (busybox sh and valkey-cli).
-func handoverScript(vn *v1alpha1.ValkeyNode) string {
-	tls := ""
-	if vn.Spec.TLSSecretName != "" {
-		tls = " --tls --cacert " + TLSDir + "/ca.crt"
-	}
-	return fmt.Sprintf(`export REDISCLI_AUTH="$(cat %[1]s)" VALKEYCLI_AUTH="$(cat %[1]s)"
-cli() { valkey-cli --no-auth-warning --user %[2]s%[3]s "$@"; }
-primary() { cli -h 127.0.0.1 -p %[4]d info replication | grep -q '^role:master'; }
-primary || exit 0
-for r in $(cli -h 127.0.0.1 -p %[4]d info replication | awk -F'[:=,]' '/^slave[0-9]+:/ && /state=online/ {print $3 ":" $5}'); do
-  cli -h "${r%%:*}" -p "${r##*:}" cluster failover | grep -q OK || continue
-  i=0
-  while [ $i -lt %[5]d ]; do
-    primary || exit 0
-    sleep 1; i=$((i+1))
-  done
-  exit 0
-done
-exit 0`, ExporterPasswordPath, v1alpha1.UserExporter, tls, ClientPort, handoverWaitSeconds)
-}
-
-// serverCommand starts valkey-server with the rendered config, announcing the pod IP.
+// serverCommand starts valkey-server with the rendered config, announcing the pod IP:
+// on the member's volume after repairing its cluster state (scripts/server-persistent.sh),
+// or, without persistence, as a new empty node after a restart in its pod
+// (scripts/server-ephemeral.sh).
 //
-// Without persistence a server that restarts in its pod (a crash, a killed process, a
-// failed liveness probe) must come back as a new, empty node. Its data directory (an
-// emptyDir) outlives the container: with its old nodes.conf it would rejoin under its old
-// identity, still claiming its slots, with whatever stale or empty dataset the directory
-// holds, and its replica would copy that. So the cluster state and data files are removed
-// first, and the new node joins as a replica.
-//
-// It must not come back at once either. Its replicas keep reconnecting to the pod's
-// address: an empty primary there would give them a full resync of nothing, and the other
-// nodes, finding another identity at the old one's address, stop probing it, so Valkey
-// never fails it over. A restart therefore waits restartWait (marked by a file the
-// liveness probe honours) while the cluster sees the old identity fail and promotes a
-// replica. The first start of a pod does not wait: its directory is new.
-//
-// With persistence the volume holds the member's data on purpose and the server restarts
-// with it at once, after its cluster state file is repaired (see repairNodesConf).
+// Both first ask the image's server for its version (scripts/start.sh): a config key the
+// version does not have stops the start with a message saying so (the server itself
+// would refuse the whole file), and the operator's defaults of newer versions are
+// written for the version found.
 func serverCommand(vn *v1alpha1.ValkeyNode) []string {
+	start := startArgs(vn)
 	if vn.Spec.Persistence != nil {
-		return []string{"sh", "-c", repairNodesConf(DataDir+"/"+ClusterConfigFile) +
-			fmt.Sprintf(`exec valkey-server %s --cluster-announce-ip "$POD_IP"`, ConfigPath)}
+		return shell(versionSh+startSh+serverPersistentSh, "server", append(start, DataDir+"/"+ClusterConfigFile)...)
 	}
-	return []string{"sh", "-c", fmt.Sprintf(`if [ -e %[1]s/%[4]s ]; then
-  echo "restarted in its pod: waiting %[5]ds for the cluster to fail over the old identity"
-  sleep %[5]d
-fi
-touch %[1]s/%[4]s
-rm -rf %[1]s/%[2]s %[1]s/dump.rdb %[1]s/appendonlydir
-exec valkey-server %[3]s --cluster-announce-ip "$POD_IP"`,
-		DataDir, ClusterConfigFile, ConfigPath, startedMarker, restartWaitSeconds(vn))}
+	return shell(versionSh+startSh+serverEphemeralSh, "server", append(start, DataDir, ClusterConfigFile, startedMarker,
+		strconv.Itoa(int(restartWaitSeconds(vn))))...)
 }
 
-// repairNodesConf is the shell that, before a server restarts on its volume, gives every
-// replica in its cluster state file the shard ID of the primary it follows.
-//
-// Valkey without the fix for valkey-io/valkey#2171 (8.0.1 among them: the node tests
-// start it on such a file) refuses to start ("corrupted cluster config file") when the
-// file records a replica with another shard ID than its primary's. The file holds
-// what gossip had told the server, and shard IDs settle some seconds after a replica is
-// attached, so a restart soon after the cluster formed or a replica moved (an in-place
-// roll, a drain) can leave such a file: the member would crash-loop on its own volume.
-// Versions with the fix mend the file the same way as they load it. The shard
-// ID is cluster metadata the servers gossip again at once; no data depends on it.
-//
-// Only the shard-id field of replica lines changes; the file is replaced atomically, and
-// each change is written to the container's log. Without awk (an unusual image) the file
-// is left as it is.
-func repairNodesConf(file string) string {
-	return fmt.Sprintf(`f=%s
-if [ -s "$f" ] && command -v awk >/dev/null 2>&1; then
-  awk '%s' "$f" "$f" >"$f.repair" && mv "$f.repair" "$f" || rm -f "$f.repair"
-fi
-`, file, nodesConfAwk)
+// startArgs are the arguments of prepare_start: the config file, the version the
+// config's keys need and those keys, the versioned defaults and the file to write them.
+func startArgs(vn *v1alpha1.ValkeyNode) []string {
+	need, keys := valkeyconf.Required(vn.Spec.Config)
+	required, names := "-", "-"
+	if !need.IsZero() {
+		required, names = fmt.Sprintf("%d.%d", need.Major, need.Minor), strings.Join(keys, ",")
+	}
+	return []string{ConfigPath, required, names, VersionedDefaultsPath, VersionedIncludePath}
 }
-
-// nodesConfAwk reads the file twice: first the shard ID of every primary, then every
-// line, a replica's with its primary's shard ID. POSIX awk (mawk, busybox, gawk).
-const nodesConfAwk = `function sid(f) { return match(f, /shard-id=[0-9a-f]+/) ? substr(f, RSTART + 9, RLENGTH - 9) : "" }
-NR == FNR { if (NF >= 8 && $3 ~ /master|primary/ && sid($2) != "") shard[$1] = sid($2); next }
-NF >= 8 && $3 ~ /slave|replica/ && ($4 in shard) && sid($2) != "" && sid($2) != shard[$4] {
-  print "nodes.conf: replica " $1 " takes the shard ID of its primary " $4 > "/dev/stderr"
-  sub(/shard-id=[0-9a-f]+/, "shard-id=" shard[$4], $2)
-}
-{ print }`
 
 // startedMarker, in the data directory of a member without persistence, says that a
 // server already ran in this pod.
@@ -309,7 +258,7 @@ const startedMarker = ".server-started"
 // timeout (one to flag the old identity as failing, one for the election and its retry)
 // and two seconds, as long as the operator gives Valkey before it forces a takeover.
 func restartWaitSeconds(vn *v1alpha1.ValkeyNode) int32 {
-	return int32((2*valkey.NodeTimeout(vn.Spec.Config) + 2*time.Second + time.Second - 1) / time.Second)
+	return int32((2*valkeyconf.NodeTimeout(vn.Spec.Config) + 2*time.Second + time.Second - 1) / time.Second)
 }
 
 // Timing of the liveness probe: a server that has not answered for about 30 s is hung.
@@ -341,18 +290,12 @@ func livenessProbe(vn *v1alpha1.ValkeyNode) *corev1.Probe {
 		p.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(ClientPort)}
 		return p
 	}
-	p.Exec = &corev1.ExecAction{Command: []string{"sh", "-c", pingScript(vn.Spec.SystemUsersSecretName != "")}}
-	return p
-}
-
-// pingScript is the shell line of the liveness probe.
-func pingScript(auth bool) string {
-	cli := fmt.Sprintf("valkey-cli -h 127.0.0.1 -p %d", ClientPort)
-	if auth {
-		cli = fmt.Sprintf(`export REDISCLI_AUTH="$(cat %s)" VALKEYCLI_AUTH="$(cat %s)"; %s --user %s`,
-			ExporterPasswordPath, ExporterPasswordPath, cli, v1alpha1.UserExporter)
+	args := []string{strconv.Itoa(ClientPort)}
+	if vn.Spec.SystemUsersSecretName != "" {
+		args = append(args, ExporterPasswordPath, v1alpha1.UserExporter)
 	}
-	return cli + ` PING | grep -qE '^(PONG|LOADING)'`
+	p.Exec = &corev1.ExecAction{Command: shell(livenessSh, "liveness", args...)}
+	return p
 }
 
 // exporterContainer runs redis_exporter against the server over the pod's loopback
@@ -439,7 +382,8 @@ func projections(vn *v1alpha1.ValkeyNode) []corev1.VolumeProjection {
 	s := vn.Spec
 	out := []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
 		LocalObjectReference: corev1.LocalObjectReference{Name: vn.Name},
-		Items:                []corev1.KeyToPath{{Key: ConfigKey, Path: relPath(ConfigPath)}},
+		Items: []corev1.KeyToPath{{Key: ConfigKey, Path: relPath(ConfigPath)},
+			{Key: VersionedDefaultsKey, Path: relPath(VersionedDefaultsPath)}},
 	}}}
 	if s.ACLSecretName != "" {
 		out = append(out, secretProjection(s.ACLSecretName, v1alpha1.ACLFileKey, relPath(ACLPath)))

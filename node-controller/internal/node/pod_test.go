@@ -2,7 +2,11 @@ package node
 
 import (
 	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -25,8 +29,8 @@ func TestPodTemplate(t *testing.T) {
 			name: "server runs the rendered config and announces the pod IP",
 			check: func(t *testing.T, spec corev1.PodSpec) {
 				c := container(spec, ServerContainer)
-				if len(c.Command) != 3 || c.Command[0] != "sh" ||
-					!strings.HasSuffix(c.Command[2], `exec valkey-server /etc/valkey/valkey.conf --cluster-announce-ip "$POD_IP"`) {
+				if len(c.Command) < 5 || c.Command[0] != "sh" || c.Command[4] != ConfigPath ||
+					!strings.HasSuffix(c.Command[2], `exec valkey-server "$config" --cluster-announce-ip "$POD_IP"`) {
 					t.Errorf("command = %q, want a shell that ends by exec'ing valkey-server with the config and the pod IP", c.Command)
 				}
 				if e, ok := env(c, "POD_IP"); !ok || e.ValueFrom == nil || e.ValueFrom.FieldRef.FieldPath != "status.podIP" {
@@ -60,7 +64,8 @@ func TestPodTemplate(t *testing.T) {
 				got := projectedPaths(volume(spec, volumeEtc))
 				want := []string{"demo-acl:users.acl=acl/users.acl", "demo-system-users:_exporter=system/_exporter",
 					"demo-system-users:exporter-passwords.json=system/exporter-passwords.json",
-					"demo-system-users:primaryauth.conf=system/primaryauth.conf", "demo-x7k2p:valkey.conf=valkey.conf"}
+					"demo-system-users:primaryauth.conf=system/primaryauth.conf", "demo-x7k2p:valkey.conf=valkey.conf",
+					"demo-x7k2p:versioned-defaults=versioned-defaults"}
 				if !slices.Equal(got, want) {
 					t.Errorf("projected = %q, want %q (never the operator's password)", got, want)
 				}
@@ -77,14 +82,18 @@ func TestPodTemplate(t *testing.T) {
 				if p == nil || p.Exec == nil {
 					t.Fatalf("liveness = %+v, want exec", p)
 				}
-				script := strings.Join(p.Exec.Command, " ")
-				for _, want := range []string{"REDISCLI_AUTH=\"$(cat /etc/valkey/system/_exporter)\"", "VALKEYCLI_AUTH=", "--user _exporter", "PING", "PONG|LOADING"} {
+				cmd := p.Exec.Command
+				script := cmd[2]
+				for _, want := range []string{`REDISCLI_AUTH="$(cat "$2")"`, "VALKEYCLI_AUTH=", `--user "$3"`, "PING", "PONG|LOADING"} {
 					if !strings.Contains(script, want) {
 						t.Errorf("probe %q lacks %q", script, want)
 					}
 				}
-				if strings.Contains(script, " -a ") || strings.Contains(script, "--pass") {
-					t.Errorf("probe %q puts a password on the command line", script)
+				if args := strings.Join(cmd[4:], " "); args != "6379 "+ExporterPasswordPath+" _exporter" {
+					t.Errorf("probe arguments %q", args)
+				}
+				if all := strings.Join(cmd, " "); strings.Contains(all, " -a ") || strings.Contains(all, "--pass") {
+					t.Errorf("probe %q puts a password on the command line", all)
 				}
 			},
 		},
@@ -450,11 +459,11 @@ func TestPatchContainersEmpty(t *testing.T) {
 	}
 }
 
-// TestHandoverHookByVersion: 8.x servers get the preStop handover, 9.x hands over on
-// SIGTERM itself (shutdown-on-sigterm failover) and gets none.
+// TestHandoverHookByVersion: every member gets the preStop handover, whatever its image
+// tag says; the hook itself leaves 9.x to the server (TestHandoverLeavesNineToTheServer).
 func TestHandoverHookByVersion(t *testing.T) {
 	for image, want := range map[string]bool{
-		"valkey/valkey:8.0.1": true, "valkey/valkey:8.1.1": true, "valkey/valkey:9.1.2": false, "valkey/valkey:latest": true,
+		"valkey/valkey:8.0.1": true, "valkey/valkey:8.1.1": true, "valkey/valkey:9.1.2": true, "valkey/valkey:latest": true,
 	} {
 		vn := &v1alpha1.ValkeyNode{Spec: v1alpha1.ValkeyNodeSpec{Image: image, SystemUsersSecretName: "s"}}
 		h := handoverHook(vn)
@@ -463,15 +472,124 @@ func TestHandoverHookByVersion(t *testing.T) {
 			continue
 		}
 		if h != nil {
-			script := h.PreStop.Exec.Command[2]
-			if !strings.Contains(script, "cluster failover") || !strings.Contains(script, ExporterPasswordPath) || strings.Contains(script, "--tls") {
-				t.Errorf("%s: script %s", image, script)
+			cmd := h.PreStop.Exec.Command
+			if !strings.Contains(cmd[2], "cluster failover") || !slices.Contains(cmd[4:], ExporterPasswordPath) || len(cmd) != 8 {
+				t.Errorf("%s: hook %q", image, cmd)
 			}
 		}
 	}
 	vn := &v1alpha1.ValkeyNode{Spec: v1alpha1.ValkeyNodeSpec{Image: "valkey/valkey:8.0.1", TLSSecretName: "t"}}
-	if s := handoverHook(vn).PreStop.Exec.Command[2]; !strings.Contains(s, "--tls --cacert "+TLSDir+"/ca.crt") {
-		t.Errorf("TLS: %s", s)
+	if cmd := handoverHook(vn).PreStop.Exec.Command; cmd[len(cmd)-1] != TLSDir+"/ca.crt" || !strings.Contains(cmd[2], `--tls --cacert "$ca"`) {
+		t.Errorf("TLS: %q", cmd)
+	}
+}
+
+// stubServer puts a valkey-server on PATH that says it is Valkey version and otherwise
+// prints its arguments, for the server commands run by the host's sh.
+func stubServer(t *testing.T, version string) []string {
+	t.Helper()
+	bin := t.TempDir()
+	stub := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo \"Valkey server v=" + version + " sha=00000000:0 malloc=libc bits=64 build=0\"; exit 0; fi\necho \"valkey-server $*\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "valkey-server"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "POD_IP=10.88.1.5"}
+}
+
+// runCommand runs a container command with the host's sh and returns its output and
+// whether it succeeded.
+func runCommand(t *testing.T, env []string, cmd []string) (string, bool) {
+	t.Helper()
+	c := exec.Command(cmd[0], cmd[1:]...)
+	c.Env = env
+	out, err := c.CombinedOutput()
+	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+		t.Fatalf("%q: %v", cmd, err)
+	}
+	return string(out), err == nil
+}
+
+// mustRun runs a container command that must succeed.
+func mustRun(t *testing.T, env []string, cmd []string) string {
+	t.Helper()
+	out, ok := runCommand(t, env, cmd)
+	if !ok {
+		t.Fatalf("%q failed: %s", cmd, out)
+	}
+	return out
+}
+
+// startFiles is a versioned-defaults file as the ConfigMap holds it, and the file the
+// start command writes, for commands run in a test.
+func startFiles(t *testing.T) (defaults, include string) {
+	t.Helper()
+	dir := t.TempDir()
+	defaults, include = filepath.Join(dir, "versioned-defaults"), filepath.Join(dir, "operator-defaults.conf")
+	if err := os.WriteFile(defaults, []byte(versionedDefaults(nil)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return defaults, include
+}
+
+// TestStartAsksTheServerForItsVersion runs the start of the server commands with a stub
+// valkey-server of each version: the defaults of newer versions are written for the
+// version found, and a config key the version does not have stops the start with a
+// message saying why.
+func TestStartAsksTheServerForItsVersion(t *testing.T) {
+	for _, tc := range []struct {
+		version, required, keys string
+		wantInclude             string
+		wantFail                string
+	}{
+		{"8.0.1", "-", "-", "", ""},
+		{"9.1.2", "-", "-", "shutdown-on-sigterm failover\n", ""},
+		{"8.1.1", "8.1", "cluster-manual-failover-timeout", "", ""},
+		{"8.0.1", "8.1", "cluster-manual-failover-timeout",
+			"", "config key cluster-manual-failover-timeout needs Valkey 8.1 or later; this image runs Valkey 8.0.1"},
+		{"10.0.0", "9.0", "shutdown-on-sigterm", "shutdown-on-sigterm failover\n", ""},
+	} {
+		defaults, include := startFiles(t)
+		cmd := shell(versionSh+startSh+serverPersistentSh, "server", ConfigPath, tc.required, tc.keys, defaults, include, filepath.Join(t.TempDir(), "nodes.conf"))
+		out, ok := runCommand(t, stubServer(t, tc.version), cmd)
+		if tc.wantFail != "" {
+			if ok || !strings.Contains(out, tc.wantFail) {
+				t.Errorf("%s needing %s: ok %v, output %q", tc.version, tc.required, ok, out)
+			}
+			continue
+		}
+		if !ok || !strings.Contains(out, "Valkey "+tc.version+"\nvalkey-server "+ConfigPath) {
+			t.Errorf("%s: ok %v, output %q", tc.version, ok, out)
+		}
+		if got, _ := os.ReadFile(include); string(got) != tc.wantInclude {
+			t.Errorf("%s: included defaults %q, want %q", tc.version, got, tc.wantInclude)
+		}
+	}
+}
+
+// TestHandoverLeavesNineToTheServer: on 9.x the preStop hook does nothing (the server
+// hands over on SIGTERM); on 8.x it asks the server (a stub valkey-cli here) who it is.
+func TestHandoverLeavesNineToTheServer(t *testing.T) {
+	for version, wantCLI := range map[string]bool{"9.0.0": false, "8.0.1": true} {
+		env := stubServer(t, version)
+		bin := strings.TrimPrefix(strings.SplitN(env[0], ":", 2)[0], "PATH=")
+		log := filepath.Join(t.TempDir(), "cli.log")
+		if err := os.WriteFile(filepath.Join(bin, "valkey-cli"), []byte("#!/bin/sh\necho \"$*\" >>"+log+"\necho role:slave\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		pw := filepath.Join(t.TempDir(), "pw")
+		if err := os.WriteFile(pw, []byte("secret"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := handoverHook(&v1alpha1.ValkeyNode{}).PreStop.Exec.Command
+		cmd[4] = pw
+		mustRun(t, env, cmd)
+		called, _ := os.ReadFile(log)
+		if (len(called) > 0) != wantCLI {
+			t.Errorf("Valkey %s: valkey-cli called %q, want called %v", version, called, wantCLI)
+		}
+		if strings.Contains(string(called), "secret") {
+			t.Errorf("the password is on valkey-cli's command line: %q", called)
+		}
 	}
 }
 
@@ -479,15 +597,38 @@ func TestHandoverHookByVersion(t *testing.T) {
 // cluster to fail its old identity over, then starts as a new, empty node.
 func TestServerCommand(t *testing.T) {
 	vn := &v1alpha1.ValkeyNode{}
-	cmd := strings.Join(serverCommand(vn), " ")
-	for _, want := range []string{
-		"if [ -e /data/.server-started ]; then",
-		"sleep 12\n",
-		"touch /data/.server-started\nrm -rf /data/nodes.conf /data/dump.rdb /data/appendonlydir\nexec valkey-server",
-	} {
-		if !strings.Contains(cmd, want) {
-			t.Errorf("without persistence, want %q in:\n%s", want, cmd)
+	cmd := serverCommand(vn)
+	start := ConfigPath + " - - " + VersionedDefaultsPath + " " + VersionedIncludePath
+	if args := strings.Join(cmd[3:], " "); args != "server "+start+" "+DataDir+" "+ClusterConfigFile+" "+startedMarker+" 12" {
+		t.Errorf("without persistence, arguments %q, want a 12 s restart wait", args)
+	}
+	// Run it with the host's sh in a data directory of its own (no wait, for the test).
+	data := t.TempDir()
+	env := stubServer(t, "8.0.1")
+	defaults, include := startFiles(t)
+	run := shell(versionSh+startSh+serverEphemeralSh, "server", ConfigPath, "-", "-", defaults, include, data, ClusterConfigFile, startedMarker, "0")
+	for _, f := range []string{ClusterConfigFile, "dump.rdb", "keep.me"} {
+		if err := os.WriteFile(filepath.Join(data, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
 		}
+	}
+	if out := mustRun(t, env, run); out != "Valkey 8.0.1\nvalkey-server "+ConfigPath+" --cluster-announce-ip 10.88.1.5\n" {
+		t.Errorf("first start: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, ClusterConfigFile)); !os.IsNotExist(err) {
+		t.Error("the first start kept the old cluster state")
+	}
+	if err := os.WriteFile(filepath.Join(data, "dump.rdb"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun(t, env, run); !strings.Contains(out, "\nrestarted in its pod: waiting 0s") {
+		t.Errorf("a restart in the pod does not wait: %q", out)
+	}
+	if _, err := os.Stat(filepath.Join(data, "dump.rdb")); !os.IsNotExist(err) {
+		t.Error("a restart kept the old data")
+	}
+	if _, err := os.Stat(filepath.Join(data, "keep.me")); err != nil {
+		t.Error("the start removed a file it does not own")
 	}
 	vn.Spec.Config = v1alpha1.Config{"cluster-node-timeout": "15000"}
 	if got := restartWaitSeconds(vn); got != 32 {
@@ -497,11 +638,14 @@ func TestServerCommand(t *testing.T) {
 		t.Errorf("liveness initial delay = %d, want the restart wait added", p.InitialDelaySeconds)
 	}
 	vn.Spec.Persistence = &v1alpha1.PersistenceSpec{}
-	cmd = strings.Join(serverCommand(vn), " ")
-	if strings.Contains(cmd, "rm -rf") || strings.Contains(cmd, "sleep") || !strings.Contains(cmd, "\nexec valkey-server /etc/valkey/valkey.conf") {
-		t.Errorf("with persistence the data stays and the server starts at once: %s", cmd)
+	cmd = serverCommand(vn)
+	if strings.Contains(cmd[2], "rm -rf") || strings.Contains(cmd[2], "sleep") || !strings.Contains(cmd[2], `exec valkey-server "$config"`) ||
+		strings.Join(cmd[3:], " ") != "server "+start+" "+DataDir+"/"+ClusterConfigFile {
+		t.Errorf("with persistence the data stays and the server starts at once: %q", cmd)
 	}
-	if strings.Contains(cmd, "$(") {
-		t.Errorf("the kubelet would expand $(...) in: %s", cmd)
+	// The kubelet replaces $(NAME) in commands with the container's variable NAME: the
+	// scripts must hold no such reference (a user's env patch could set one).
+	if ref := regexp.MustCompile(`\$\([A-Za-z_][A-Za-z0-9_]*\)`).FindString(strings.Join(cmd, " ")); ref != "" {
+		t.Errorf("the kubelet would expand %s in: %q", ref, cmd)
 	}
 }

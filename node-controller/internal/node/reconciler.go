@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/guard"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -38,6 +39,9 @@ const (
 	// unreachableRetry: a running server that did not answer (it is starting) is asked
 	// again soon; nothing in Kubernetes changes when it starts answering.
 	unreachableRetry = 3 * time.Second
+	// missingPodRetry: a workload whose pod does not appear is looked at again, for the
+	// cause its controller reports as an event.
+	missingPodRetry = 2 * time.Second
 )
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
@@ -58,12 +62,15 @@ const (
 // Reconciler turns each ValkeyNode into one running Valkey server.
 type Reconciler struct {
 	client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
+	// APIReader reads what the controller does not cache (StorageClasses,
+	// PriorityClasses, workload events), only to say why a member cannot start.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
 	// Dialer reaches the nodes' servers.
 	Dialer Dialer
-	// Now is the clock of condition transition times (time.Now when nil).
-	Now func() time.Time
+	// Clock is the clock of condition transition times (time.Now when nil).
+	Clock func() time.Time
 }
 
 // scope is everything one pass reads and decides.
@@ -94,7 +101,9 @@ type scope struct {
 	desiredHash string
 	podMissing  bool
 
-	storage    storageState
+	storage storageState
+	// podBlocker names why the workload does not create the pod (nil: nothing known).
+	podBlocker *blocker
 	configCond metav1.Condition
 	validity   metav1.Condition
 }
@@ -105,7 +114,7 @@ func (s *scope) deleting() bool { return s.node.DeletionTimestamp != nil }
 // podObservation gathers what PodReady needs.
 func (s *scope) podObservation() podObservation {
 	return podObservation{
-		pod: s.pod, missing: s.podMissing, missingName: s.node.Status.PodName,
+		pod: s.pod, missing: s.podMissing, missingName: s.node.Status.PodName, blocker: s.podBlocker,
 		answered: s.server != nil, serverErr: s.serverErr, role: s.role,
 		pending: pendingMessage(s), gen: s.node.Generation,
 	}
@@ -140,7 +149,7 @@ func (r *Reconciler) pass(ctx context.Context, vn *v1alpha1.ValkeyNode, validity
 	var errs []error
 	for _, phase := range []func(context.Context, *scope) error{
 		r.reconcileStorage, r.ensureConfigMap, r.reconcileLiveConfig, r.reconcileWorkload, r.reconcileRoleLabels,
-		r.reconcileMountRefresh,
+		r.reconcileMountRefresh, r.diagnose,
 	} {
 		if err := phase(ctx, s); err != nil {
 			errs = append(errs, err)
@@ -161,6 +170,10 @@ func (r *Reconciler) pass(ctx context.Context, vn *v1alpha1.ValkeyNode, validity
 // requeue schedules the next pass of a running node (see RoleRefreshInterval).
 func requeue(s *scope) ctrl.Result {
 	switch {
+	case s.pod == nil && s.workloadAnn != nil && !s.deleting():
+		// The workload exists and its pod does not: a refusal to create it comes as an
+		// event of the workload's controller, which no watch here announces.
+		return ctrl.Result{RequeueAfter: missingPodRetry}
 	case !serverRunning(s.pod):
 		return ctrl.Result{}
 	case s.server == nil:
@@ -274,7 +287,7 @@ const mountRefreshEvery = 15 * time.Second
 // So while that condition holds, the pod carries an annotation naming the wait, renewed
 // every mountRefreshEvery.
 func (r *Reconciler) reconcileMountRefresh(ctx context.Context, s *scope) error {
-	c := conditionOf(s.node.Status.Conditions, v1alpha1.ConditionTLSApplied)
+	c := conditions.Get(s.node.Status.Conditions, v1alpha1.ConditionTLSApplied)
 	if s.pod == nil || !serverRunning(s.pod) || c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonCertificatePending {
 		return nil
 	}
@@ -294,7 +307,7 @@ func (r *Reconciler) reconcileMountRefresh(ctx context.Context, s *scope) error 
 // reportTransitions emits events for pod states a user must hear about once.
 func (r *Reconciler) reportTransitions(s *scope, prev, next ownedStatus) {
 	was := reasonOf(prev.Conditions, v1alpha1.ConditionPodReady)
-	now := conditionOf(next.Conditions, v1alpha1.ConditionPodReady)
+	now := conditions.Get(next.Conditions, v1alpha1.ConditionPodReady)
 	if now == nil || now.Reason == was {
 		return
 	}
@@ -309,19 +322,9 @@ func (r *Reconciler) reportTransitions(s *scope, prev, next ownedStatus) {
 	}
 }
 
-// conditionOf finds a condition in a list.
-func conditionOf(list []metav1.Condition, typ string) *metav1.Condition {
-	for i := range list {
-		if list[i].Type == typ {
-			return &list[i]
-		}
-	}
-	return nil
-}
-
 // reasonOf returns the reason of a condition in a list, or "".
 func reasonOf(list []metav1.Condition, typ string) string {
-	if c := conditionOf(list, typ); c != nil {
+	if c := conditions.Get(list, typ); c != nil {
 		return c.Reason
 	}
 	return ""
@@ -339,8 +342,8 @@ func (r *Reconciler) event(s *scope, related runtime.Object, eventType, reason, 
 
 // now is the reconciler's clock.
 func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock != nil {
+		return r.Clock()
 	}
 	return time.Now()
 }

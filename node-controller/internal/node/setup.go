@@ -5,17 +5,16 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
 
@@ -24,7 +23,7 @@ import (
 // pods or ConfigMaps in memory.
 func CacheByObject() map[client.Object]cache.ByObject {
 	managed := func() cache.ByObject {
-		return cache.ByObject{Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy})}
+		return cache.ByObject{Label: operator.ManagedBySelector()}
 	}
 	return map[client.Object]cache.ByObject{
 		&corev1.Secret{}:                managed(),
@@ -38,18 +37,15 @@ func CacheByObject() map[client.Object]cache.ByObject {
 
 // Setup registers the node-controller on mgr.
 func Setup(mgr ctrl.Manager, maxConcurrentReconciles int) error {
-	pool := &valkeyconn.Pool{}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		pool.Close()
-		return nil
-	})); err != nil {
+	pool, err := valkeyconn.NewPool(mgr, 0)
+	if err != nil {
 		return err
 	}
 	r := &Reconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder(FieldManager),
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder(FieldManager),
 		Dialer: &PoolDialer{
 			Secrets: FallbackReader{Primary: mgr.GetClient(), Secondary: mgr.GetAPIReader()},
 			Pool:    pool,

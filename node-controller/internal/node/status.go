@@ -29,6 +29,7 @@ type ownedStatus struct {
 	Role       v1alpha1.Role      `json:"role,omitempty"`
 	Version    string             `json:"version,omitempty"`
 	Revision   int64              `json:"revision,omitempty"`
+	Replicas   int32              `json:"replicas,omitempty"`
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
@@ -36,7 +37,7 @@ type ownedStatus struct {
 func currentStatus(vn *v1alpha1.ValkeyNode) ownedStatus {
 	st := vn.Status
 	return ownedStatus{
-		PodName: st.PodName, PodIP: st.PodIP, Role: st.Role, Version: st.Version, Revision: st.Revision,
+		PodName: st.PodName, PodIP: st.PodIP, Role: st.Role, Version: st.Version, Revision: st.Revision, Replicas: st.Replicas,
 		Conditions: conditions.Owned(st.Conditions, ownedConditions...),
 	}
 }
@@ -59,7 +60,7 @@ func desiredStatus(s *scope, now time.Time) ownedStatus {
 		Revision: runningRevision(s),
 	}
 	if s.pod != nil {
-		out.PodName, out.PodIP = s.pod.Name, s.pod.Status.PodIP
+		out.PodName, out.PodIP, out.Replicas = s.pod.Name, s.pod.Status.PodIP, 1
 	}
 	switch {
 	case s.server != nil:
@@ -105,6 +106,8 @@ type podObservation struct {
 	role      v1alpha1.Role
 	// pending explains an update held back by the revision gate ("" when none).
 	pending string
+	// blocker names why the pod is not created, when it is not.
+	blocker *blocker
 	gen     int64
 }
 
@@ -128,6 +131,8 @@ func podReadiness(o podObservation) (bool, string, string) {
 	case o.missing:
 		return false, v1alpha1.ReasonPodMissing, fmt.Sprintf(
 			"pod %s is gone; a bare pod is not recreated: the cluster-controller replaces the member", o.missingName)
+	case p == nil && o.blocker != nil:
+		return false, o.blocker.reason, o.blocker.message
 	case p == nil:
 		return false, v1alpha1.ReasonPodPending, "waiting for the pod to be created"
 	case p.DeletionTimestamp != nil:
@@ -218,17 +223,35 @@ func terminatedMessage(p *corev1.Pod, st *corev1.ContainerStatus) string {
 	return fmt.Sprintf("pod %s ended: container %s %s; nothing restarts it", p.Name, ServerContainer, exitText(st.State.Terminated))
 }
 
-// crashMessage describes a server container that keeps failing.
+// crashMessage describes a server container that keeps failing: its last log line first
+// (the container's termination message: its logs, FallbackToLogsOnError), which is
+// usually the cause ("FATAL CONFIG FILE ERROR ...", "config key ... needs Valkey 8.1").
 func crashMessage(p *corev1.Pod, st *corev1.ContainerStatus) string {
 	last := st.State.Terminated
 	if last == nil {
 		last = st.LastTerminationState.Terminated
 	}
 	msg := fmt.Sprintf("container %s of pod %s restarted %d times", ServerContainer, p.Name, st.RestartCount)
-	if last != nil {
-		msg += "; last " + exitText(last)
+	if last == nil {
+		return msg
 	}
-	return msg
+	if line := lastLine(last.Message); line != "" {
+		return fmt.Sprintf("%s (%s; exited with code %d)", truncate(line, 300), msg, last.ExitCode)
+	}
+	return msg + "; last " + exitText(last)
+}
+
+// lastLine is the last non-empty line of a log excerpt; a line Valkey quotes from its
+// config file just before ('>>> 'key value”, then the error) is kept with it.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if len(lines) > 1 {
+		if prev := strings.TrimSpace(lines[len(lines)-2]); strings.HasPrefix(prev, ">>> ") {
+			return strings.TrimPrefix(prev, ">>> ") + ": " + last
+		}
+	}
+	return last
 }
 
 // waitingMessage describes a waiting container.

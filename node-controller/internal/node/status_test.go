@@ -43,6 +43,9 @@ func TestPodReadyCondition(t *testing.T) {
 	crashed.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}
 	deleting := testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running)
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	crashedWithLog := testPod(corev1.PodRunning, corev1.RestartPolicyAlways, crashing)
+	crashedWithLog.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+		Message: "Valkey 8.0.1\n\n*** FATAL CONFIG FILE ERROR (Valkey 8.0.1) ***\nReading the configuration file, at line 31\n>>> 'cluster-manual-failover-timeout \"10000\"'\nBad directive or wrong number of arguments\n"}
 
 	cases := []struct {
 		name   string
@@ -52,6 +55,10 @@ func TestPodReadyCondition(t *testing.T) {
 		msg    string
 	}{
 		{"no pod yet", podObservation{}, false, v1alpha1.ReasonPodPending, "waiting for the pod"},
+		{"no pod, and why", podObservation{blocker: &blocker{v1alpha1.ReasonPriorityClassNotFound, "PriorityClass high not found"}},
+			false, v1alpha1.ReasonPriorityClassNotFound, "PriorityClass high not found"},
+		{"crash loop, with the last log line first", podObservation{pod: crashedWithLog}, false, v1alpha1.ReasonCrashLoop,
+			`'cluster-manual-failover-timeout "10000"': Bad directive or wrong number of arguments (container server of pod p restarted 4 times; exited with code 1)`},
 		{"bare pod gone", podObservation{missing: true, missingName: "demo-a"}, false, v1alpha1.ReasonPodMissing, "pod demo-a is gone"},
 		{"deleting", podObservation{pod: deleting, answered: true}, false, v1alpha1.ReasonPodPending, "being deleted"},
 		{"unschedulable", podObservation{pod: unschedulable}, false, v1alpha1.ReasonPodUnschedulable, "didn't match pod topology spread"},

@@ -58,6 +58,8 @@ type storageState struct {
 	want resource.Quantity
 	// infeasible explains why the claim cannot grow to want ("" when it can).
 	infeasible string
+	// blocker names why a Pending claim cannot bind (nil: nothing known).
+	blocker *blocker
 }
 
 // reconcileStorage creates the node's claim, keeps its owner reference in line with
@@ -187,6 +189,9 @@ func storageCondition(st storageState, gen int64) metav1.Condition {
 		return cond(false, v1alpha1.ReasonResizeInfeasible, st.infeasible)
 	}
 	if pvc.Status.Phase != corev1.ClaimBound {
+		if st.blocker != nil {
+			return cond(false, st.blocker.reason, st.blocker.message)
+		}
 		return cond(false, v1alpha1.ReasonStoragePending, fmt.Sprintf("claim %s is %s", pvc.Name, phaseOr(pvc.Status.Phase)))
 	}
 	if msg := resizeRefused(pvc); msg != "" {

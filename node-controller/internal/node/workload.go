@@ -267,7 +267,7 @@ func onlyConfigDiffers(s *scope) bool {
 	if s.applied == nil {
 		return false
 	}
-	_, static := splitConfig(s.applied, imageVersion(s.node.Spec.Image))
+	_, static := splitConfig(s.applied, memberVersion(s.node))
 	tmpl, err := buildPodTemplate(s.node, hashBytes(renderConfig(s.node, static)))
 	return err == nil && tmpl.Annotations[AnnotationTemplateHash] == s.workloadAnn[AnnotationTemplateHash]
 }

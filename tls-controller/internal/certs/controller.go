@@ -32,6 +32,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/guard"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
+	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/status"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
@@ -47,9 +48,6 @@ import (
 
 // Defaults of the Reconciler's settings.
 const (
-	// DefaultPropagationDelay is how long mounted copies of a Secret may lag behind it:
-	// the kubelet's sync period (1 min) plus its cache, with margin.
-	DefaultPropagationDelay = 2 * time.Minute
 	// DefaultResync is how often a settled cluster is checked again (one TLS handshake
 	// per member, no API write).
 	DefaultResync = 10 * time.Minute
@@ -71,7 +69,7 @@ type Reconciler struct {
 	// (default DefaultExpiryWarning).
 	ExpiryWarning time.Duration
 	// PropagationDelay is how long mounted Secrets may lag (default
-	// DefaultPropagationDelay).
+	// operator.DefaultSecretPropagationDelay).
 	PropagationDelay time.Duration
 	// Resync is the requeue of a settled cluster (default DefaultResync).
 	Resync time.Duration
@@ -122,7 +120,7 @@ func orDefault[T comparable](v, def T) T {
 
 // The settings, with their defaults.
 func (r *Reconciler) delay() time.Duration {
-	return orDefault(r.PropagationDelay, DefaultPropagationDelay)
+	return orDefault(r.PropagationDelay, operator.DefaultSecretPropagationDelay)
 }
 
 func (r *Reconciler) resync() time.Duration {
@@ -143,7 +141,7 @@ func (r *Reconciler) clusterDomain() string {
 
 // SetupWithManager registers the controller, its field indexes and watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, maxConcurrent int) error {
-	if err := addIndexes(ctx, mgr); err != nil {
+	if err := certificateSecrets.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	return builder.ControllerManagedBy(mgr).
@@ -260,7 +258,7 @@ func (r *Reconciler) load(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
-	s.nodes, err = membership.List(ctx, r.Client, vc)
+	s.nodes, err = membership.Of(ctx, r.Client, vc)
 	return err
 }
 
@@ -328,7 +326,7 @@ func (r *Reconciler) forget(ctx context.Context, vc *v1alpha1.ValkeyCluster) err
 	if hasOwnedStatus(vc) {
 		errs = append(errs, status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), clusterStatus{}))
 	}
-	nodes, err := membership.List(ctx, r.Client, vc)
+	nodes, err := membership.Of(ctx, r.Client, vc)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
-	"testing"
 	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	gomegatypes "github.com/onsi/gomega/types"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -20,27 +22,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
-	"github.com/valkey-operator/valkey-operator/internal/envtestenv"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// The API server of these tests is the package's envtest (see envtestenv: the project's
-// Kubernetes binaries and the CRDs of config/crd). Valkey servers from valkeytest stand
-// in for the pods, and a fake kubelet copies the operator's Secret into their files,
-// each member with its own lag.
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	envtestenv.Stop()
-	os.Exit(code)
-}
+// The API server of these specs is the suite's envtest (see suite_test.go). Valkey
+// servers from valkeytest stand in for the pods, and a fake kubelet copies the
+// operator's Secret into their files, each member with its own lag.
 
 // syncBuffer collects the controller's logs.
 type syncBuffer struct {
@@ -62,7 +55,6 @@ func (b *syncBuffer) String() string {
 
 // harness is a running controller against the API server and real Valkey servers.
 type harness struct {
-	t    *testing.T
 	c    client.Client
 	ns   string
 	lc   *liveCluster
@@ -73,7 +65,9 @@ type harness struct {
 	free   int            // next unused server
 
 	stop context.CancelFunc
-	done chan struct{}
+	done chan error
+	// cleanup stops what the harness started for its whole life (the kubelet).
+	cleanup []func()
 }
 
 const (
@@ -83,27 +77,33 @@ const (
 	kubeletLagStep  = 700 * time.Millisecond
 )
 
-func newHarness(t *testing.T, servers int, boot map[string][]byte, cas ...*testCA) *harness {
-	cfg := envtestenv.Start(t)
+// newHarness starts the controller in a namespace of its own and the servers; they stop
+// when the node that called newHarness ends (BeforeAll: its container).
+func newHarness(servers int, boot map[string][]byte, cas ...*testCA) *harness {
+	GinkgoHelper()
 	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
-	must(t, err)
-	h := &harness{t: t, c: c, logs: &syncBuffer{}, byNode: map[string]int{}}
+	Expect(err).NotTo(HaveOccurred())
+	h := &harness{c: c, logs: suiteLogs, byNode: map[string]int{}}
 	h.ns = fmt.Sprintf("tls-%d", time.Now().UnixNano()%1e9)
-	must(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}))
-	h.lc = startLive(t, servers, boot, cas...)
+	Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})).To(Succeed())
+	h.lc = startLive(servers, boot, cas...)
 	for _, vc := range h.lc.clients {
-		must(t, vc.ACLSetUser(ctxT(t), v1alpha1.UserOperator, "on", ">"+operatorPW, "~*", "+@all"))
+		Expect(vc.ACLSetUser(testCtx(), v1alpha1.UserOperator, "on", ">"+operatorPW, "~*", "+@all")).To(Succeed())
 	}
 	h.start()
-	t.Cleanup(h.stopManager)
+	DeferCleanup(func() {
+		h.stopManager()
+		for _, stop := range h.cleanup {
+			stop()
+		}
+	})
 	return h
 }
 
 // start runs a manager with the reconciler.
 func (h *harness) start() {
-	h.t.Helper()
-	ctrl.SetLogger(zap.New(zap.WriteTo(h.logs), zap.UseDevMode(true)))
-	mgr, err := ctrl.NewManager(envtestenv.Start(h.t), ctrl.Options{
+	GinkgoHelper()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 operator.Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -113,7 +113,7 @@ func (h *harness) start() {
 			ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: cache.TransformStripManagedFields()}},
 		},
 	})
-	must(h.t, err)
+	Expect(err).NotTo(HaveOccurred())
 	pool := &valkeyconn.Pool{DialTimeout: time.Second}
 	r := &Reconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager),
@@ -130,21 +130,18 @@ func (h *harness) start() {
 		},
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	must(h.t, r.SetupWithManager(ctx, mgr, 2))
-	h.stop, h.done = cancel, make(chan struct{})
+	Expect(r.SetupWithManager(ctx, mgr, 2)).To(Succeed())
+	h.stop, h.done = cancel, make(chan error, 1)
 	go func() {
-		defer close(h.done)
 		defer pool.Close()
-		if err := mgr.Start(ctx); err != nil {
-			h.t.Errorf("manager: %v", err)
-		}
+		h.done <- mgr.Start(ctx)
 	}()
 }
 
 func (h *harness) stopManager() {
 	if h.stop != nil {
 		h.stop()
-		<-h.done
+		Expect(<-h.done).To(Succeed(), "the manager")
 		h.stop = nil
 	}
 }
@@ -158,11 +155,12 @@ func (h *harness) server(node string) (int, bool) {
 
 // kubelet copies the cluster's {cluster}-tls Secret into the files of each member,
 // member i a lag of kubeletLagFirst + i*kubeletLagStep after the Secret changed, until
-// the test ends.
+// the harness stops. It stands in for the kubelet's sync of mounted
+// Secrets, a loop of its own, not a wait of the spec.
 func (h *harness) kubelet(cluster string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	h.t.Cleanup(func() { cancel(); <-done })
+	h.cleanup = append(h.cleanup, func() { cancel(); <-done })
 	go func() {
 		defer close(done)
 		var seen string
@@ -193,7 +191,7 @@ func (h *harness) kubelet(cluster string) {
 // member starts a member of the cluster on the next free server, loaded with the
 // current copy as a pod starting would be, and publishes its pod IP.
 func (h *harness) member(cluster, name string) int {
-	h.t.Helper()
+	GinkgoHelper()
 	copyData := h.secret(v1alpha1.TLSSecretName(cluster)).Data
 	h.mu.Lock()
 	i := h.free
@@ -201,95 +199,94 @@ func (h *harness) member(cluster, name string) int {
 	h.lc.write(i, copyData)
 	h.byNode[name] = i
 	h.mu.Unlock()
-	must(h.t, Reload(ctxT(h.t), h.lc.clients[i], h.lc.files(i)))
+	Expect(Reload(testCtx(), h.lc.clients[i], h.lc.files(i))).To(Succeed())
+	// A member as the cluster-controller makes it: labelled, controlled by its cluster.
+	vc := h.cluster(cluster)
 	vn := &v1alpha1.ValkeyNode{
-		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name, Labels: v1alpha1.ClusterLabels(cluster)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name, Labels: v1alpha1.ClusterLabels(cluster),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"))}},
 		Spec: v1alpha1.ValkeyNodeSpec{ClusterName: cluster, Revision: 1, WorkloadType: v1alpha1.WorkloadStatefulSet,
 			Image: v1alpha1.DefaultImage, ACLSecretName: v1alpha1.ACLSecretName(cluster),
 			SystemUsersSecretName: v1alpha1.SystemUsersSecretName(cluster), TLSSecretName: v1alpha1.TLSSecretName(cluster)},
 	}
-	must(h.t, h.c.Create(ctxT(h.t), vn))
+	Expect(h.c.Create(testCtx(), vn)).To(Succeed())
 	patch := client.MergeFrom(vn.DeepCopy())
 	vn.Status.PodIP = "127.0.0.1"
-	must(h.t, h.c.Status().Patch(ctxT(h.t), vn, patch))
+	Expect(h.c.Status().Patch(testCtx(), vn, patch)).To(Succeed())
 	return i
 }
 
 func (h *harness) cluster(name string) *v1alpha1.ValkeyCluster {
+	GinkgoHelper()
 	var vc v1alpha1.ValkeyCluster
-	must(h.t, h.c.Get(ctxT(h.t), types.NamespacedName{Namespace: h.ns, Name: name}, &vc))
+	Expect(h.c.Get(testCtx(), types.NamespacedName{Namespace: h.ns, Name: name}, &vc)).To(Succeed())
 	return &vc
 }
 
 func (h *harness) secret(name string) *corev1.Secret {
+	GinkgoHelper()
 	var s corev1.Secret
-	if err := h.c.Get(ctxT(h.t), types.NamespacedName{Namespace: h.ns, Name: name}, &s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		h.t.Fatal(err)
+	if err := h.c.Get(testCtx(), types.NamespacedName{Namespace: h.ns, Name: name}, &s); err != nil {
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "read Secret %s: %v", name, err)
+		return nil
 	}
 	return &s
 }
 
 // putSecret creates or replaces a Secret's data.
 func (h *harness) putSecret(name string, data map[string][]byte) {
-	h.t.Helper()
+	GinkgoHelper()
 	s := h.secret(name)
 	if s == nil {
-		must(h.t, h.c.Create(ctxT(h.t), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}, Data: data}))
+		Expect(h.c.Create(testCtx(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}, Data: data})).To(Succeed())
 		return
 	}
 	s.Data = data
-	must(h.t, h.c.Update(ctxT(h.t), s))
+	Expect(h.c.Update(testCtx(), s)).To(Succeed())
 }
 
 // createCluster creates the system users' Secret (the acl-controller's part) and a
 // cluster using the certificate Secret secret ("" for no TLS).
 func (h *harness) createCluster(name, secret string) {
-	h.t.Helper()
+	GinkgoHelper()
 	h.putSecret(v1alpha1.SystemUsersSecretName(name), map[string][]byte{v1alpha1.UserOperator: []byte(operatorPW)})
 	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
 	if secret != "" {
 		vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: secret}}
 	}
-	must(h.t, h.c.Create(ctxT(h.t), vc))
+	Expect(h.c.Create(testCtx(), vc)).To(Succeed())
 }
 
-// condition returns "" when the cluster's condition typ has status and reason (and its
-// message contains msg).
-func (h *harness) condition(cluster, typ string, status metav1.ConditionStatus, reason, msg string) string {
-	c := conditions.Get(h.cluster(cluster).Status.Conditions, typ)
-	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, msg) {
-		return fmt.Sprintf("%s is %+v, want %s %s %q", typ, c, status, reason, msg)
-	}
-	return ""
-}
-
+// waitCondition waits until the cluster's condition typ has status and reason and its
+// message contains msg.
 func (h *harness) waitCondition(cluster, typ string, status metav1.ConditionStatus, reason, msg string) {
-	h.t.Helper()
-	eventually(h.t, 20*time.Second, typ+" "+reason, func() string { return h.condition(cluster, typ, status, reason, msg) })
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		c := conditions.Get(h.cluster(cluster).Status.Conditions, typ)
+		g.Expect(c).NotTo(BeNil(), typ)
+		g.Expect(c.Status).To(Equal(status), "%s: %s %s", typ, c.Reason, c.Message)
+		g.Expect(c.Reason).To(Equal(reason), "%s: %s", typ, c.Message)
+		g.Expect(c.Message).To(ContainSubstring(msg), typ)
+	}).Should(Succeed(), "%s %s", typ, reason)
 }
 
-// applied returns "" when every node's TLSApplied is True for revision.
-func (h *harness) applied(revision string, nodes ...string) string {
+// expectApplied checks that every node's TLSApplied is True for revision.
+func (h *harness) expectApplied(g Gomega, revision string, nodes ...string) {
 	for _, n := range nodes {
 		var vn v1alpha1.ValkeyNode
-		if err := h.c.Get(ctxT(h.t), types.NamespacedName{Namespace: h.ns, Name: n}, &vn); err != nil {
-			return err.Error()
-		}
+		g.Expect(h.c.Get(testCtx(), types.NamespacedName{Namespace: h.ns, Name: n}, &vn)).To(Succeed())
 		c := conditions.Get(vn.Status.Conditions, v1alpha1.ConditionTLSApplied)
-		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "revision "+revision) {
-			return fmt.Sprintf("%s: TLSApplied %+v, want True for %s", n, c, revision)
-		}
+		g.Expect(c).NotTo(BeNil(), "TLSApplied of %s", n)
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "TLSApplied of %s: %s", n, c.Message)
+		g.Expect(c.Message).To(ContainSubstring("revision "+revision), "TLSApplied of %s", n)
 	}
-	return ""
 }
 
 // events returns "type reason note" of the namespace's events.
 func (h *harness) events() []string {
+	GinkgoHelper()
 	var list eventsv1.EventList
-	must(h.t, h.c.List(ctxT(h.t), &list, client.InNamespace(h.ns)))
+	Expect(h.c.List(testCtx(), &list, client.InNamespace(h.ns))).To(Succeed())
 	var out []string
 	for _, e := range list.Items {
 		out = append(out, e.Type+" "+e.Reason+" "+e.Note)
@@ -299,19 +296,12 @@ func (h *harness) events() []string {
 
 // waitEvent waits for an event whose "type reason note" contains every part.
 func (h *harness) waitEvent(parts ...string) {
-	h.t.Helper()
-	eventually(h.t, 20*time.Second, "event "+strings.Join(parts, " "), func() string {
-		for _, e := range h.events() {
-			ok := true
-			for _, p := range parts {
-				ok = ok && strings.Contains(e, p)
-			}
-			if ok {
-				return ""
-			}
-		}
-		return fmt.Sprintf("events: %v", h.events())
-	})
+	GinkgoHelper()
+	var all []gomegatypes.GomegaMatcher
+	for _, p := range parts {
+		all = append(all, ContainSubstring(p))
+	}
+	Eventually(h.events).Should(ContainElement(And(all...)), "event %s", strings.Join(parts, " "))
 }
 
 // copyData returns the data of the operator's copy.

@@ -10,8 +10,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
@@ -20,24 +22,24 @@ import (
 // liveCluster is a TLS cluster of real valkey-server processes (valkeytest) whose
 // certificate files the test rewrites, as the kubelet rewrites a pod's mounted Secret.
 type liveCluster struct {
-	t       *testing.T
 	servers []*valkeytest.Server
 	clients []*valkey.Client
 	trust   *x509.CertPool
 }
 
 // startLive starts n TLS servers and gives them the certificate data (replacing the
-// files valkeytest wrote); the test trusts the CAs of trust.
-func startLive(t *testing.T, n int, data map[string][]byte, trust ...*testCA) *liveCluster {
-	t.Helper()
+// files valkeytest wrote); the test trusts the CAs of trust. The servers stop when the
+// node that started them ends (BeforeAll: its container).
+func startLive(n int, data map[string][]byte, trust ...*testCA) *liveCluster {
+	GinkgoHelper()
 	boot, err := valkeytest.NewCA()
-	must(t, err)
-	lc := &liveCluster{t: t, trust: x509.NewCertPool()}
+	Expect(err).NotTo(HaveOccurred())
+	lc := &liveCluster{trust: x509.NewCertPool()}
 	lc.trust.AppendCertsFromPEM(boot.PEM)
 	for _, ca := range trust {
 		lc.trust.AppendCertsFromPEM(ca.PEM)
 	}
-	for _, s := range valkeytest.Start(t, n, valkeytest.Options{TLS: boot}) {
+	for _, s := range valkeytest.Start(GinkgoTB(), n, valkeytest.Options{TLS: boot}) {
 		lc.add(s, data)
 	}
 	return lc
@@ -45,17 +47,17 @@ func startLive(t *testing.T, n int, data map[string][]byte, trust ...*testCA) *l
 
 // add writes data into a started server's files, reloads it and keeps a client.
 func (lc *liveCluster) add(s *valkeytest.Server, data map[string][]byte) int {
-	lc.t.Helper()
+	GinkgoHelper()
 	o := s.Options()
 	o.TLS = valkey.VerifyChainOnly(lc.trust)
-	c, err := valkey.Dial(ctxT(lc.t), o)
-	must(lc.t, err)
-	lc.t.Cleanup(c.Close)
+	c, err := valkey.Dial(testCtx(), o)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(c.Close)
 	lc.servers = append(lc.servers, s)
 	lc.clients = append(lc.clients, c)
 	i := len(lc.servers) - 1
 	lc.write(i, data)
-	must(lc.t, Reload(ctxT(lc.t), c, lc.files(i)))
+	Expect(Reload(testCtx(), c, lc.files(i))).To(Succeed())
 	return i
 }
 
@@ -67,83 +69,77 @@ func (lc *liveCluster) files(i int) valkey.TLSFiles {
 
 // write replaces the certificate files of server i (the server does not notice).
 func (lc *liveCluster) write(i int, data map[string][]byte) {
-	lc.t.Helper()
+	GinkgoHelper()
 	f := lc.files(i)
 	for path, b := range map[string][]byte{f.CertFile: data[KeyCert], f.KeyFile: data[KeyKey], f.CAFile: data[KeyCA]} {
-		must(lc.t, os.WriteFile(path, b, 0o600))
+		Expect(os.WriteFile(path, b, 0o600)).To(Succeed())
 	}
 }
 
 // form meets the first n servers and gives each an even share of the slots.
 func (lc *liveCluster) form(n int) {
-	lc.t.Helper()
-	ctx := ctxT(lc.t)
+	GinkgoHelper()
+	ctx := testCtx()
 	for _, s := range lc.servers[1:n] {
-		must(lc.t, lc.clients[0].Meet(ctx, s.Host, s.Port, 0))
+		Expect(lc.clients[0].Meet(ctx, s.Host, s.Port, 0)).To(Succeed())
 	}
 	for i, r := range valkey.EvenRanges(n) {
-		must(lc.t, lc.clients[i].AddSlotsRange(ctx, r))
+		Expect(lc.clients[i].AddSlotsRange(ctx, r)).To(Succeed())
 	}
-	lc.waitConnected(lc.t, n)
+	lc.waitConnected(n)
 }
 
 // join gives server i the certificate data and meets it: its bus links to every
 // member are new TLS connections.
-func (lc *liveCluster) join(t testing.TB, i int, data map[string][]byte) {
-	t.Helper()
+func (lc *liveCluster) join(i int, data map[string][]byte) {
+	GinkgoHelper()
 	lc.write(i, data)
-	must(t, Reload(ctxT(t), lc.clients[i], lc.files(i)))
+	Expect(Reload(testCtx(), lc.clients[i], lc.files(i))).To(Succeed())
 	s := lc.servers[i]
-	must(t, lc.clients[0].Meet(ctxT(t), s.Host, s.Port, 0))
-	lc.waitConnected(t, i+1)
+	Expect(lc.clients[0].Meet(testCtx(), s.Host, s.Port, 0)).To(Succeed())
+	lc.waitConnected(i + 1)
 }
 
 // waitConnected waits until the first n servers see n connected members and
 // cluster_state:ok.
-func (lc *liveCluster) waitConnected(t testing.TB, n int) {
-	t.Helper()
-	eventually(t, 20*time.Second, fmt.Sprintf("%d members connected over TLS with cluster_state ok", n), func() string {
+func (lc *liveCluster) waitConnected(n int) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
 		for i, c := range lc.clients[:n] {
-			if msg := connected(c, n); msg != "" {
-				return fmt.Sprintf("server %d: %s", i, msg)
-			}
+			expectConnected(g, c, n, i)
 		}
-		return ""
-	})
+	}).Should(Succeed(), "%d members connected over TLS with cluster_state ok", n)
 }
 
-func connected(c *valkey.Client, n int) string {
+// expectConnected checks that server i says cluster_state ok and has up links to the
+// other n-1 members.
+func expectConnected(g Gomega, c *valkey.Client, n, i int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	info, err := c.ClusterInfo(ctx)
-	if err != nil || info["cluster_state"] != "ok" {
-		return fmt.Sprintf("cluster_state %q %v", info["cluster_state"], err)
-	}
+	g.Expect(c.ClusterInfo(ctx)).To(HaveKeyWithValue("cluster_state", "ok"), "server %d", i)
 	nodes, err := c.ClusterNodes(ctx)
-	if err != nil || len(nodes) != n {
-		return fmt.Sprintf("%d nodes known (%v)", len(nodes), err)
-	}
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(nodes).To(HaveLen(n), "nodes server %d knows", i)
 	for _, nd := range nodes {
-		if !nd.Myself && (!nd.Connected || nd.Handshake || nd.Fail || nd.PFail) {
-			return fmt.Sprintf("link to %s is not up (%v)", nd.Addr(), nd.Flags)
+		if !nd.Myself {
+			g.Expect(nd.Connected && !nd.Handshake && !nd.Fail && !nd.PFail).To(BeTrue(), "server %d: link to %s is not up (%v)", i, nd.Addr(), nd.Flags)
 		}
 	}
-	return ""
 }
 
 // probe returns the fingerprint a new handshake with server i shows.
 func (lc *liveCluster) probe(i int) string {
-	lc.t.Helper()
-	leaf, err := valkey.ServedCertificate(ctxT(lc.t), lc.servers[i].Addr(), valkey.VerifyChainOnly(lc.trust), 2*time.Second)
-	must(lc.t, err)
+	GinkgoHelper()
+	leaf, err := valkey.ServedCertificate(testCtx(), lc.servers[i].Addr(), valkey.VerifyChainOnly(lc.trust), 2*time.Second)
+	Expect(err).NotTo(HaveOccurred())
 	return valkey.Fingerprint(leaf)
 }
 
 // links returns the cluster bus links of server i with their creation times.
 func (lc *liveCluster) links(i int) map[string]int64 {
-	lc.t.Helper()
-	v, err := lc.clients[i].DoValue(ctxT(lc.t), "CLUSTER", "LINKS")
-	must(lc.t, err)
+	GinkgoHelper()
+	v, err := lc.clients[i].DoValue(testCtx(), "CLUSTER", "LINKS")
+	Expect(err).NotTo(HaveOccurred())
 	out := map[string]int64{}
 	list, _ := v.([]any)
 	for _, l := range list {
@@ -167,11 +163,13 @@ func fields(v any) map[string]any {
 }
 
 // watch checks cluster_state:ok and a write and read on every server of the first n
-// every 50 ms until stop is called, and returns the first failure seen.
+// every 50 ms until stop is called, and returns the first failure seen. Stop may be
+// called more than once.
 func (lc *liveCluster) watch(n int) (stop func() string) {
 	var (
 		first  atomic.Value
 		done   = make(chan struct{})
+		once   sync.Once
 		wg     sync.WaitGroup
 		ranges = valkey.EvenRanges(n)
 	)
@@ -197,7 +195,7 @@ func (lc *liveCluster) watch(n int) (stop func() string) {
 		}
 	}()
 	return func() string {
-		close(done)
+		once.Do(func() { close(done) })
 		wg.Wait()
 		if v := first.Load(); v != nil {
 			return v.(string)
@@ -234,87 +232,78 @@ func keyIn(r valkey.SlotRange) string {
 	}
 }
 
-// TestLiveReload runs the reload against real servers forming a TLS cluster (bus and
-// replication over TLS): a new certificate is served to new connections after CONFIG
-// SET and not before; existing client connections and bus links stay up; new bus and
-// replication links work with the new certificate; a mismatched pair is refused and
-// the old certificate kept; and a CA changes in steps with a bundle while the cluster
-// serves.
-func TestLiveReload(t *testing.T) {
+// The reload against real servers forming a TLS cluster (bus and replication over
+// TLS): a new certificate is served to new connections after CONFIG SET and not before;
+// existing client connections and bus links stay up; new bus and replication links work
+// with the new certificate; a mismatched pair is refused and the old certificate kept;
+// and a CA changes in steps with a bundle while the cluster serves.
+var _ = Describe("A live reload of the certificate", Ordered, func() {
 	names := []string{"vk.ns.svc"}
-	ca, next := newTestCA(t, "ca"), newTestCA(t, "next")
-	issue := func(by *testCA, caPEM []byte) map[string][]byte {
-		c, k := by.issue(t, leafOpts{dns: names, ips: []net.IP{net.ParseIP("127.0.0.1")}})
-		d := secretData(caPEM, c, k)
-		if v := Check(d, names, time.Now()); !v.Accepted() {
-			t.Fatalf("test certificate refused: %v", v.Refusal)
-		}
-		return d
-	}
-	first := issue(ca, ca.PEM)
 	// Members 0-2 form the cluster; 3 joins as a replica, 4 and 5 join during the CA
 	// change. One start, so they share the replication password.
 	const members = 3
-	lc := startLive(t, 6, first, ca, next)
-	lc.form(members)
-	stop := lc.watch(members)
-	defer func() {
-		if msg := stop(); msg != "" {
-			t.Errorf("the cluster did not keep serving: %s", msg)
-		}
-	}()
+	var (
+		ca, next    *testCA
+		issue       func(by *testCA, caPEM []byte) map[string][]byte
+		lc          *liveCluster
+		stop        func() string
+		first       map[string][]byte
+		second      map[string][]byte
+		linksBefore map[string]int64
+	)
 	fp := func(d map[string][]byte) string { c, _ := Parse(d); return c.Fingerprint }
-	linksBefore := lc.links(0)
+	BeforeAll(func() {
+		ca, next = newTestCA(GinkgoTB(), "ca"), newTestCA(GinkgoTB(), "next")
+		issue = func(by *testCA, caPEM []byte) map[string][]byte {
+			c, k := by.issue(GinkgoTB(), leafOpts{dns: names, ips: []net.IP{net.ParseIP("127.0.0.1")}})
+			d := secretData(caPEM, c, k)
+			v := Check(d, names, time.Now())
+			Expect(v.Accepted()).To(BeTrue(), "test certificate refused: %v", v.Refusal)
+			return d
+		}
+		first = issue(ca, ca.PEM)
+		lc = startLive(6, first, ca, next)
+		lc.form(members)
+		stop = lc.watch(members)
+		DeferCleanup(func() { stop() })
+		linksBefore = lc.links(0)
+		second = issue(ca, ca.PEM)
+	})
 
-	second := issue(ca, ca.PEM)
-	t.Run("served only after the reload, connections and links kept", func(t *testing.T) {
+	It("is served only after the reload, keeping connections and links", func() {
 		for i := range members {
 			lc.write(i, second)
-			if got := lc.probe(i); got != fp(first) {
-				t.Fatalf("server %d serves %s before any reload, want the old %s", i, got, fp(first))
-			}
-			must(t, Reload(ctxT(t), lc.clients[i], lc.files(i)))
-			if got := lc.probe(i); got != fp(second) {
-				t.Fatalf("server %d serves %s after the reload, want %s", i, got, fp(second))
-			}
-			must(t, lc.clients[i].Ping(ctxT(t))) // the connection opened before is still usable
+			Expect(lc.probe(i)).To(Equal(fp(first)), "server %d before any reload serves the old certificate", i)
+			Expect(Reload(testCtx(), lc.clients[i], lc.files(i))).To(Succeed())
+			Expect(lc.probe(i)).To(Equal(fp(second)), "server %d after the reload", i)
+			Expect(lc.clients[i].Ping(testCtx())).To(Succeed(), "the connection opened before is still usable")
 		}
-		if after := lc.links(0); !sameLinks(linksBefore, after) {
-			t.Errorf("cluster bus links were re-established by the reload:\nbefore %v\nafter  %v", linksBefore, after)
-		}
+		Expect(sameLinks(linksBefore, lc.links(0))).To(BeTrue(), "cluster bus links were re-established by the reload")
 	})
 
-	t.Run("new bus and replication links use the new certificate", func(t *testing.T) {
+	It("is used by new bus and replication links", func() {
 		const i = members
-		lc.join(t, i, second)
-		primaryID, err := lc.clients[0].MyID(ctxT(t))
-		must(t, err)
-		must(t, lc.clients[i].Replicate(ctxT(t), primaryID))
-		eventually(t, 20*time.Second, "replication over TLS with the new certificate", func() string {
-			r, err := lc.clients[i].ReplicationInfo(ctxT(t))
-			if err != nil || !r.LinkUp {
-				return fmt.Sprintf("link up %v (%v)", r.LinkUp, err)
-			}
-			return ""
-		})
+		lc.join(i, second)
+		primaryID, err := lc.clients[0].MyID(testCtx())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(lc.clients[i].Replicate(testCtx(), primaryID)).To(Succeed())
+		Eventually(func() (valkey.Replication, error) { return lc.clients[i].ReplicationInfo(testCtx()) }).
+			Should(HaveField("LinkUp", BeTrue()), "replication over TLS with the new certificate")
 	})
 
-	t.Run("a mismatched pair is refused and the old certificate kept", func(t *testing.T) {
+	It("refuses a mismatched pair and keeps the old certificate", func() {
 		third := issue(ca, ca.PEM)
 		bad := secretData(ca.PEM, third[KeyCert], second[KeyKey])
 		lc.write(0, bad)
-		err := Reload(ctxT(t), lc.clients[0], lc.files(0))
-		if _, ok := valkey.ServerMessage(err); !ok {
-			t.Fatalf("reload of a mismatched pair: %v, want a server error", err)
-		}
-		if got := lc.probe(0); got != fp(second) {
-			t.Fatalf("server serves %s after a refused reload, want the old %s", got, fp(second))
-		}
+		err := Reload(testCtx(), lc.clients[0], lc.files(0))
+		_, isServerError := valkey.ServerMessage(err)
+		Expect(isServerError).To(BeTrue(), "reload of a mismatched pair: %v, want a server error", err)
+		Expect(lc.probe(0)).To(Equal(fp(second)), "the server after a refused reload")
 		lc.write(0, second)
-		must(t, Reload(ctxT(t), lc.clients[0], lc.files(0)))
+		Expect(Reload(testCtx(), lc.clients[0], lc.files(0))).To(Succeed())
 	})
 
-	t.Run("CA change in steps with a bundle", func(t *testing.T) {
+	It("changes the CA in steps with a bundle", func() {
 		bundle := concat(ca.PEM, next.PEM)
 		steps := []struct {
 			name string
@@ -329,21 +318,23 @@ func TestLiveReload(t *testing.T) {
 		for n, st := range steps {
 			for i := range joined {
 				lc.write(i, st.data)
-				must(t, Reload(ctxT(t), lc.clients[i], lc.files(i)))
+				Expect(Reload(testCtx(), lc.clients[i], lc.files(i))).To(Succeed())
 				if i == 0 && n < 2 {
 					// A member joins while the others still run the previous step:
 					// its new bus links are accepted both ways.
-					lc.join(t, joined, st.data)
+					lc.join(joined, st.data)
 					joined++
 				}
 			}
-			if got := lc.probe(1); got != fp(st.data) {
-				t.Fatalf("%s: server serves %s, want %s", st.name, got, fp(st.data))
-			}
-			lc.waitConnected(t, joined)
+			Expect(lc.probe(1)).To(Equal(fp(st.data)), st.name)
+			lc.waitConnected(joined)
 		}
 	})
-}
+
+	It("kept the cluster serving throughout", func() {
+		Expect(stop()).To(BeEmpty(), "the cluster did not keep serving")
+	})
+})
 
 // sameLinks reports whether every link of before still exists with the same creation
 // time.
@@ -354,33 +345,4 @@ func sameLinks(before, after map[string]int64) bool {
 		}
 	}
 	return len(before) > 0
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// ctxT returns a context bounded by a generous per-step timeout.
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// eventually polls cond every 100 ms until it returns "" or fails after timeout with
-// its last answer.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		if last = cond(); last == "" {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
 }

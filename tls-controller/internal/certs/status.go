@@ -172,28 +172,20 @@ func (r *Reconciler) reportNode(ctx context.Context, s *scope, vn *v1alpha1.Valk
 	return r.writeNodeStatus(ctx, vn, cond)
 }
 
+// statusWriter writes what this controller owns: TLSReady, CertificateExpiring and
+// status.tls on clusters, TLSApplied on members.
+func (r *Reconciler) statusWriter() status.Writer {
+	return status.Writer{Client: r.Client, FieldManager: FieldManager, Clock: r.Clock}
+}
+
 // writeClusterStatus applies the owned status of the cluster when it changed.
 func (r *Reconciler) writeClusterStatus(ctx context.Context, vc *v1alpha1.ValkeyCluster, tls *v1alpha1.TLSStatus, conds ...metav1.Condition) error {
-	types := make([]string, 0, len(conds))
-	for _, c := range conds {
-		types = append(types, c.Type)
-	}
-	before := clusterStatus{TLS: vc.Status.TLS, Conditions: conditions.Owned(vc.Status.Conditions, types...)}
-	after := clusterStatus{TLS: tls, Conditions: conditions.Resolve(vc.Status.Conditions, r.now(), conds...)}
-	if !conditions.Changed(before.Conditions, after.Conditions) && status.Equal(before.TLS, after.TLS) {
-		return nil
-	}
-	return status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), after)
+	return r.statusWriter().Cluster(ctx, vc, &status.Field{Name: "tls", Before: vc.Status.TLS, After: tls}, conds...)
 }
 
 // writeNodeStatus applies TLSApplied on a member when it changed.
 func (r *Reconciler) writeNodeStatus(ctx context.Context, vn *v1alpha1.ValkeyNode, cond metav1.Condition) error {
-	before := conditions.Owned(vn.Status.Conditions, cond.Type)
-	after := conditions.Resolve(vn.Status.Conditions, r.now(), cond)
-	if !conditions.Changed(before, after) {
-		return nil
-	}
-	return status.Apply(ctx, r.Client, FieldManager, vn, v1alpha1.GroupVersion.WithKind("ValkeyNode"), nodeStatus{Conditions: after})
+	return r.statusWriter().Node(ctx, vn, cond)
 }
 
 // ownedClusterConditions are the condition types this controller writes on a cluster.

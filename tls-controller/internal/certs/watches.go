@@ -2,38 +2,23 @@ package certs
 
 import (
 	"context"
-	"fmt"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
+	"github.com/valkey-operator/valkey-operator/internal/watches"
 )
 
-// Field indexes of the manager's cache.
-const (
-	// indexCertificateSecret indexes ValkeyClusters by spec.tls.certificate.secretName.
-	indexCertificateSecret = "spec.tls.certificate.secretName"
-)
-
-// addIndexes registers the field indexes the controller lists with.
-func addIndexes(ctx context.Context, mgr manager.Manager) error {
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &v1alpha1.ValkeyCluster{}, indexCertificateSecret, certificateSecretName); err != nil {
-		return fmt.Errorf("index ValkeyClusters by certificate Secret: %w", err)
-	}
-	return membership.AddIndex(ctx, idx)
-}
+// certificateSecrets indexes ValkeyClusters by spec.tls.certificate.secretName.
+var certificateSecrets = watches.SecretRefs{Index: "spec.tls.certificate.secretName", Names: certificateSecretName}
 
 // certificateSecretName is the certificate Secret a cluster names, if any.
-func certificateSecretName(o client.Object) []string {
-	vc := o.(*v1alpha1.ValkeyCluster)
-	if vc.Spec.TLS == nil || vc.Spec.TLS.Certificate.SecretName == "" {
+func certificateSecretName(vc *v1alpha1.ValkeyCluster) []string {
+	if vc.Spec.TLS == nil {
 		return nil
 	}
 	return []string{vc.Spec.TLS.Certificate.SecretName}
@@ -42,24 +27,8 @@ func certificateSecretName(o client.Object) []string {
 // clustersOfSecret maps a Secret to the clusters it matters to: those naming it as
 // their certificate Secret, and the cluster whose copy or system users' Secret it is.
 func (r *Reconciler) clustersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	var out []reconcile.Request
-	var list v1alpha1.ValkeyClusterList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
-		client.MatchingFields{indexCertificateSecret: o.GetName()}); err == nil {
-		for _, vc := range list.Items {
-			out = append(out, request(vc.Namespace, vc.Name))
-		}
-	}
-	labels := o.GetLabels()
-	if cluster := labels[v1alpha1.LabelInstance]; cluster != "" && labels[v1alpha1.LabelManagedBy] == v1alpha1.ManagedBy &&
-		(o.GetName() == v1alpha1.TLSSecretName(cluster) || o.GetName() == v1alpha1.SystemUsersSecretName(cluster)) {
-		out = append(out, request(o.GetNamespace(), cluster))
-	}
-	return out
-}
-
-func request(namespace, name string) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}
+	return append(certificateSecrets.Clusters(ctx, r.Client, o),
+		watches.OperatorSecretOf(o, v1alpha1.TLSSecretName, v1alpha1.SystemUsersSecretName)...)
 }
 
 // clusterChanged passes the cluster events that matter: a cluster with TLS (or with

@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -29,6 +31,7 @@ type Keeper struct {
 	Secret types.NamespacedName
 
 	current atomic.Pointer[tls.Certificate]
+	ca      atomic.Pointer[[]byte]
 }
 
 // Reconcile loads the serving certificate from the Secret. A missing or broken Secret
@@ -51,6 +54,8 @@ func (k *Keeper) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.
 		log.FromContext(ctx).Info("serving certificate loaded", "secret", k.Secret, "notAfter", pair.Leaf.NotAfter)
 	}
 	k.current.Store(&pair)
+	ca := append([]byte(nil), secret.Data[KeyCACert]...)
+	k.ca.Store(&ca)
 	return reconcile.Result{}, nil
 }
 
@@ -61,6 +66,29 @@ func (k *Keeper) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) 
 		return nil, errNoCertificate
 	}
 	return cert, nil
+}
+
+// InjectedChecker is a readiness check that passes once every webhook of the
+// configuration trusts the CA of the loaded certificate: the chart installs it failing
+// closed, so until then the API server refuses what the webhooks admit, and a replica
+// must not count as ready.
+func (k *Keeper) InjectedChecker(configuration string) func(*http.Request) error {
+	return func(r *http.Request) error {
+		ca := k.ca.Load()
+		if ca == nil || len(*ca) == 0 {
+			return errNoCertificate
+		}
+		cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := k.Client.Get(r.Context(), types.NamespacedName{Name: configuration}, cfg); err != nil {
+			return fmt.Errorf("read webhook configuration %s: %w", configuration, err)
+		}
+		for _, w := range cfg.Webhooks {
+			if !bytes.Contains(w.ClientConfig.CABundle, bytes.TrimSpace(*ca)) {
+				return fmt.Errorf("webhook %s does not trust the serving CA yet", w.Name)
+			}
+		}
+		return nil
+	}
 }
 
 // Checker is a readiness check that passes once a certificate is loaded.

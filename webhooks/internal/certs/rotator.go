@@ -32,8 +32,8 @@ type Rotator struct {
 	WebhookConfiguration string
 	// Issuer describes the certificates.
 	Issuer Issuer
-	// Now returns the current time (time.Now when nil).
-	Now func() time.Time
+	// Clock returns the current time (time.Now when nil).
+	Clock func() time.Time
 }
 
 // Reconcile brings the Secret and the caBundle in line, then asks to run again when
@@ -69,10 +69,10 @@ func (r *Rotator) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile
 
 // now returns the rotator's clock.
 func (r *Rotator) now() time.Time {
-	if r.Now == nil {
+	if r.Clock == nil {
 		return time.Now()
 	}
-	return r.Now()
+	return r.Clock()
 }
 
 // getSecret reads the Secret; it returns nil when the Secret does not exist.
@@ -130,16 +130,13 @@ func (r *Rotator) injectCABundle(ctx context.Context, trust []byte) error {
 	if err != nil {
 		return fmt.Errorf("get validating webhook configuration %s: %w", r.WebhookConfiguration, err)
 	}
+	// Only the CA bundle is ours: the chart owns everything else of the configuration
+	// (failurePolicy among it), so a helm upgrade or a GitOps sync never fights us.
 	patched := cfg.DeepCopy()
-	fail := admissionregistrationv1.Fail
 	for i := range patched.Webhooks {
 		patched.Webhooks[i].ClientConfig.CABundle = trust
-		// The chart installs the configuration failing open: until the API server can
-		// verify us, refusing every write would block the cluster. From now on it can,
-		// so the webhooks fail closed.
-		patched.Webhooks[i].FailurePolicy = &fail
 	}
-	if sameCABundles(cfg, patched) && failClosed(cfg) {
+	if sameCABundles(cfg, patched) {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(cfg, client.MergeFromWithOptimisticLock{})
@@ -148,16 +145,6 @@ func (r *Rotator) injectCABundle(ctx context.Context, trust []byte) error {
 	}
 	log.FromContext(ctx).Info("set caBundle", "validatingWebhookConfiguration", r.WebhookConfiguration)
 	return nil
-}
-
-// failClosed reports whether every webhook of the configuration fails closed.
-func failClosed(c *admissionregistrationv1.ValidatingWebhookConfiguration) bool {
-	for _, w := range c.Webhooks {
-		if w.FailurePolicy == nil || *w.FailurePolicy != admissionregistrationv1.Fail {
-			return false
-		}
-	}
-	return true
 }
 
 // sameCABundles reports whether two versions of a configuration trust the same CAs.

@@ -50,7 +50,7 @@ type clock struct{ now time.Time }
 func (c *clock) Now() time.Time { return c.now }
 
 func newRotator(c client.Client, clk *clock) *Rotator {
-	return &Rotator{Client: c, Secret: secretKey, WebhookConfiguration: "valkey-operator", Issuer: issuer, Now: clk.Now}
+	return &Rotator{Client: c, Secret: secretKey, WebhookConfiguration: "valkey-operator", Issuer: issuer, Clock: clk.Now}
 }
 
 func reconcileOnce(t *testing.T, r *Rotator) reconcile.Result {

@@ -4,34 +4,43 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"testing"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// TestCRDDescribesEveryField keeps `kubectl explain` useful: every field under spec
-// of both CRDs has a description.
-func TestCRDDescribesEveryField(t *testing.T) {
-	for _, file := range []string{"valkey.io_valkeyclusters.yaml", "valkey.io_valkeynodes.yaml"} {
-		t.Run(file, func(t *testing.T) {
+var _ = Describe("The CRDs", func() {
+	// `kubectl explain` stays useful: every field under spec of both CRDs has a
+	// description.
+	DescribeTable("describe every field",
+		func(file string) {
 			data, err := os.ReadFile(filepath.Join(repoRoot, "config", "crd", file))
-			if err != nil {
-				t.Fatal(err)
-			}
+			Expect(err).NotTo(HaveOccurred())
 			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := yaml.Unmarshal(data, crd); err != nil {
-				t.Fatal(err)
-			}
+			Expect(yaml.Unmarshal(data, crd)).To(Succeed())
 			spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 			var missing []string
 			undescribed(spec, "spec", &missing)
-			if len(missing) > 0 {
-				t.Errorf("fields without a description:\n%s", strings.Join(missing, "\n"))
-			}
-		})
-	}
-}
+			Expect(missing).To(BeEmpty(), "fields without a description:\n%s", strings.Join(missing, "\n"))
+		},
+		Entry("of ValkeyCluster", "valkey.io_valkeyclusters.yaml"),
+		Entry("of ValkeyNode", "valkey.io_valkeynodes.yaml"),
+	)
+
+	// The command users will run.
+	It("are explained by kubectl explain", func() {
+		r := runKubectl("explain", "valkeycluster.spec", "--recursive")
+		Expect(r.err).NotTo(HaveOccurred(), "kubectl explain:\n%s", r.stderr)
+		for _, field := range []string{"shards", "replicasPerShard", "persistence", "topologySpreadConstraints", "users", "workloadType"} {
+			Expect(r.stdout).To(ContainSubstring(field), "kubectl explain shows %s", field)
+		}
+		r = runKubectl("explain", "valkeycluster.spec.users.passwordSecret")
+		Expect(r.err).NotTo(HaveOccurred(), "kubectl explain of a nested field")
+		Expect(r.stdout).To(And(ContainSubstring("DESCRIPTION"), ContainSubstring("rotation")), "kubectl explain of a nested field shows a description")
+	})
+})
 
 // undescribed appends the paths of the properties of s that lack a description.
 func undescribed(s apiextensionsv1.JSONSchemaProps, path string, missing *[]string) {
@@ -54,22 +63,5 @@ func undescribed(s apiextensionsv1.JSONSchemaProps, path string, missing *[]stri
 func undescribedChildren(s apiextensionsv1.JSONSchemaProps, path string, missing *[]string) {
 	for name, p := range s.Properties {
 		undescribed(p, path+"."+name, missing)
-	}
-}
-
-// TestKubectlExplain runs the command users will run.
-func TestKubectlExplain(t *testing.T) {
-	out, errOut, err := runKubectl(t, "explain", "valkeycluster.spec", "--recursive")
-	if err != nil {
-		t.Fatalf("kubectl explain: %v\n%s", err, errOut)
-	}
-	for _, field := range []string{"shards", "replicasPerShard", "persistence", "topologySpreadConstraints", "users", "workloadType"} {
-		if !strings.Contains(out, field) {
-			t.Errorf("kubectl explain does not show %s", field)
-		}
-	}
-	out, _, err = runKubectl(t, "explain", "valkeycluster.spec.users.passwordSecret")
-	if err != nil || !strings.Contains(out, "DESCRIPTION") || !strings.Contains(out, "rotation") {
-		t.Errorf("kubectl explain of a nested field shows no description: %v\n%s", err, out)
 	}
 }

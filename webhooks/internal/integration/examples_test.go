@@ -8,112 +8,137 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
+	"sync"
 	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 )
 
 // minInvalidExamples is the least number of refused manifests the docs must show.
 const minInvalidExamples = 25
 
-// runKubectl runs kubectl as a cluster admin and returns its output and whether it
-// succeeded.
-func runKubectl(t *testing.T, args ...string) (stdout, stderr string, err error) {
-	t.Helper()
+// kubectlRun is what one kubectl command printed and whether it succeeded.
+type kubectlRun struct {
+	stdout, stderr string
+	err            error
+}
+
+// runKubectl runs kubectl as a cluster admin.
+func runKubectl(args ...string) kubectlRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
 	cmd := exec.CommandContext(ctx, kubectlPath, append([]string{"--kubeconfig=" + kubeconfig}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	return out.String(), errOut.String(), err
+	err := cmd.Run()
+	return kubectlRun{out.String(), errOut.String(), err}
 }
 
 // serverDryRun submits a manifest the way a user checks one: through admission and
 // validation, without storing it.
-func serverDryRun(t *testing.T, file string) (stdout, stderr string, err error) {
-	t.Helper()
-	return runKubectl(t, "create", "--dry-run=server", "--namespace=default", "-f", file)
+func serverDryRun(file string) kubectlRun {
+	return runKubectl("create", "--dry-run=server", "--namespace=default", "-f", file)
 }
 
-func examples(t *testing.T, dir string) []string {
-	t.Helper()
+// dryRunAll submits every file at once (kubectl takes a while to start) and returns the
+// runs by file.
+func dryRunAll(files []string) map[string]kubectlRun {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	out := map[string]kubectlRun{}
+	for _, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := serverDryRun(f)
+			mu.Lock()
+			out[f] = r
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// examples lists the manifests of docs/examples/dir, when the spec tree is built.
+func examples(dir string) []string {
 	files, err := filepath.Glob(filepath.Join(repoRoot, "docs", "examples", dir, "*.yaml"))
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return files
 }
 
-// TestExamplesAreAccepted creates every example of docs/examples as a user would, and
-// expects each to be accepted without warnings.
-func TestExamplesAreAccepted(t *testing.T) {
-	files := examples(t, "")
-	if len(files) < 15 {
-		t.Fatalf("want an example per feature in docs/examples, found %d", len(files))
+// fileEntries makes one table entry per file, named after it.
+func fileEntries(files []string) []TableEntry {
+	var out []TableEntry
+	for _, f := range files {
+		out = append(out, Entry(filepath.Base(f), f))
 	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			t.Parallel()
-			out, errOut, err := serverDryRun(t, file)
-			if err != nil {
-				t.Fatalf("refused: %v\n%s", err, errOut)
-			}
-			if !strings.Contains(out, "created (server dry run)") {
-				t.Errorf("unexpected output %q", out)
-			}
-			if strings.Contains(errOut, "Warning") {
-				t.Errorf("an example should not draw warnings: %s", errOut)
-			}
-		})
-	}
+	return out
 }
 
-// TestInvalidExamplesAreRefused submits every manifest of docs/examples/invalid and
-// expects the refusal its first line announces (with the field path).
-func TestInvalidExamplesAreRefused(t *testing.T) {
-	files := examples(t, "invalid")
-	if len(files) < minInvalidExamples {
-		t.Fatalf("want at least %d refused examples, found %d", minInvalidExamples, len(files))
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			t.Parallel()
-			want := expectation(t, file)
-			_, errOut, err := serverDryRun(t, file)
-			if err == nil {
-				t.Fatalf("accepted, want refused with %q", want)
-			}
-			if !strings.Contains(errOut, want) {
-				t.Errorf("want the refusal to contain %q, got:\n%s", want, errOut)
-			}
-			t.Log(strings.TrimSpace(errOut))
-		})
-	}
-}
+// Every example of docs/examples, created as a user would, is accepted without warnings.
+var _ = Describe("The examples of the docs", Ordered, func() {
+	files := examples("")
+	var runs map[string]kubectlRun
+	BeforeAll(func() { runs = dryRunAll(files) })
+
+	It("show every feature", func() {
+		Expect(len(files)).To(BeNumerically(">=", 15), "want an example per feature in docs/examples")
+	})
+
+	DescribeTable("are accepted without warnings",
+		func(file string) {
+			r := runs[file]
+			Expect(r.err).NotTo(HaveOccurred(), "refused:\n%s", r.stderr)
+			Expect(r.stdout).To(ContainSubstring("created (server dry run)"))
+			Expect(r.stderr).NotTo(ContainSubstring("Warning"), "an example should not draw warnings")
+		},
+		fileEntries(files),
+	)
+})
+
+// Every manifest of docs/examples/invalid is refused as its first line announces (with
+// the field path).
+var _ = Describe("The invalid examples of the docs", Ordered, func() {
+	files := examples("invalid")
+	var runs map[string]kubectlRun
+	BeforeAll(func() { runs = dryRunAll(files) })
+
+	It("are many", func() {
+		Expect(len(files)).To(BeNumerically(">=", minInvalidExamples), "refused examples in docs/examples/invalid")
+	})
+
+	DescribeTable("are refused with the refusal they announce",
+		func(file string) {
+			want := expectation(file)
+			r := runs[file]
+			Expect(r.err).To(HaveOccurred(), "accepted, want refused with %q", want)
+			Expect(r.stderr).To(ContainSubstring(want))
+			GinkgoWriter.Println(strings.TrimSpace(r.stderr))
+		},
+		fileEntries(files),
+	)
+})
 
 // expectation reads the "# expect: <text>" first line of an invalid example.
-func expectation(t *testing.T, file string) string {
-	t.Helper()
+func expectation(file string) string {
+	GinkgoHelper()
 	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = f.Close() }()
 	line, err := bufio.NewReader(f).ReadString('\n')
-	if err != nil {
-		t.Fatalf("read first line: %v", err)
-	}
+	Expect(err).NotTo(HaveOccurred(), "read first line")
 	want, ok := strings.CutPrefix(strings.TrimSpace(line), "# expect: ")
-	if !ok || !strings.Contains(want, ".") {
-		t.Fatalf("first line must be `# expect: <message with the field path>`, got %q", line)
-	}
+	Expect(ok && strings.Contains(want, ".")).To(BeTrue(), "first line must be `# expect: <message with the field path>`, got %q", line)
 	return want
 }
 
-// TestShortGracePeriodIsAWarning checks that kubectl shows the warning and the
-// cluster is still created.
-func TestShortGracePeriodIsAWarning(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "short.yaml")
+// kubectl shows the warning and the cluster is still created.
+var _ = It("shows a short grace period as a warning and still creates the cluster", func() {
+	file := filepath.Join(GinkgoT().TempDir(), "short.yaml")
 	manifest := `apiVersion: valkey.io/v1alpha1
 kind: ValkeyCluster
 metadata:
@@ -121,15 +146,8 @@ metadata:
 spec:
   terminationGracePeriodSeconds: 5
 `
-	if err := os.WriteFile(file, []byte(manifest), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, errOut, err := serverDryRun(t, file)
-	if err != nil {
-		t.Fatalf("refused: %v\n%s", err, errOut)
-	}
-	const want = "Warning: spec.terminationGracePeriodSeconds: 5 s is shorter than the 15 s"
-	if !strings.Contains(errOut, want) {
-		t.Errorf("want %q on stderr, got %q", want, errOut)
-	}
-}
+	Expect(os.WriteFile(file, []byte(manifest), 0o600)).To(Succeed())
+	r := serverDryRun(file)
+	Expect(r.err).NotTo(HaveOccurred(), "refused:\n%s", r.stderr)
+	Expect(r.stderr).To(ContainSubstring("Warning: spec.terminationGracePeriodSeconds: 5 s is shorter than the 15 s"))
+})

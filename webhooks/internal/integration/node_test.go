@@ -3,9 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
-	"strings"
-	"testing"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,14 +26,12 @@ func newNode() *v1alpha1.ValkeyNode {
 	}
 }
 
-// createNode stores a node as the operator; the test's cleanup removes it.
-func createNode(t *testing.T) *v1alpha1.ValkeyNode {
-	t.Helper()
+// createNode stores a node as the operator; it is removed when the spec ends.
+func createNode() *v1alpha1.ValkeyNode {
+	GinkgoHelper()
 	n := newNode()
-	if err := operator.Create(context.Background(), n); err != nil {
-		t.Fatalf("the operator could not create a ValkeyNode: %v", err)
-	}
-	t.Cleanup(func() {
+	Expect(operator.Create(context.Background(), n)).To(Succeed(), "the operator could not create a ValkeyNode")
+	DeferCleanup(func() {
 		ctx := context.Background()
 		latest := &v1alpha1.ValkeyNode{}
 		if err := operator.Get(ctx, client.ObjectKeyFromObject(n), latest); err != nil {
@@ -46,76 +44,62 @@ func createNode(t *testing.T) *v1alpha1.ValkeyNode {
 	return n
 }
 
-func expectForbidden(t *testing.T, err error) {
-	t.Helper()
-	if !apierrors.IsForbidden(err) {
-		t.Fatalf("want Forbidden, got %v", err)
-	}
-	if !strings.Contains(err.Error(), "only its service accounts") || !strings.Contains(err.Error(), `user "admin"`) {
-		t.Errorf("the refusal should say who may write ValkeyNodes and who tried: %v", err)
-	}
+// expectForbidden checks a refusal that says who may write ValkeyNodes and who tried.
+func expectForbidden(err error) {
+	GinkgoHelper()
+	Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
+	Expect(err.Error()).To(ContainSubstring("only its service accounts"), "the refusal says who may write ValkeyNodes")
+	Expect(err.Error()).To(ContainSubstring(`user "admin"`), "the refusal says who tried")
 }
 
-// TestValkeyNodeIdentityRule goes through the API server with two identities: the
-// operator's service account and a cluster admin.
-func TestValkeyNodeIdentityRule(t *testing.T) {
+// The identity rule through the API server with two identities: the operator's service
+// account and a cluster admin.
+var _ = Describe("The ValkeyNode identity rule", func() {
 	ctx := context.Background()
-	t.Run("the operator creates and updates", func(t *testing.T) {
-		n := createNode(t)
+
+	It("lets the operator create and update", func() {
+		n := createNode()
 		n.Spec.Revision = 2
 		n.Labels[v1alpha1.LabelRole] = string(v1alpha1.RoleReplica)
-		if err := operator.Update(ctx, n); err != nil {
-			t.Fatalf("operator update refused: %v", err)
-		}
+		Expect(operator.Update(ctx, n)).To(Succeed(), "operator update")
 		n.Status.Role = v1alpha1.RoleReplica
-		if err := operator.Status().Update(ctx, n); err != nil {
-			t.Fatalf("operator status update refused: %v", err)
-		}
+		Expect(operator.Status().Update(ctx, n)).To(Succeed(), "operator status update")
 	})
-	t.Run("the operator's invalid spec is refused with the field path", func(t *testing.T) {
+	It("refuses the operator's invalid spec with the field path", func() {
 		n := newNode()
 		n.Spec.Config = map[string]string{"dir": "/tmp"}
 		err := operator.Create(ctx, n)
-		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.config[dir]: Forbidden") {
-			t.Fatalf("want Invalid on spec.config[dir], got %v", err)
-		}
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.config[dir]: Forbidden"))
 	})
-	t.Run("an admin may not create", func(t *testing.T) {
-		expectForbidden(t, admin.Create(ctx, newNode()))
+	It("forbids an admin to create", func() {
+		expectForbidden(admin.Create(ctx, newNode()))
 	})
-	t.Run("an admin may not change the spec", func(t *testing.T) {
-		n := createNode(t)
+	It("forbids an admin to change the spec", func() {
+		n := createNode()
 		n.Spec.Image = "valkey/valkey:9.1.0"
-		expectForbidden(t, admin.Update(ctx, n))
+		expectForbidden(admin.Update(ctx, n))
 	})
-	t.Run("an admin may not change a label", func(t *testing.T) {
-		n := createNode(t)
+	It("forbids an admin to change a label", func() {
+		n := createNode()
 		n.Labels[v1alpha1.LabelShardIndex] = "7"
-		expectForbidden(t, admin.Update(ctx, n))
+		expectForbidden(admin.Update(ctx, n))
 	})
-	t.Run("an admin may not write the status", func(t *testing.T) {
-		n := createNode(t)
+	It("forbids an admin to write the status", func() {
+		n := createNode()
 		n.Status.Role = v1alpha1.RolePrimary
-		expectForbidden(t, admin.Status().Update(ctx, n))
+		expectForbidden(admin.Status().Update(ctx, n))
 	})
-	t.Run("an admin may remove the finalizers", func(t *testing.T) {
-		n := createNode(t)
+	It("lets an admin remove the finalizers", func() {
+		n := createNode()
 		n.Finalizers = nil
-		if err := admin.Update(ctx, n); err != nil {
-			t.Fatalf("finalizer removal refused: %v", err)
-		}
+		Expect(admin.Update(ctx, n)).To(Succeed(), "finalizer removal")
 	})
-	t.Run("an admin may delete", func(t *testing.T) {
-		n := createNode(t)
-		if err := admin.Delete(ctx, n); err != nil {
-			t.Fatalf("delete refused: %v", err)
-		}
+	It("lets an admin delete", func() {
+		n := createNode()
+		Expect(admin.Delete(ctx, n)).To(Succeed())
 		latest := &v1alpha1.ValkeyNode{}
-		if err := admin.Get(ctx, client.ObjectKeyFromObject(n), latest); err != nil {
-			t.Fatal(err)
-		}
-		if latest.DeletionTimestamp == nil {
-			t.Error("the node should be marked for deletion (held by its finalizer)")
-		}
+		Expect(admin.Get(ctx, client.ObjectKeyFromObject(n), latest)).To(Succeed())
+		Expect(latest.DeletionTimestamp).NotTo(BeNil(), "the node should be marked for deletion (held by its finalizer)")
 	})
-}
+})

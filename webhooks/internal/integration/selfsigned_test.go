@@ -9,9 +9,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"testing"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,20 +27,18 @@ import (
 const certNamespace = "webhook-certs"
 
 // selfSignedSetup creates the namespace and a webhook configuration that matches no
-// real request (so it cannot disturb other tests), for the rotator to patch.
-func selfSignedSetup(t *testing.T) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	t.Helper()
+// real request (so it cannot disturb other specs), for the rotator to patch.
+func selfSignedSetup() *admissionregistrationv1.ValidatingWebhookConfiguration {
+	GinkgoHelper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: certNamespace}}
-	if err := admin.Create(ctx, ns); err != nil {
-		t.Fatal(err)
-	}
+	Expect(admin.Create(ctx, ns)).To(Succeed())
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "self-signed-test"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name: "nothing.example.com", AdmissionReviewVersions: []string{"v1"},
 			SideEffects:   ptr.To(admissionregistrationv1.SideEffectClassNone),
-			FailurePolicy: ptr.To(admissionregistrationv1.Ignore), // as the chart installs it
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail), // as the chart installs it
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
 				Namespace: certNamespace, Name: "hooks", Path: ptr.To("/nothing")}},
 			Rules: []admissionregistrationv1.RuleWithOperations{{
@@ -48,23 +47,19 @@ func selfSignedSetup(t *testing.T) *admissionregistrationv1.ValidatingWebhookCon
 			}},
 		}},
 	}
-	if err := admin.Create(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = admin.Delete(context.Background(), cfg) })
+	Expect(admin.Create(ctx, cfg)).To(Succeed())
+	DeferCleanup(func() { _ = admin.Delete(context.Background(), cfg) })
 	return cfg
 }
 
-// TestSelfSignedMode runs the binary's manager in self-signed mode against the API
-// server: it must write its Secret, set the caBundle, serve the certificate for the
-// Service's names, report ready, and repair a deleted Secret or a reset caBundle.
-func TestSelfSignedMode(t *testing.T) {
-	cfg := selfSignedSetup(t)
-	port, probePort := freePort(t), freePort(t)
+// The binary's manager in self-signed mode against the API server: it must write its
+// Secret, set the caBundle, serve the certificate for the Service's names, report ready,
+// and repair a deleted Secret or a reset caBundle.
+var _ = It("runs in self-signed mode: issues, trusts, serves and repairs its certificate", func() {
+	cfg := selfSignedSetup()
+	port, probePort := freePort(), freePort()
 	operators, err := handlers.ParseServiceAccounts("valkey-system:valkey-operator-cluster-controller")
-	if err != nil {
-		t.Fatal(err)
-	}
+	Expect(err).NotTo(HaveOccurred())
 	secretKey := types.NamespacedName{Namespace: certNamespace, Name: "webhook-cert"}
 	mgr, err := server.NewManager(env.Config, server.Options{
 		CertMode: server.CertModeSelfSigned, CertSecret: secretKey, WebhookConfiguration: cfg.Name,
@@ -73,58 +68,43 @@ func TestSelfSignedMode(t *testing.T) {
 		MetricsAddr: "0", ProbeAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(probePort)),
 		LeaderElection: true, LeaderElectionNamespace: certNamespace, LeaderElectionID: "webhooks-test",
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
+	DeferCleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
+		Expect(<-done).To(Succeed(), "the manager")
+	})
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	first := waitServing(t, cfg.Name, secretKey, addr)
-	waitReady(t, probePort)
+	first := waitServing(cfg.Name, secretKey, addr)
+	waitReady(probePort)
 
-	// A deleted Secret is issued again, and the new CA is trusted.
-	if err := admin.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: certNamespace, Name: secretKey.Name}}); err != nil {
-		t.Fatal(err)
-	}
-	second := waitServing(t, cfg.Name, secretKey, addr)
-	if bytes.Equal(first, second) {
-		t.Error("a deleted Secret should have been issued again with a new CA")
-	}
+	By("issuing a deleted Secret again, and trusting the new CA")
+	Expect(admin.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: certNamespace, Name: secretKey.Name}})).To(Succeed())
+	second := waitServing(cfg.Name, secretKey, addr)
+	Expect(bytes.Equal(first, second)).To(BeFalse(), "a deleted Secret should have been issued again with a new CA")
 
-	// A caBundle reset (as a chart upgrade would do) is set again.
+	By("setting a reset caBundle again (as after a chart upgrade)")
 	latest := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := admin.Get(ctx, types.NamespacedName{Name: cfg.Name}, latest); err != nil {
-		t.Fatal(err)
-	}
+	Expect(admin.Get(ctx, types.NamespacedName{Name: cfg.Name}, latest)).To(Succeed())
 	latest.Webhooks[0].ClientConfig.CABundle = nil
-	if err := admin.Update(ctx, latest); err != nil {
-		t.Fatal(err)
-	}
-	waitServing(t, cfg.Name, secretKey, addr)
-}
+	Expect(admin.Update(ctx, latest)).To(Succeed())
+	waitServing(cfg.Name, secretKey, addr)
+})
 
 // waitServing waits until the Secret holds a CA, the configuration's caBundle is that
 // CA, and the server presents a certificate for the Service name that the caBundle
 // trusts. It returns the CA.
-func waitServing(t *testing.T, configName string, secretKey types.NamespacedName, addr string) []byte {
-	t.Helper()
-	var last error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		var ca []byte
-		if ca, last = servingCA(configName, secretKey, addr); last == nil {
-			return ca
-		}
-	}
-	t.Fatalf("self-signed mode did not converge: %v", last)
-	return nil
+func waitServing(configName string, secretKey types.NamespacedName, addr string) []byte {
+	GinkgoHelper()
+	var ca []byte
+	Eventually(func() (err error) {
+		ca, err = servingCA(configName, secretKey, addr)
+		return err
+	}).Should(Succeed(), "self-signed mode converges")
+	return ca
 }
 
 // servingCA checks the three conditions of waitServing once.
@@ -144,7 +124,7 @@ func servingCA(configName string, secretKey types.NamespacedName, addr string) (
 		return nil, fmt.Errorf("caBundle does not hold the Secret's CA yet")
 	}
 	if fp := cfg.Webhooks[0].FailurePolicy; fp == nil || *fp != admissionregistrationv1.Fail {
-		return nil, fmt.Errorf("the webhook does not fail closed yet")
+		return nil, fmt.Errorf("the rotator changed the chart's failurePolicy to %v", fp)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(bundle)
@@ -164,22 +144,16 @@ func servingCA(configName string, secretKey types.NamespacedName, addr string) (
 }
 
 // waitReady waits for /readyz of the probe endpoint to answer 200.
-func waitReady(t *testing.T, port int) {
-	t.Helper()
+func waitReady(port int) {
+	GinkgoHelper()
 	url := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
 	httpClient := &http.Client{Timeout: 2 * time.Second}
-	var last string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	Eventually(func() (int, error) {
 		resp, err := httpClient.Get(url)
 		if err != nil {
-			last = err.Error()
-			continue
+			return 0, err
 		}
 		_ = resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return
-		}
-		last = resp.Status
-	}
-	t.Fatalf("/readyz never answered 200: %s", last)
+		return resp.StatusCode, nil
+	}).Should(Equal(http.StatusOK), "/readyz answers 200")
 }

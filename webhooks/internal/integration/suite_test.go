@@ -1,22 +1,21 @@
 // Package integration runs the webhooks against a real kube-apiserver (envtest, with
-// the project's cached Kubernetes binaries): manifests go through the API server's
-// schema validation and then through the webhook server, exactly as a user's
-// kubectl apply would.
+// the project's cached Kubernetes binaries; see internal/envtestenv): manifests go
+// through the API server's schema validation and then through the webhook server,
+// exactly as a user's kubectl apply would. It is the webhooks' Ginkgo suite.
 package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -27,6 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/envtestenv"
+	operatorsetup "github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/testsuite"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/handlers"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/server"
 	"github.com/valkey-operator/valkey-operator/webhooks/paths"
@@ -36,13 +38,12 @@ import (
 const (
 	operatorNamespace = "valkey-system"
 	operatorUser      = "system:serviceaccount:" + operatorNamespace + ":valkey-operator-cluster-controller"
-	kubernetesVersion = "v1.37.2"
 )
 
 var (
 	// repoRoot is the directory of go.work.
-	repoRoot string
-	// env is the API server of the package.
+	repoRoot = mustRepoRoot()
+	// env is the API server of the suite.
 	env *envtest.Environment
 	// admin is a cluster admin (group system:masters), like a user of kind.
 	admin client.Client
@@ -52,105 +53,40 @@ var (
 	kubectlPath, kubeconfig string
 )
 
-func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
+func TestIntegration(t *testing.T) { testsuite.Run(t, "webhooks") }
 
-// runSuite starts the API server and the webhook server once for the package, runs
-// the tests and stops every process it started.
-func runSuite(m *testing.M) int {
-	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	var err error
-	if repoRoot, err = findRepoRoot(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	assets, err := binaryAssets(repoRoot)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+// The suite starts the API server with the webhooks registered and the webhook server
+// once, and stops both at the end.
+var _ = BeforeSuite(func() {
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter)))
+	assets, err := envtestenv.Assets("etcd", "kube-apiserver", "kubectl")
+	Expect(err).NotTo(HaveOccurred())
 	kubectlPath = filepath.Join(assets, "kubectl")
-	tmp, err := os.MkdirTemp("", "webhooks-integration-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	kubeconfig = filepath.Join(tmp, "kubeconfig")
-	env = &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		UseExistingCluster:    ptr.To(false),
-		CRDDirectoryPaths:     []string{filepath.Join(repoRoot, "config", "crd")},
-		ErrorIfCRDPathMissing: true,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{webhookConfiguration()},
-		},
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop the API server:", err)
-		}
-	}()
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start the API server:", err)
-		return 1
-	}
+	kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	env, err = envtestenv.Environment(envtestenv.Options{
+		ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{webhookConfiguration()},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(envtestenv.Stop) // after the webhooks' manager, registered below
 	ctx, cancel := context.WithCancel(context.Background())
-	done, err := startWebhooks(ctx, cfg)
-	if err != nil {
+	done, err := startWebhooks(ctx, env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
 		cancel()
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() {
-		cancel()
-		<-done
-	}()
-	if err := connectUsers(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if err := waitForWebhooks(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
+		Expect(<-done).To(Succeed(), "the webhooks manager")
+	})
+	Expect(connectUsers(env.Config)).To(Succeed())
+	waitForWebhooks(ctx)
+})
 
-// findRepoRoot walks up from the working directory to the directory of go.work.
-func findRepoRoot() (string, error) {
-	dir, err := os.Getwd()
+func mustRepoRoot() string {
+	root, err := envtestenv.RepoRoot()
 	if err != nil {
-		return "", fmt.Errorf("find repository root: %w", err)
+		panic(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("find repository root: no go.work above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// binaryAssets finds etcd, kube-apiserver and kubectl: KUBEBUILDER_ASSETS, or the
-// binaries `make local-build` caches in the repository.
-func binaryAssets(root string) (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		dir = filepath.Join(root, ".cache", "k8s", kubernetesVersion, "bin")
-	}
-	for _, bin := range []string{"etcd", "kube-apiserver", "kubectl"} {
-		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			return "", fmt.Errorf("the integration tests need %s in %s (%w): run `make local-build` "+
-				"to build the Kubernetes binaries, or point KUBEBUILDER_ASSETS at a directory holding them", bin, dir, err)
-		}
-	}
-	return dir, nil
+	return root
 }
 
 // webhookConfiguration registers both webhooks as the chart does; envtest rewrites the
@@ -183,8 +119,8 @@ func webhookConfiguration() *admissionregistrationv1.ValidatingWebhookConfigurat
 }
 
 // startWebhooks runs the binary's manager in external certificate mode on the address
-// and certificate envtest prepared; done closes when it has stopped.
-func startWebhooks(ctx context.Context, cfg *rest.Config) (<-chan struct{}, error) {
+// and certificate envtest prepared; done gets the manager's outcome when it has stopped.
+func startWebhooks(ctx context.Context, cfg *rest.Config) (<-chan error, error) {
 	operators, err := handlers.ParseServiceAccounts(strings.TrimPrefix(operatorUser, "system:serviceaccount:"))
 	if err != nil {
 		return nil, err
@@ -198,22 +134,15 @@ func startWebhooks(ctx context.Context, cfg *rest.Config) (<-chan struct{}, erro
 	if err != nil {
 		return nil, fmt.Errorf("build the webhooks manager: %w", err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "webhooks manager:", err)
-		}
-	}()
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
 	return done, nil
 }
 
 // connectUsers builds the clients of the tests.
 func connectUsers(cfg *rest.Config) error {
-	scheme, err := server.NewScheme()
-	if err != nil {
-		return err
-	}
+	scheme := operatorsetup.Scheme()
+	var err error
 	if admin, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}
@@ -241,39 +170,21 @@ func connectUsers(cfg *rest.Config) error {
 
 // waitForWebhooks waits until the API server reaches the webhook server: an invalid
 // cluster is then refused by the webhook (not by a connection error).
-func waitForWebhooks(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
+func waitForWebhooks(ctx context.Context) {
+	GinkgoHelper()
 	probe := &v1alpha1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "default"},
 		Spec:       v1alpha1.ValkeyClusterSpec{Config: map[string]string{"port": "1"}},
 	}
-	var last error
-	for ctx.Err() == nil {
-		last = admin.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		if last != nil && strings.Contains(last.Error(), "spec.config[port]") {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("the webhook server did not answer the API server: %v", last)
+	Eventually(func() error { return admin.Create(ctx, probe.DeepCopy(), client.DryRunAll) }).
+		Should(MatchError(ContainSubstring("spec.config[port]")), "the webhook server answers the API server")
 }
 
 // freePort returns a loopback port nobody listens on right now.
-func freePort(t *testing.T) int {
-	t.Helper()
+func freePort() int {
+	GinkgoHelper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = ln.Close() }()
-	_, port, err := net.SplitHostPort(ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return ln.Addr().(*net.TCPAddr).Port
 }

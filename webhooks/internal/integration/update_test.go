@@ -3,9 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
-	"strings"
-	"testing"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -14,17 +14,15 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
-// createCluster stores a cluster built by mutate and deletes it when the test ends.
-func createCluster(t *testing.T, name string, mutate func(c *v1alpha1.ValkeyCluster)) *v1alpha1.ValkeyCluster {
-	t.Helper()
+// createCluster stores a cluster built by mutate and deletes it when the spec ends.
+func createCluster(name string, mutate func(c *v1alpha1.ValkeyCluster)) *v1alpha1.ValkeyCluster {
+	GinkgoHelper()
 	c := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
 	if mutate != nil {
 		mutate(c)
 	}
-	if err := admin.Create(context.Background(), c); err != nil {
-		t.Fatalf("create %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = admin.Delete(context.Background(), c) })
+	Expect(admin.Create(context.Background(), c)).To(Succeed(), "create %s", name)
+	DeferCleanup(func() { _ = admin.Delete(context.Background(), c) })
 	return c
 }
 
@@ -40,64 +38,49 @@ func withTLS(secret string) func(c *v1alpha1.ValkeyCluster) {
 	}
 }
 
-// TestUpdateRules changes stored clusters through the API server and expects the
-// rules that compare old and new to hold.
-func TestUpdateRules(t *testing.T) {
-	for i, tc := range []struct {
-		name    string
-		initial func(c *v1alpha1.ValkeyCluster)
-		change  func(c *v1alpha1.ValkeyCluster)
-		want    string
-	}{
-		{name: "scale shards out", change: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = 6 }},
-		{name: "scale shards in", change: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = 1 }},
-		{name: "scale replicas", change: func(c *v1alpha1.ValkeyCluster) { c.Spec.ReplicasPerShard = ptr.To[int32](0) }},
-		{name: "rename the TLS secret", initial: withTLS("a"), change: withTLS("b")},
-		{name: "grow the volumes", initial: withPersistence("1Gi", nil), change: withPersistence("2Gi", nil)},
-		{name: "label only", change: func(c *v1alpha1.ValkeyCluster) { c.Labels = map[string]string{"team": "cache"} }},
-		{name: "change the workload type",
-			change: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = v1alpha1.WorkloadPod },
-			want:   `spec.workloadType: Invalid value: "Pod": is immutable (was StatefulSet)`},
-		{name: "add persistence", change: withPersistence("1Gi", nil),
-			want: "spec.persistence: Forbidden: persistence cannot be added after creation"},
-		{name: "remove persistence", initial: withPersistence("1Gi", nil),
-			change: func(c *v1alpha1.ValkeyCluster) { c.Spec.Persistence = nil },
-			want:   "spec.persistence: Forbidden: persistence cannot be removed after creation"},
-		{name: "shrink the volumes", initial: withPersistence("2Gi", nil), change: withPersistence("1Gi", nil),
-			want: `spec.persistence.size: Invalid value: "1Gi": can only grow (was 2Gi)`},
-		{name: "change the storage class", initial: withPersistence("1Gi", ptr.To("slow")), change: withPersistence("1Gi", ptr.To("fast")),
-			want: `spec.persistence.storageClassName: Invalid value: "fast": is immutable (was "slow")`},
-		{name: "turn TLS on", change: withTLS("a"), want: "spec.tls: Forbidden: TLS cannot be turned on after creation"},
-		{name: "turn TLS off", initial: withTLS("a"), change: func(c *v1alpha1.ValkeyCluster) { c.Spec.TLS = nil },
-			want: "spec.tls: Forbidden: TLS cannot be turned off after creation"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := createCluster(t, fmt.Sprintf("update-%d", i), tc.initial)
-			tc.change(c)
-			err := admin.Update(context.Background(), c)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && err == nil:
-				t.Fatalf("accepted, want refused with %q", tc.want)
-			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
-				t.Errorf("want %q in %v", tc.want, err)
-			}
-		})
-	}
-}
+var updates int
 
-// TestMetadataUpdateOfAStoredClusterIsAdmitted makes sure finalizers and labels can
-// always change, so a cluster can be deleted even when its spec no longer passes.
-func TestMetadataUpdateOfAStoredClusterIsAdmitted(t *testing.T) {
-	c := createCluster(t, "metadata-only", func(c *v1alpha1.ValkeyCluster) {
+// Stored clusters changed through the API server: the rules that compare old and new
+// hold.
+var _ = DescribeTable("Updates of a stored cluster",
+	func(initial, change func(c *v1alpha1.ValkeyCluster), want string) {
+		updates++
+		c := createCluster(fmt.Sprintf("update-%d", updates), initial)
+		change(c)
+		err := admin.Update(context.Background(), c)
+		if want == "" {
+			Expect(err).NotTo(HaveOccurred(), "refused")
+			return
+		}
+		Expect(err).To(HaveOccurred(), "accepted, want refused with %q", want)
+		Expect(err.Error()).To(ContainSubstring(want))
+	},
+	Entry("scale shards out", nil, func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = 6 }, ""),
+	Entry("scale shards in", nil, func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = 1 }, ""),
+	Entry("scale replicas", nil, func(c *v1alpha1.ValkeyCluster) { c.Spec.ReplicasPerShard = ptr.To[int32](0) }, ""),
+	Entry("rename the TLS secret", withTLS("a"), withTLS("b"), ""),
+	Entry("grow the volumes", withPersistence("1Gi", nil), withPersistence("2Gi", nil), ""),
+	Entry("label only", nil, func(c *v1alpha1.ValkeyCluster) { c.Labels = map[string]string{"team": "cache"} }, ""),
+	Entry("change the workload type", nil, func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = v1alpha1.WorkloadPod },
+		`spec.workloadType: Forbidden: workloadType cannot change after creation`),
+	Entry("add persistence", nil, withPersistence("1Gi", nil), "spec.persistence: Forbidden: persistence cannot be added after creation"),
+	Entry("remove persistence", withPersistence("1Gi", nil), func(c *v1alpha1.ValkeyCluster) { c.Spec.Persistence = nil },
+		"spec.persistence: Forbidden: persistence cannot be removed after creation"),
+	Entry("shrink the volumes", withPersistence("2Gi", nil), withPersistence("1Gi", nil),
+		`spec.persistence.size: Invalid value: "1Gi": can only grow (was 2Gi)`),
+	Entry("change the storage class", withPersistence("1Gi", ptr.To("slow")), withPersistence("1Gi", ptr.To("fast")),
+		`spec.persistence.storageClassName: Forbidden: storageClassName cannot change after creation`),
+	Entry("turn TLS on", nil, withTLS("a"), "spec.tls: Forbidden: TLS cannot be turned on after creation"),
+	Entry("turn TLS off", withTLS("a"), func(c *v1alpha1.ValkeyCluster) { c.Spec.TLS = nil }, "spec.tls: Forbidden: TLS cannot be turned off after creation"),
+)
+
+// Finalizers and labels can always change, so a cluster can be deleted even when its
+// spec no longer passes.
+var _ = It("admits a metadata update of a stored cluster", func() {
+	c := createCluster("metadata-only", func(c *v1alpha1.ValkeyCluster) {
 		c.Finalizers = []string{"valkey.io/test"}
 	})
 	c.Finalizers = nil
-	if err := admin.Update(context.Background(), c); err != nil {
-		t.Fatalf("removing a finalizer was refused: %v", err)
-	}
-	if err := admin.Delete(context.Background(), c); client.IgnoreNotFound(err) != nil {
-		t.Fatal(err)
-	}
-}
+	Expect(admin.Update(context.Background(), c)).To(Succeed(), "removing a finalizer")
+	Expect(client.IgnoreNotFound(admin.Delete(context.Background(), c))).To(Succeed())
+})

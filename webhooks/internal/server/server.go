@@ -9,16 +9,14 @@ import (
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/certs"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/handlers"
 )
@@ -103,18 +101,6 @@ func (o Options) DNSNames() []string {
 	return []string{base, base + ".cluster.local"}
 }
 
-// NewScheme returns the types the binary reads: the built-in ones and valkey.io.
-func NewScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("add built-in types to scheme: %w", err)
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("add valkey.io types to scheme: %w", err)
-	}
-	return scheme, nil
-}
-
 // NewManager builds the manager with both webhooks, the certificate source and the
 // health (/healthz) and readiness (/readyz) checks. Readiness passes once the webhook
 // server answers TLS handshakes, that is once it has a certificate to serve.
@@ -122,10 +108,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	scheme, err := NewScheme()
-	if err != nil {
-		return nil, err
-	}
+	scheme := operator.Scheme()
 	certOptions := certs.Options{
 		Secret: o.CertSecret, WebhookConfiguration: o.WebhookConfiguration,
 		Issuer: certs.Issuer{CommonName: "valkey-operator-webhooks-ca", DNSNames: o.DNSNames()},
@@ -187,6 +170,12 @@ func addChecks(mgr ctrl.Manager, o Options, keeper *certs.Keeper) error {
 	}
 	if err := mgr.AddReadyzCheck("certificate", keeper.Checker); err != nil {
 		return fmt.Errorf("add certificate readiness check: %w", err)
+	}
+	if o.WebhookConfiguration == "" {
+		return nil
+	}
+	if err := mgr.AddReadyzCheck("ca-injected", keeper.InjectedChecker(o.WebhookConfiguration)); err != nil {
+		return fmt.Errorf("add CA readiness check: %w", err)
 	}
 	return nil
 }

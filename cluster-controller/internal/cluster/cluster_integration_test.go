@@ -1,0 +1,246 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// newResources is the spec change the roll specs make: it needs new pods.
+var newResources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}}
+
+func withNewResources(s *v1alpha1.ValkeyClusterSpec) { s.Resources = newResources }
+
+// hasNewResources reports whether a member runs the spec of the roll.
+func hasNewResources(vn v1alpha1.ValkeyNode) bool {
+	return vn.Spec.Resources.Requests.Memory().Cmp(resource.MustParse("64Mi")) == 0
+}
+
+// onePerShard is the owner changes of a roll that fails each of n shards over once.
+func onePerShard(n int32) map[int]int {
+	out := map[int]int{}
+	for _, slot := range firstSlots(n) {
+		out[slot] = 1
+	}
+	return out
+}
+
+var _ = Describe("The cluster-controller", func() {
+	var e *env
+	ctx := context.Background()
+
+	BeforeEach(func() { e = newEnv() })
+
+	DescribeTable("forms a cluster that serves all 16384 slots",
+		func(shards, replicas int32) {
+			e.createCluster("form", shards, replicas)
+			e.expectReady("form", time.Minute)
+
+			vc := e.cluster(Default, "form")
+			Expect(vc.Status.Shards).To(HaveLen(int(shards)))
+			for sh, st := range vc.Status.Shards {
+				var want []string
+				for _, r := range valkey.EvenRanges(int(shards))[sh] {
+					want = append(want, r.String())
+				}
+				Expect(st.Slots).To(Equal(want), "slots of shard %d", sh)
+				Expect(st.Replicas).To(HaveLen(int(replicas)), "replicas of shard %d", sh)
+			}
+			for _, typ := range []string{v1alpha1.ConditionClusterFormed, v1alpha1.ConditionSlotsAssigned} {
+				Expect(vc.Status.Conditions).To(ContainElement(HaveField("Type", typ)))
+			}
+			keys := writeKeys(e.anyServer("form"), 200)
+			expectKeys(Default, e.anyServer("form"), keys)
+		},
+		Entry("3 shards with a replica each", int32(3), int32(1)),
+		Entry("1 shard without replicas", int32(1), int32(0)),
+	)
+
+	It("replaces a replica whose pod is gone for good", Label("slow"), func() {
+		e.createCluster("heal", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) { s.WorkloadType = v1alpha1.WorkloadPod })
+		e.expectReady("heal", time.Minute)
+		lost := e.member(Default, "heal", 1, false)
+
+		Expect(e.kubelet.deletePod(ctx, &lost)).To(Succeed())
+
+		By("retiring the member once it has left the cluster")
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKeyFromObject(&lost), &v1alpha1.ValkeyNode{})
+		}).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound))
+		By("serving with full redundancy again, every server having forgotten the lost one")
+		e.expectReady("heal", time.Minute)
+		Expect(e.member(Default, "heal", 1, false).Name).NotTo(Equal(lost.Name))
+	})
+
+	It("keeps healing as the last valid spec says while the spec is invalid, and applies none of it", Label("slow"), func() {
+		e.createCluster("held", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) { s.WorkloadType = v1alpha1.WorkloadPod })
+		e.expectReady("held", time.Minute)
+		// A key the operator owns makes the whole spec invalid; the resources change in the
+		// same edit would need a roll.
+		e.update("held", func(s *v1alpha1.ValkeyClusterSpec) {
+			withNewResources(s)
+			s.Config = map[string]string{"cluster-enabled": "no"}
+		})
+		Eventually(func(g Gomega) {
+			vc := e.cluster(g, "held")
+			g.Expect(vc.Status.State).To(Equal(v1alpha1.StateInvalid))
+			progressing := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionProgressing)
+			g.Expect(progressing).NotTo(BeNil())
+			g.Expect(progressing.Message).To(ContainSubstring("keeps healing the cluster as its last valid spec says"))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		lost := e.member(Default, "held", 2, false)
+
+		Expect(e.kubelet.deletePod(ctx, &lost)).To(Succeed())
+
+		By("replacing the lost replica with a member of the applied spec")
+		Eventually(func(g Gomega) {
+			vc := e.cluster(g, "held")
+			g.Expect(vc.Status.ReadyShards).To(Equal(int32(3)))
+			g.Expect(conditions.Get(vc.Status.Conditions, v1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(e.member(g, "held", 2, false).Name).NotTo(Equal(lost.Name))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		vc := e.cluster(Default, "held")
+		Expect(vc.Status.AppliedSpec).NotTo(BeNil())
+		Expect(vc.Status.AppliedSpec.Config).NotTo(HaveKey("cluster-enabled"))
+		Expect(vc.Status.ObservedGeneration).To(BeNumerically("<", vc.Generation))
+		for _, vn := range e.members(Default, "held") {
+			Expect(hasNewResources(vn)).To(BeFalse(), "member %s got the invalid spec's resources", vn.Name)
+			Expect(vn.Spec.Config).NotTo(HaveKey("cluster-enabled"), "member %s", vn.Name)
+		}
+	})
+
+	It("heals a lost primary: its replica takes over, its pod comes back as a replica", Label("slow"), func() {
+		e.createCluster("heal", 3, 1)
+		e.expectReady("heal", time.Minute)
+		keys := writeKeys(e.anyServer("heal"), 300)
+		lost := e.member(Default, "heal", 1, true)
+		replica := e.member(Default, "heal", 1, false)
+		expectCaughtUp(e, lost.Name, replica.Name)
+
+		Expect(e.kubelet.recreatePod(ctx, &lost)).To(Succeed())
+
+		By("promoting the replica, which holds the shard's data")
+		Eventually(func(g Gomega) {
+			g.Expect(e.cluster(g, "heal").Status.Shards[1].Primary).To(Equal(replica.Name))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		e.expectReady("heal", time.Minute)
+		back := e.member(Default, "heal", 1, false)
+		Expect(back.Name).To(Equal(lost.Name))
+		Expect(back.Status.NodeID).NotTo(Equal(lost.Status.NodeID), "the pod came back empty, as a new node")
+		expectKeys(Default, e.anyServer("heal"), keys)
+	})
+
+	It("rolls a spec that needs new pods with one failover per shard", Label("slow"), func() {
+		e.createCluster("roll", 3, 1)
+		e.expectReady("roll", time.Minute)
+		keys := writeKeys(e.anyServer("roll"), 300)
+		var before []string
+		for _, vn := range e.members(Default, "roll") {
+			before = append(before, vn.Name)
+		}
+		owners := e.watchOwners(firstSlots(3)...)
+
+		e.update("roll", withNewResources)
+		e.expectReady("roll", 3*time.Minute)
+
+		for _, vn := range e.members(Default, "roll") {
+			Expect(hasNewResources(vn)).To(BeTrue(), "member %s runs the old spec", vn.Name)
+			Expect(before).NotTo(ContainElement(vn.Name), "member %s was not replaced", vn.Name)
+		}
+		Expect(owners.Stop()).To(Equal(onePerShard(3)), "slot owner changes seen by the servers")
+		Expect(e.failovers("roll", 3)).To(Equal([]int{1, 1, 1}), "failovers counted by the controller")
+		expectKeys(Default, e.anyServer("roll"), keys)
+	})
+
+	It("scales out from 3 to 4 shards, moving the keys with their slots", Label("slow"), func() {
+		e.createCluster("scale", 3, 1)
+		e.expectReady("scale", time.Minute)
+		keys := writeKeys(e.anyServer("scale"), 2000)
+
+		e.update("scale", func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = 4 })
+		e.expectReady("scale", 4*time.Minute)
+
+		vc := e.cluster(Default, "scale")
+		Expect(vc.Status.Shards).To(HaveLen(4))
+		for sh, st := range vc.Status.Shards {
+			ranges, err := valkey.ParseRanges(strings.Join(st.Slots, ","))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(valkey.CountSlots(ranges)).To(Equal(4096), "slots of shard %d", sh)
+		}
+		expectKeys(Default, e.anyServer("scale"), keys)
+		Expect(keysOn(e, "scale", 3)).To(BeNumerically(">", 0), "keys moved to the new shard")
+	})
+
+	It("completes a roll after the controller restarts halfway", Label("slow"), func() {
+		e.createCluster("restart", 3, 1)
+		e.expectReady("restart", time.Minute)
+		owners := e.watchOwners(firstSlots(3)...)
+
+		e.update("restart", withNewResources)
+		By("stopping the controller once the first shard has failed over")
+		Eventually(func() []int { return e.failovers("restart", 3) }).WithTimeout(2 * time.Minute).Should(ContainElement(1))
+		e.stopController()
+		members := e.members(Default, "restart")
+		Expect(members).To(ContainElement(Not(Satisfy(hasNewResources))), "the roll was over before the restart")
+		Consistently(func(g Gomega) []string { return names(e.members(g, "restart")) }).
+			WithTimeout(2*time.Second).Should(Equal(names(members)), "members changed while no controller ran")
+
+		By("finishing the roll with a new controller")
+		e.startController()
+		e.expectReady("restart", 3*time.Minute)
+		for _, vn := range e.members(Default, "restart") {
+			Expect(hasNewResources(vn)).To(BeTrue(), "member %s runs the old spec", vn.Name)
+		}
+		Expect(owners.Stop()).To(Equal(onePerShard(3)), "slot owner changes seen by the servers")
+	})
+})
+
+func names(vns []v1alpha1.ValkeyNode) []string {
+	out := make([]string, len(vns))
+	for i, vn := range vns {
+		out[i] = vn.Name
+	}
+	return out
+}
+
+// expectCaughtUp waits until the replica has every write its primary took, so that a
+// failover loses none.
+func expectCaughtUp(e *env, primary, replica string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		offsets := make([]int64, 2)
+		for i, name := range []string{primary, replica} {
+			c := dial(g, e.kubelet.server(name))
+			r, err := c.ReplicationInfo(context.Background())
+			c.Close()
+			g.Expect(err).NotTo(HaveOccurred())
+			offsets[i] = r.Offset
+		}
+		g.Expect(offsets[1]).To(Equal(offsets[0]), "replication offsets of %s and %s", replica, primary)
+	}).Should(Succeed())
+}
+
+// keysOn counts the keys the primary of shard sh holds.
+func keysOn(e *env, name string, sh int32) int64 {
+	GinkgoHelper()
+	c := dial(Default, e.kubelet.server(e.member(Default, name, sh, true).Name))
+	defer c.Close()
+	v, err := c.DoValue(context.Background(), "DBSIZE")
+	Expect(err).NotTo(HaveOccurred())
+	n, ok := v.(int64)
+	Expect(ok).To(BeTrue(), fmt.Sprintf("DBSIZE answered %T", v))
+	return n
+}

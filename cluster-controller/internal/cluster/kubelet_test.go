@@ -1,0 +1,235 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/status"
+	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
+	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
+)
+
+// kubelet stands in for what envtest lacks: the kubelet that runs a member's pod and the
+// node-controller that reports it. For every ValkeyNode it starts a valkey-server on a
+// loopback address of its own (the pod IP), with the member's config and the operator's
+// user, and writes the ValkeyNode status the node-controller would write: podName,
+// podIP, revision and PodReady, under the node-controller's field manager. It stops the
+// server once the ValkeyNode is gone (Kubernetes would delete the pod then). It has no
+// volumes: rolls in place (persistence) are not covered.
+type kubelet struct {
+	c   client.Client
+	dir string // the servers' directories go here
+
+	mu      sync.Mutex
+	pods    map[string]*pod // by ValkeyNode name
+	byIP    map[string]*valkeytest.Server
+	deleted map[string]bool // bare pods gone for good: never started again
+}
+
+// pod is the server of one member.
+type pod struct {
+	server   *valkeytest.Server
+	name     string // the pod's name; a new pod gets a new one
+	revision int64  // the spec revision it was started for
+}
+
+// The node-controller's field manager: the stand-in's status writes merge with the
+// cluster-controller's as the real ones do.
+const nodeFieldManager = "node-controller"
+
+// Credentials of every stand-in server: the admin the suite looks with, and the
+// operator's user the controller logs in as (the password of its system users Secret).
+const (
+	adminPassword       = "admin-password-of-the-suite"
+	replicationPassword = "replication-password-of-the-suite"
+	operatorPassword    = "operator-password-of-the-suite"
+)
+
+// nextIP numbers the servers' addresses across the suite: 127.0.1.1, 127.0.1.2, ...
+var nextIP atomic.Int64
+
+func newIP() string {
+	n := nextIP.Add(1) - 1
+	return fmt.Sprintf("127.0.%d.%d", 1+n/250, 1+n%250)
+}
+
+func newKubelet(c client.Client, dir string) *kubelet {
+	return &kubelet{c: c, dir: dir, pods: map[string]*pod{}, byIP: map[string]*valkeytest.Server{}, deleted: map[string]bool{}}
+}
+
+// addr is the Reconciler's Addr: the server at the member's pod IP.
+func (k *kubelet) addr(vn *v1alpha1.ValkeyNode) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if s, ok := k.byIP[vn.Status.PodIP]; ok {
+		return s.Addr()
+	}
+	return valkeyconn.Addr(vn.Status.PodIP)
+}
+
+// setup registers the stand-in with a manager of its own, so that it keeps running
+// while the suite stops and starts the controller's.
+func (k *kubelet) setup(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("kubelet").For(&v1alpha1.ValkeyNode{}).Complete(k)
+}
+
+// Reconcile starts the member's server when it has none and reports it.
+func (k *kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var vn v1alpha1.ValkeyNode
+	if err := k.c.Get(ctx, req.NamespacedName, &vn); err != nil {
+		if apierrors.IsNotFound(err) {
+			k.remove(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	p, err := k.ensure(&vn)
+	if err != nil || p == nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, k.report(ctx, &vn, p)
+}
+
+// ensure returns the member's pod, starting it if it has none (nil for a bare pod that
+// is gone for good).
+func (k *kubelet) ensure(vn *v1alpha1.ValkeyNode) (*pod, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.pods[vn.Name]; p != nil || k.deleted[vn.Name] {
+		return p, nil
+	}
+	dir, err := os.MkdirTemp(k.dir, vn.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("directory of %s: %w", vn.Name, err)
+	}
+	s, err := valkeytest.StartIn(dir, valkeytest.Options{
+		Host: newIP(), Config: vn.Spec.Config,
+		AdminPassword: adminPassword, ReplicationPassword: replicationPassword,
+		Users: []string{"user " + v1alpha1.UserOperator + " on #" + valkey.ACLPasswordHash(operatorPassword) + " ~* &* +@all"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start the server of %s: %w", vn.Name, err)
+	}
+	p := &pod{server: s, name: fmt.Sprintf("%s-%d", vn.Name, time.Now().UnixNano()%1e6), revision: vn.Spec.Revision}
+	k.pods[vn.Name] = p
+	k.byIP[s.Host] = s
+	return p, nil
+}
+
+// podStatus is the part of a ValkeyNode's status the node-controller owns, as far as the
+// stand-in fills it.
+type podStatus struct {
+	PodName    string             `json:"podName,omitempty"`
+	PodIP      string             `json:"podIP,omitempty"`
+	Revision   int64              `json:"revision,omitempty"`
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// report writes the status of a running pod, when it changed.
+func (k *kubelet) report(ctx context.Context, vn *v1alpha1.ValkeyNode, p *pod) error {
+	ready := conditions.New(v1alpha1.ConditionPodReady, true, v1alpha1.ReasonPodRunning,
+		fmt.Sprintf("the server of pod %s answers at %s", p.name, p.server.Addr()), vn.Generation)
+	return k.write(ctx, vn, podStatus{PodName: p.name, PodIP: p.server.Host, Revision: p.revision}, ready)
+}
+
+func (k *kubelet) write(ctx context.Context, vn *v1alpha1.ValkeyNode, want podStatus, ready metav1.Condition) error {
+	want.Conditions = conditions.Resolve(vn.Status.Conditions, time.Now(), ready)
+	have := podStatus{PodName: vn.Status.PodName, PodIP: vn.Status.PodIP, Revision: vn.Status.Revision,
+		Conditions: conditions.Owned(vn.Status.Conditions, v1alpha1.ConditionPodReady)}
+	if status.Equal(have, want) {
+		return nil
+	}
+	if err := status.Apply(ctx, k.c, nodeFieldManager, vn, v1alpha1.GroupVersion.WithKind("ValkeyNode"), want); err != nil {
+		return fmt.Errorf("report the pod of %s: %w", vn.Name, err)
+	}
+	return nil
+}
+
+// remove stops the server of a ValkeyNode that is gone.
+func (k *kubelet) remove(name string) {
+	k.mu.Lock()
+	p := k.pods[name]
+	delete(k.pods, name)
+	k.mu.Unlock()
+	if p != nil {
+		p.server.Stop()
+	}
+}
+
+// kill SIGKILLs the member's server and takes its pod away.
+func (k *kubelet) kill(name string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.pods[name]; p != nil {
+		p.server.Stop()
+		delete(k.pods, name)
+	}
+}
+
+// deletePod kills a bare pod's server (workloadType Pod): nothing brings it back, and
+// the node-controller reports it missing.
+func (k *kubelet) deletePod(ctx context.Context, vn *v1alpha1.ValkeyNode) error {
+	k.mu.Lock()
+	k.deleted[vn.Name] = true
+	k.mu.Unlock()
+	k.kill(vn.Name)
+	gone := conditions.New(v1alpha1.ConditionPodReady, false, v1alpha1.ReasonPodMissing,
+		fmt.Sprintf("pod %s is gone; a bare pod is not recreated: the cluster-controller replaces the member", vn.Status.PodName), vn.Generation)
+	return k.write(ctx, vn, podStatus{PodName: vn.Status.PodName, Revision: vn.Status.Revision}, gone)
+}
+
+// recreatePod kills a member's server and starts its pod again, empty and at a new
+// address: a StatefulSet's pod deleted without a volume.
+func (k *kubelet) recreatePod(ctx context.Context, vn *v1alpha1.ValkeyNode) error {
+	k.kill(vn.Name)
+	pending := conditions.New(v1alpha1.ConditionPodReady, false, v1alpha1.ReasonPodPending,
+		fmt.Sprintf("pod %s is being deleted", vn.Status.PodName), vn.Generation)
+	if err := k.write(ctx, vn, podStatus{PodName: vn.Status.PodName, Revision: vn.Status.Revision}, pending); err != nil {
+		return err
+	}
+	// The write above brings a pass of the stand-in, which starts the new pod.
+	return nil
+}
+
+// servers returns the running servers.
+func (k *kubelet) servers() []*valkeytest.Server {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]*valkeytest.Server, 0, len(k.pods))
+	for _, p := range k.pods {
+		out = append(out, p.server)
+	}
+	return out
+}
+
+// server returns the running server of a member, or nil.
+func (k *kubelet) server(name string) *valkeytest.Server {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if p := k.pods[name]; p != nil {
+		return p.server
+	}
+	return nil
+}
+
+// stopAll stops every server, when the spec ends.
+func (k *kubelet) stopAll() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, p := range k.pods {
+		p.server.Stop()
+	}
+	k.pods = map[string]*pod{}
+}

@@ -1,0 +1,415 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// condString is a condition as a user reads it: "True Reason: message".
+func condString(c metav1.Condition) string {
+	return fmt.Sprintf("%s %s: %s", c.Status, c.Reason, c.Message)
+}
+
+func condOf(cs []metav1.Condition, typ string) string {
+	for _, c := range cs {
+		if c.Type == typ {
+			return condString(c)
+		}
+	}
+	return "(none)"
+}
+
+// noAnswers makes every member's server silent, as newScope does while the operator's
+// credentials are not published: nobody is asked.
+func noAnswers(s *scope) {
+	for _, m := range s.topo.members {
+		m.reachable, m.self, m.view, m.err = false, valkey.ClusterNode{}, nil, s.credErr
+	}
+}
+
+func TestComputeClusterStatus(t *testing.T) {
+	const applied = "False Reconciled: the cluster is as the spec asks"
+	const serving = "True ClusterReady: 3 shards with 1 replicas each serve all 16384 slots"
+	cases := []struct {
+		name  string
+		fms   []fakeMember
+		mod   func(*scope)
+		err   error // of the pass
+		state v1alpha1.ClusterState
+		// observed is the observedGeneration written; the cluster is at generation 3 and
+		// observed 2 before the pass.
+		observed    int64
+		readyShards int32
+		ready       string
+		progressing string
+	}{
+		{
+			name: "a serving cluster with its spec applied is Ready and not Progressing",
+			fms:  healthyThreeByOne(), state: v1alpha1.StateReady, observed: 3, readyShards: 3,
+			ready: serving, progressing: applied,
+		},
+		{
+			name: "a replica not in sync yet: not Ready, waiting for sync with the count of ready shards",
+			fms:  threeByOne(), state: v1alpha1.StateDegraded, observed: 3, readyShards: 2,
+			ready:       "False WaitingForSync: 2 of 3 shards ready",
+			progressing: "True WaitingForSync: 2 of 3 shards ready",
+		},
+		{
+			name: "a roll in flight on a serving cluster keeps it Ready; Progressing says what the roll does",
+			fms:  healthyThreeByOne(),
+			mod: func(s *scope) {
+				s.progress(v1alpha1.ReasonRolling, "shard 1: retiring outdated replica b2")
+			},
+			state: v1alpha1.StateUpdating, observed: 3, readyShards: 3,
+			ready: serving, progressing: "True Rolling: shard 1: retiring outdated replica b2",
+		},
+		{
+			name:  "slots moving to a new shard: state Scaling",
+			fms:   healthyThreeByOne(),
+			mod:   func(s *scope) { s.progress(v1alpha1.ReasonScalingOut, "moving 4096 slots in 3 moves") },
+			state: v1alpha1.StateScaling, observed: 3, readyShards: 3,
+			ready: serving, progressing: "True ScalingOut: moving 4096 slots in 3 moves",
+		},
+		{
+			name:  "a blocked roll is what Progressing reports",
+			fms:   healthyThreeByOne(),
+			mod:   func(s *scope) { s.block("b3", "shard 1: the roll is blocked: successor b3 cannot run") },
+			state: v1alpha1.StateUpdating, observed: 3, readyShards: 3,
+			ready: serving, progressing: "True RollBlocked: shard 1: the roll is blocked: successor b3 cannot run",
+		},
+		{
+			name: "members that cannot run and a shard not ready: state Failed, Ready says why",
+			fms:  threeByOne(),
+			mod: func(s *scope) {
+				s.progress(v1alpha1.ReasonPriorityClassNotFound, "1 member cannot run (b2: priority class \"gold\" not found)")
+			},
+			state: v1alpha1.StateFailed, observed: 3, readyShards: 2,
+			ready:       "False PriorityClassNotFound: 1 member cannot run (b2: priority class \"gold\" not found)",
+			progressing: "True PriorityClassNotFound: 1 member cannot run (b2: priority class \"gold\" not found)",
+		},
+		{
+			name: "an invalid spec on a cluster with an applied spec: Progressing says it keeps healing",
+			fms:  healthyThreeByOne(),
+			mod: func(s *scope) {
+				s.guard.Errs = field.ErrorList{field.Forbidden(field.NewPath("spec", "config").Key("port"), "is managed by the operator")}
+				s.healOnly = true
+			},
+			state: v1alpha1.StateInvalid, observed: 2, readyShards: 3,
+			ready: serving,
+			progressing: "False Invalid: the spec is invalid (see InvalidSpec): the operator applies none of it " +
+				"and keeps healing the cluster as its last valid spec says",
+		},
+		{
+			name: "a pass that failed: Progressing reports the error and the generation is not observed",
+			fms:  healthyThreeByOne(), err: errors.New("slots: connection refused"),
+			state: v1alpha1.StateUpdating, observed: 2, readyShards: 3,
+			ready: serving, progressing: "True ReconcileError: slots: connection refused",
+		},
+		{
+			name: "an invalid spec: the operator does not act, Progressing is False and the state Invalid",
+			fms:  healthyThreeByOne(),
+			mod: func(s *scope) {
+				s.guard.Errs = field.ErrorList{field.Invalid(field.NewPath("spec", "shards"), -1, "must be positive")}
+				_, _ = (&Reconciler{}).run(context.Background(), s)
+			},
+			state: v1alpha1.StateInvalid, observed: 2, readyShards: 3,
+			ready: serving, progressing: "False Invalid: the spec is invalid (see InvalidSpec): the operator does not act on it",
+		},
+		{
+			name: "a field that cannot change was changed: Progressing is False and says which",
+			fms:  healthyThreeByOne(),
+			mod: func(s *scope) {
+				s.immutable = field.ErrorList{field.Invalid(field.NewPath("spec", "workloadType"), "Deployment", "is immutable")}
+				_, _ = (&Reconciler{}).run(context.Background(), s)
+			},
+			state: v1alpha1.StateInvalid, observed: 2, readyShards: 3,
+			ready: serving,
+			progressing: "False ImmutableFieldChanged: the spec changes fields that cannot change after creation " +
+				"(spec.workloadType: Invalid value: \"Deployment\": is immutable): the operator does not act on it",
+		},
+		{
+			name: "the operator's credentials are not published yet: waiting for the acl-controller",
+			fms:  healthyThreeByOne(),
+			mod: func(s *scope) {
+				s.credErr = valkeyconn.ErrNotReady
+				noAnswers(s)
+			},
+			state: v1alpha1.StateCreating, observed: 3, readyShards: 0,
+			ready:       "False WaitingForACL: waiting for the acl-controller to publish the operator's credentials",
+			progressing: "True WaitingForACL: waiting for the acl-controller to publish the operator's credentials",
+		},
+		{
+			name: "a new cluster whose slots are being assigned: state Creating",
+			fms: []fakeMember{
+				{name: "a", shard: 0, ip: "10.0.0.1", id: "A", joining: true},
+				{name: "b", shard: 1, ip: "10.0.0.2", id: "B", joining: true},
+				{name: "c", shard: 2, ip: "10.0.0.3", id: "C", joining: true},
+			},
+			mod: func(s *scope) {
+				s.progress(v1alpha1.ReasonAssigningSlots, "assigned the slots; waiting for the cluster to agree")
+			},
+			state: v1alpha1.StateCreating, observed: 3, readyShards: 0,
+			ready:       "False AssigningSlots: assigned the slots; waiting for the cluster to agree",
+			progressing: "True AssigningSlots: assigned the slots; waiting for the cluster to agree",
+		},
+		{
+			name:  "a primary that does not answer: state Degraded",
+			fms:   with(healthyThreeByOne(), "a", func(f *fakeMember) { f.down = true }),
+			state: v1alpha1.StateDegraded, observed: 3, readyShards: 2,
+			ready:       "False WaitingForSync: 2 of 3 shards ready",
+			progressing: "True WaitingForSync: 2 of 3 shards ready",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			vc := cluster(nil)
+			vc.Generation, vc.Status.ObservedGeneration = 3, 2
+			s := scopeFor(t, vc, c.fms)
+			if c.mod != nil {
+				c.mod(s)
+			}
+			st := computeClusterStatus(s, c.err)
+			if st.State != c.state {
+				t.Errorf("state = %s, want %s", st.State, c.state)
+			}
+			if st.ObservedGeneration != c.observed {
+				t.Errorf("observedGeneration = %d, want %d", st.ObservedGeneration, c.observed)
+			}
+			if st.ReadyShards != c.readyShards {
+				t.Errorf("readyShards = %d, want %d", st.ReadyShards, c.readyShards)
+			}
+			if got := condOf(st.Conditions, v1alpha1.ConditionReady); got != c.ready {
+				t.Errorf("Ready = %s\nwant     %s", got, c.ready)
+			}
+			if got := condOf(st.Conditions, v1alpha1.ConditionProgressing); got != c.progressing {
+				t.Errorf("Progressing = %s\nwant           %s", got, c.progressing)
+			}
+			if len(st.Conditions) != len(clusterConditionTypes) {
+				t.Errorf("%d conditions, want one of each of the %d types owned", len(st.Conditions), len(clusterConditionTypes))
+			}
+		})
+	}
+}
+
+func TestDegradedCondition(t *testing.T) {
+	const fine = "False ClusterReady: every shard has its primary and all its replicas in sync"
+	empty := func(joining bool) []fakeMember {
+		return []fakeMember{
+			{name: "a", shard: 0, ip: "10.0.0.1", id: "A", joining: joining},
+			{name: "b", shard: 1, ip: "10.0.0.2", id: "B", joining: joining},
+			{name: "c", shard: 2, ip: "10.0.0.3", id: "C", joining: joining},
+		}
+	}
+	cases := []struct {
+		name string
+		fms  []fakeMember
+		vc   func(*v1alpha1.ValkeyClusterSpec)
+		mod  func(*scope)
+		want string
+	}{
+		{name: "every shard with its primary and its replicas in sync: not degraded", fms: healthyThreeByOne(), want: fine},
+		{
+			name: "a cluster being created is not degraded",
+			fms:  empty(true),
+			want: "False Waiting: the cluster is being created",
+		},
+		{
+			name: "without the operator's credentials nothing is known: not degraded",
+			fms:  healthyThreeByOne(),
+			mod: func(s *scope) {
+				s.credErr = valkeyconn.ErrNotReady
+				noAnswers(s)
+			},
+			want: "False Waiting: the cluster is being created",
+		},
+		{
+			name: "every server restarted without its data after the cluster served: no slot is served",
+			fms:  empty(false),
+			want: "True SlotsUncovered: no server serves any slot (0-16383): every member that answers restarted without its data",
+		},
+		{
+			name: "no member answers after the cluster served: no slot is served",
+			fms: func() []fakeMember {
+				var out []fakeMember
+				for _, f := range healthyThreeByOne() {
+					f.down = true
+					out = append(out, f)
+				}
+				return out
+			}(),
+			want: "True SlotsUncovered: no server serves any slot (0-16383): no member answers",
+		},
+		{
+			name: "a primary that does not answer is named with its slots",
+			fms:  with(healthyThreeByOne(), "a", func(f *fakeMember) { f.down = true }),
+			want: "True PrimaryLost: primaries not answering: A (slots 0-5461)",
+		},
+		{
+			name: "slots no primary serves: requests to them fail",
+			fms:  without(with(healthyThreeByOne(), "c", func(f *fakeMember) { f.slots = "" }), "c2"),
+			want: "True SlotsUncovered: 5461 of 16384 slots have no primary: requests to them fail",
+		},
+		{
+			name: "a replica whose link is down is named as not in sync",
+			fms:  threeByOne(),
+			want: "True MissingReplicas: shard 2 has 0 of 1 replicas in sync (not in sync: c2)",
+		},
+		{
+			name: "a replica more than 1 MiB behind is not in sync",
+			fms:  with(healthyThreeByOne(), "b", func(f *fakeMember) { f.offset = 3 << 20 }),
+			want: "True MissingReplicas: shard 1 has 0 of 1 replicas in sync (not in sync: b2)",
+		},
+		{
+			name: "a shard missing its replica",
+			fms:  without(healthyThreeByOne(), "c2"),
+			want: "True MissingReplicas: shard 2 has 0 of 1 replicas in sync",
+		},
+		{
+			name: "a leaving replica does not count towards its shard's redundancy",
+			fms:  with(healthyThreeByOne(), "c2", func(f *fakeMember) { f.leaving = true }),
+			want: "True MissingReplicas: shard 2 has 0 of 1 replicas in sync",
+		},
+		{
+			name: "a new shard of the spec without a member yet has no primary",
+			fms:  healthyThreeByOne(),
+			vc:   func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = 4 },
+			want: "True MissingReplicas: shard 3 has no primary",
+		},
+		{
+			name: "every shard short of a replica is listed",
+			fms:  healthyThreeByOne(),
+			vc:   func(s *v1alpha1.ValkeyClusterSpec) { s.ReplicasPerShard = ptr.To[int32](2) },
+			want: "True MissingReplicas: shard 0 has 1 of 2 replicas in sync; shard 1 has 1 of 2 replicas in sync; " +
+				"shard 2 has 1 of 2 replicas in sync",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := scopeFor(t, cluster(c.vc), c.fms)
+			if c.mod != nil {
+				c.mod(s)
+			}
+			if got := condString(degradedCondition(s, 1)); got != c.want {
+				t.Errorf("Degraded = %s\nwant        %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestComputeMemberStatus(t *testing.T) {
+	const (
+		joined    = "True Joined: part of the cluster in shard %d"
+		notJoined = "False NotJoined: not yet part of the cluster in its shard"
+		inSync    = "True InSync: linked to its primary and caught up"
+		primary   = "True Primary: the member is the shard's primary"
+		notRepl   = "False NotJoined: not replicating the shard's primary"
+	)
+	cases := []struct {
+		name      string
+		fms       []fakeMember
+		member    string
+		mod       func(*scope)
+		nodeID    string
+		lifecycle v1alpha1.Lifecycle
+		joined    string
+		synced    string
+	}{
+		{
+			name: "the shard's primary", fms: healthyThreeByOne(), member: "a",
+			nodeID: "A", lifecycle: v1alpha1.LifecycleActive, joined: fmt.Sprintf(joined, 0), synced: primary,
+		},
+		{
+			name: "a replica in sync", fms: healthyThreeByOne(), member: "a2",
+			nodeID: "A2", lifecycle: v1alpha1.LifecycleActive, joined: fmt.Sprintf(joined, 0), synced: inSync,
+		},
+		{
+			name: "a new replica whose link is not up yet is joining",
+			fms:  with(threeByOne(), "c2", func(f *fakeMember) { f.joining = true }), member: "c2",
+			nodeID: "C2", lifecycle: v1alpha1.LifecycleJoining, joined: fmt.Sprintf(joined, 2),
+			synced: "False LinkDown: the replication link to the primary is down",
+		},
+		{
+			name: "an active replica whose link went down stays active", fms: threeByOne(), member: "c2",
+			nodeID: "C2", lifecycle: v1alpha1.LifecycleActive, joined: fmt.Sprintf(joined, 2),
+			synced: "False LinkDown: the replication link to the primary is down",
+		},
+		{
+			name: "a new replica linked but far behind is still syncing",
+			fms: with(with(healthyThreeByOne(), "b", func(f *fakeMember) { f.offset = 3 << 20 }),
+				"b2", func(f *fakeMember) { f.joining = true }),
+			member: "b2",
+			nodeID: "B2", lifecycle: v1alpha1.LifecycleJoining, joined: fmt.Sprintf(joined, 1),
+			synced: "False Syncing: replication has not caught up",
+		},
+		{
+			name:   "a server that does not answer says why",
+			fms:    with(healthyThreeByOne(), "c2", func(f *fakeMember) { f.down = true }),
+			member: "c2",
+			mod: func(s *scope) {
+				memberNamed(t, s.topo, "c2").err = errors.New("dial tcp 10.0.0.6:6379: connect: connection refused")
+			},
+			nodeID: "C2", lifecycle: v1alpha1.LifecycleActive,
+			joined: "False NotJoined: the server is not reachable: dial tcp 10.0.0.6:6379: connect: connection refused",
+			synced: notRepl,
+		},
+		{
+			name: "a new member that is a primary without slots in a shard that has one is not part of it yet",
+			fms: append(healthyThreeByOne(),
+				fakeMember{name: "a3", shard: 0, ip: "10.0.0.7", id: "A3", joining: true}),
+			member: "a3",
+			nodeID: "A3", lifecycle: v1alpha1.LifecycleJoining, joined: notJoined, synced: notRepl,
+		},
+		{
+			name: "a replica in sync that the other members do not know yet is not joined",
+			fms: append(healthyThreeByOne(),
+				fakeMember{name: "a3", shard: 0, ip: "10.0.0.7", id: "A3", primary: "A", offset: 100, linkUp: true, joining: true}),
+			member: "a3",
+			mod:    func(s *scope) { unknown(s.topo, "A3") },
+			nodeID: "A3", lifecycle: v1alpha1.LifecycleJoining, joined: notJoined, synced: inSync,
+		},
+		{
+			name:   "a member being deleted is leaving",
+			fms:    with(healthyThreeByOne(), "c2", func(f *fakeMember) { f.leaving = true }),
+			member: "c2",
+			nodeID: "C2", lifecycle: v1alpha1.LifecycleLeaving, joined: fmt.Sprintf(joined, 2), synced: inSync,
+		},
+		{
+			name:   "a pod that came back with a new identity reports the server's node ID",
+			fms:    healthyThreeByOne(),
+			member: "a2",
+			mod:    func(s *scope) { memberNamed(t, s.topo, "a2").node.Status.NodeID = "A2-BEFORE" },
+			nodeID: "A2", lifecycle: v1alpha1.LifecycleActive, joined: fmt.Sprintf(joined, 0), synced: inSync,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := scopeFor(t, cluster(nil), c.fms)
+			if c.mod != nil {
+				c.mod(s)
+			}
+			st := computeMemberStatus(s, memberNamed(t, s.topo, c.member))
+			if st.NodeID != c.nodeID {
+				t.Errorf("nodeID = %s, want %s", st.NodeID, c.nodeID)
+			}
+			if st.Lifecycle != c.lifecycle {
+				t.Errorf("lifecycle = %s, want %s", st.Lifecycle, c.lifecycle)
+			}
+			if got := condOf(st.Conditions, v1alpha1.ConditionJoined); got != c.joined {
+				t.Errorf("Joined = %s\nwant      %s", got, c.joined)
+			}
+			if got := condOf(st.Conditions, v1alpha1.ConditionSynced); got != c.synced {
+				t.Errorf("Synced = %s\nwant      %s", got, c.synced)
+			}
+		})
+	}
+}

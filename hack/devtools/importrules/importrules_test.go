@@ -1,0 +1,66 @@
+package importrules
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRepoKeepsTheRules runs the check on this checkout.
+func TestRepoKeepsTheRules(t *testing.T) {
+	vs, err := CheckRepo("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		t.Error(v)
+	}
+}
+
+// TestCheckRefusesAnImportOfAnotherController runs the check on a fixture whose
+// cluster-controller imports the node-controller.
+func TestCheckRefusesAnImportOfAnotherController(t *testing.T) {
+	vs, err := CheckRepo("testdata/fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 {
+		t.Fatalf("want one violation, got %v", vs)
+	}
+	v := vs[0]
+	if v.Module != "cluster-controller" || !strings.HasSuffix(v.Import, "/node-controller/node") ||
+		!strings.Contains(v.Reason, "may import only api, valkey, valkeyconf, internal") {
+		t.Errorf("violation %v", v)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	mods := []string{"api", "valkey", "valkeyconf", "webhooks", "internal"}
+	std := func(p string) bool { return !strings.Contains(p, ".") }
+	for _, tc := range []struct {
+		name string
+		rule string
+		pkg  Package
+		want string // substring of the one violation, "" for none
+	}{
+		{"webhooks may import the API", "webhooks", Package{ImportPath: Repo + "/webhooks/x", Imports: []string{Repo + "/api/v1alpha1"}}, ""},
+		{"webhooks may not import the Valkey library", "webhooks", Package{ImportPath: Repo + "/webhooks/x", Imports: []string{Repo + "/valkey"}}, "webhooks may import only api, valkeyconf, internal"},
+		{"a module may import itself", "valkey", Package{ImportPath: Repo + "/valkey", Imports: []string{Repo + "/valkey/valkeytest"}}, ""},
+		{"the library must not reach Kubernetes through a dependency", "valkey", Package{ImportPath: Repo + "/valkey", Deps: []string{"example.com/lib", "k8s.io/apimachinery/pkg/types"}}, "must never depend on k8s.io/"},
+		{"the config tables take only the standard library", "valkeyconf", Package{ImportPath: Repo + "/valkeyconf", Imports: []string{"strings", "example.com/x"}}, "std-only"},
+		{"the API without controller-runtime", "api", Package{ImportPath: Repo + "/api/v1alpha1", Deps: []string{"sigs.k8s.io/controller-runtime/pkg/scheme"}}, "controller-runtime"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := RuleOf(tc.rule)
+			if !ok {
+				t.Fatalf("no rule %s", tc.rule)
+			}
+			vs := Check(r, []Package{tc.pkg}, mods, std)
+			switch {
+			case tc.want == "" && len(vs) > 0:
+				t.Errorf("unexpected violations %v", vs)
+			case tc.want != "" && (len(vs) != 1 || !strings.Contains(vs[0].Reason, tc.want)):
+				t.Errorf("violations %v, want one with %q", vs, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,58 @@
+// Package importrules holds the project's import rules and checks a checkout against
+// them: which of the workspace's modules each module's packages may import, and which
+// outside packages a module must never depend on, even through a library. `make lint`
+// runs the check (hack/devtools/cmd/importcheck); adding a module means adding its line
+// to Rules (a test fails for a module of go.work without one).
+package importrules
+
+// Repo is the import path prefix of the workspace's modules: Repo + "/" + folder.
+const Repo = "github.com/valkey-operator/valkey-operator"
+
+// Rule is what one module (its folder in the workspace) may import.
+type Rule struct {
+	Module string
+	// May lists the other modules whose packages this module's packages may import
+	// directly ("*": any). A module may always import its own packages.
+	May []string
+	// Never lists import path prefixes no package of the module may depend on, directly
+	// or through any library ("std-only": nothing outside the standard library).
+	Never []string
+	// Why says what the rule keeps.
+	Why string
+}
+
+// controllers may use the API, the Valkey library, the config rules and the shared code,
+// never another controller or the webhooks: they talk only through status.
+var controllers = []string{"api", "valkey", "valkeyconf", "internal"}
+
+// Rules are the import rules of the project.
+var Rules = []Rule{
+	{Module: "valkeyconf", Never: []string{"std-only"},
+		Why: "the config key tables are read by everything, so they depend on nothing"},
+	{Module: "api", May: []string{"valkeyconf"}, Never: []string{"sigs.k8s.io/controller-runtime", "github.com/redis/rueidis"},
+		Why: "consumers of the API types get apimachinery and nothing of the operator's machinery"},
+	{Module: "valkey", May: []string{"valkeyconf"}, Never: []string{"k8s.io/", "sigs.k8s.io/"},
+		Why: "the Valkey admin library knows nothing of Kubernetes"},
+	{Module: "internal", May: []string{"api", "valkey", "valkeyconf"},
+		Why: "what the controllers share depends on no controller"},
+	{Module: "cluster-controller", May: controllers, Why: "controllers talk only through status"},
+	{Module: "node-controller", May: controllers, Why: "controllers talk only through status"},
+	{Module: "acl-controller", May: controllers, Why: "controllers talk only through status"},
+	{Module: "tls-controller", May: controllers, Why: "controllers talk only through status"},
+	{Module: "backup-controller", May: controllers, Why: "controllers talk only through status"},
+	{Module: "webhooks", May: []string{"api", "valkeyconf", "internal"},
+		Why: "admission needs the API and its rules, never a controller or a Valkey connection"},
+	{Module: "localkube", Why: "the local Kubernetes and image builder are independent of the operator"},
+	{Module: "hack/devtools", May: []string{"valkeyconf"}, Why: "the doc generator reads the config tables"},
+	{Module: "e2e", May: []string{"*"}, Why: "the suites may drive and inspect everything"},
+}
+
+// RuleOf returns the rule of a module folder.
+func RuleOf(module string) (Rule, bool) {
+	for _, r := range Rules {
+		if r.Module == module {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}

@@ -1,0 +1,30 @@
+// Package testsuite runs a package's Ginkgo suite the project's way: Gomega failures
+// fail the spec, and with JUNIT_DIR set (`make unit` sets it to .cache/junit) the suite
+// writes its JUnit report there as <name>.xml, for CI to keep. Plain `go test` writes
+// none. Only test code imports it.
+//
+//	func TestSuite(t *testing.T) { testsuite.Run(t, "acl-controller") }
+package testsuite
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+)
+
+// Run runs the specs of the package as the suite name.
+func Run(t *testing.T, name string) {
+	t.Helper()
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	suite, reporter := ginkgo.GinkgoConfiguration()
+	if dir := os.Getenv("JUNIT_DIR"); dir != "" && reporter.JUnitReport == "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatalf("create the JUnit report directory: %v", err)
+		}
+		reporter.JUnitReport = filepath.Join(dir, name+".xml")
+	}
+	ginkgo.RunSpecs(t, name, suite, reporter)
+}

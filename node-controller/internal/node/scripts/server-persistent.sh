@@ -1,0 +1,40 @@
+# shellcheck shell=sh
+# The server container of a member with persistence: valkey-server on the member's
+# volume, after the shard IDs of its cluster state file are repaired.
+#
+#   sh -c "$(cat version.sh start.sh server-persistent.sh)" server CONFIG REQUIRED KEYS DEFAULTS INCLUDE NODES_CONF
+#
+# (REQUIRED to INCLUDE: see prepare_start in start.sh.)
+#
+# Valkey without the fix for valkey-io/valkey#2171 (8.0.1 among them) refuses to start
+# ("corrupted cluster config file") when the file records a replica with another shard
+# ID than its primary's. The file holds what gossip had told the server, and shard IDs
+# settle some seconds after a replica is attached, so a restart soon after the cluster
+# formed or a replica moved (an in-place roll, a drain) can leave such a file: the member
+# would crash-loop on its own volume. Versions with the fix mend the file the same way as
+# they load it. The shard ID is cluster metadata the servers gossip again at once; no
+# data depends on it.
+#
+# Only the shard-id field of replica lines changes; the file is replaced atomically, and
+# each change is written to the container's log. awk reads the file twice: first the
+# shard ID of every primary, then every line, a replica's with its primary's shard ID
+# (POSIX awk: mawk, busybox, gawk). Without awk (an unusual image) the file is left as it
+# is.
+config=$1
+nodes_conf=$6
+prepare_start "$2" "$3" "$4" "$5"
+if [ -s "$nodes_conf" ] && command -v awk >/dev/null 2>&1; then
+  if awk '
+function sid(f) { return match(f, /shard-id=[0-9a-f]+/) ? substr(f, RSTART + 9, RLENGTH - 9) : "" }
+NR == FNR { if (NF >= 8 && $3 ~ /master|primary/ && sid($2) != "") shard[$1] = sid($2); next }
+NF >= 8 && $3 ~ /slave|replica/ && ($4 in shard) && sid($2) != "" && sid($2) != shard[$4] {
+  print "nodes.conf: replica " $1 " takes the shard ID of its primary " $4 > "/dev/stderr"
+  sub(/shard-id=[0-9a-f]+/, "shard-id=" shard[$4], $2)
+}
+{ print }' "$nodes_conf" "$nodes_conf" >"$nodes_conf.repair"; then
+    mv "$nodes_conf.repair" "$nodes_conf"
+  else
+    rm -f "$nodes_conf.repair"
+  fi
+fi
+exec valkey-server "$config" --cluster-announce-ip "$POD_IP"

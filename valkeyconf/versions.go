@@ -1,0 +1,147 @@
+package valkeyconf
+
+import (
+	"sort"
+	"strings"
+)
+
+// since lists the keys that the oldest supported version (8.0) does not have, with the
+// first version that does. Measured by CONFIG GET * on the servers the project builds
+// (8.0.1, 8.1.1, 9.1.2): a key absent from 8.1.1 and present in 9.1.2 is listed from
+// 9.0, the first release after 8.1 (no 9.0 server was measured). A server refuses a
+// key it does not have and does not start ("Bad directive"), so such a key must not
+// reach an older server.
+var since = map[string]Version{
+	"active-defrag-cycle-us":                 {Major: 8, Minor: 1},
+	"cluster-manual-failover-timeout":        {Major: 8, Minor: 1},
+	"commandlog-execution-slower-than":       {Major: 8, Minor: 1},
+	"commandlog-large-reply-max-len":         {Major: 8, Minor: 1},
+	"commandlog-large-request-max-len":       {Major: 8, Minor: 1},
+	"commandlog-reply-larger-than":           {Major: 8, Minor: 1},
+	"commandlog-request-larger-than":         {Major: 8, Minor: 1},
+	"commandlog-slow-execution-max-len":      {Major: 8, Minor: 1},
+	"import-mode":                            {Major: 8, Minor: 1},
+	"log-format":                             {Major: 8, Minor: 1},
+	"log-timestamp-format":                   {Major: 8, Minor: 1},
+	"rdb-version-check":                      {Major: 8, Minor: 1},
+	"rdma-bind":                              {Major: 8, Minor: 1},
+	"rdma-completion-vector":                 {Major: 8, Minor: 1},
+	"rdma-port":                              {Major: 8, Minor: 1},
+	"rdma-rx-size":                           {Major: 8, Minor: 1},
+	"cluster-announce-client-port":           {Major: 9},
+	"cluster-announce-client-tls-port":       {Major: 9},
+	"cluster-config-save-behavior":           {Major: 9},
+	"cluster-databases":                      {Major: 9},
+	"cluster-slot-migration-log-max-len":     {Major: 9},
+	"hash-seed":                              {Major: 9},
+	"mptcp":                                  {Major: 9},
+	"repl-mptcp":                             {Major: 9},
+	"slot-migration-max-failover-repl-bytes": {Major: 9},
+	"tls-auth-clients-user":                  {Major: 9},
+	"tls-auto-reload-interval":               {Major: 9},
+}
+
+// valueSince lists values that older versions refuse for a key they have.
+var valueSince = []struct {
+	key, value string
+	since      Version
+}{
+	{"shutdown-on-sigterm", "failover", Version{Major: 9}},
+	{"shutdown-on-sigint", "failover", Version{Major: 9}},
+}
+
+// Since returns the first version that accepts key with value (zero: every supported
+// version does).
+func Since(key, value string) Version {
+	k := Normalize(key)
+	v := since[k]
+	for _, vs := range valueSince {
+		if vs.key == k && containsWord(value, vs.value) && newer(vs.since, v) {
+			v = vs.since
+		}
+	}
+	return v
+}
+
+// containsWord reports whether the space-separated value holds word.
+func containsWord(value, word string) bool {
+	for _, f := range strings.Fields(strings.ToLower(value)) {
+		if f == word {
+			return true
+		}
+	}
+	return false
+}
+
+func newer(a, b Version) bool {
+	return a.AtLeast(b.Major, b.Minor) && a != b && !(a.Major == b.Major && a.Minor == b.Minor)
+}
+
+// Required returns the oldest version that takes every key of config, and the keys
+// that need it (sorted); the zero Version when every supported version takes them all.
+func Required(config map[string]string) (Version, []string) {
+	var req Version
+	var keys []string
+	for k, val := range config {
+		s := Since(k, val)
+		switch {
+		case s.IsZero():
+		case newer(s, req):
+			req, keys = s, []string{Normalize(k)}
+		case s.Major == req.Major && s.Minor == req.Minor:
+			keys = append(keys, Normalize(k))
+		}
+	}
+	sort.Strings(keys)
+	return req, keys
+}
+
+// ImageVersion reads what an image reference's tag says of the Valkey version it runs
+// ("valkey/valkey:8.0.1", ":8.1-alpine", ":v9"), and how much of it: known is 0 when the
+// tag names no version (":latest", a digest, a mirror's own tag), 1 when it names the
+// major version only, 2 or 3 when it names major.minor or a full version. The tag is a
+// claim of whoever published the image, so the operator uses it only to refuse, at
+// admission, a config that version surely does not take; what runs is decided by the
+// server's own version (valkey-server --version, then INFO).
+func ImageVersion(image string) (v Version, known int) {
+	ref, _, _ := strings.Cut(image, "@")
+	i := strings.LastIndex(ref, ":")
+	if i < 0 || strings.Contains(ref[i+1:], "/") {
+		return Version{}, 0
+	}
+	tag := strings.TrimPrefix(ref[i+1:], "v")
+	if j := strings.IndexAny(tag, "-+_"); j >= 0 {
+		tag = tag[:j]
+	}
+	parts := strings.Split(tag, ".")
+	if len(parts) > 3 {
+		return Version{}, 0
+	}
+	var nums [3]int
+	for i, p := range parts {
+		n := 0
+		if p == "" || len(p) > 6 {
+			return Version{}, 0
+		}
+		for _, c := range p {
+			if c < '0' || c > '9' {
+				return Version{}, 0
+			}
+			n = n*10 + int(c-'0')
+		}
+		nums[i] = n
+	}
+	return Version{Major: nums[0], Minor: nums[1], Patch: nums[2]}, len(parts)
+}
+
+// SurelyLacks reports whether a server of an image whose tag says v (to the precision
+// known, as ImageVersion returns) cannot take a key that needs version need.
+func SurelyLacks(v Version, known int, need Version) bool {
+	switch {
+	case need.IsZero() || known == 0:
+		return false
+	case known == 1:
+		return need.Major > v.Major
+	}
+	return !v.AtLeast(need.Major, need.Minor)
+}
