@@ -81,11 +81,11 @@ tools: deps ## Install the Go tools into hack/tools/bin (part of make deps)
 
 .PHONY: generate
 generate: deps ## Generate deepcopy, CRDs (config/crd and the chart) and RBAC from the code
-	hack/generate.sh
+	COMPONENTS="$(COMPONENTS)" hack/generate.sh
 
 .PHONY: verify-generate
 verify-generate: deps ## Fail when generated files are stale
-	hack/verify-generate.sh
+	COMPONENTS="$(COMPONENTS)" hack/verify-generate.sh
 
 .PHONY: tidy
 tidy: ## Write each go.mod's sibling require/replace lines from its imports (modsync), then go mod tidy in every module

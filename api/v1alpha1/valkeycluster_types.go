@@ -78,7 +78,10 @@ type ValkeyClusterSpec struct {
 
 	// Replicas is another name for replicasPerShard, the one manifests written for the
 	// valkey-io operator use: replicas of each primary, not pods in all. Accepted with a
-	// warning; set one of the two (both only with the same value).
+	// warning; set one of the two (both only with the same value). replicasPerShard stays
+	// this API's name because everywhere else in Kubernetes (Deployments, StatefulSets,
+	// the scale subresource) "replicas" counts pods, and a cluster of 3 shards with
+	// replicas 1 runs 6 of them.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
 	// +optional

@@ -74,6 +74,8 @@ func TestBackupAndRestore(t *testing.T) {
 			waitRestored(ctx, t, k, same, restoreTimeout)
 			k.WaitClusterReady(ctx, t, same, readyTimeout)
 			data.verify(ctx, t, keysClient(ctx, t, k, same, caSame))
+			// Restored is the backup-controller's, as the status contract says.
+			k.CheckStatusContract(ctx, t, same)
 			waitRestored(ctx, t, k, more, restoreTimeout)
 			k.WaitClusterReady(ctx, t, more, readyTimeout)
 			data.verify(ctx, t, keysClient(ctx, t, k, more, nil))

@@ -80,6 +80,7 @@ func TestTLS(t *testing.T) {
 			if got := servedFingerprints(ctx, fx); !allEqual(got, fp) {
 				t.Errorf("members serve %v, want %s everywhere", got, fp)
 			}
+			fx.k.CheckStatusContract(ctx, t, fx.vc)
 			return ctx
 		}).
 		Assess("a plain-text client is refused on every member", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {

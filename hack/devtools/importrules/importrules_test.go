@@ -64,3 +64,23 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+func TestSplice(t *testing.T) {
+	doc := "intro\n<!-- begin t -->\nold\n<!-- end t -->\nrest\n"
+	got, err := Splice(doc, "t", "new\n")
+	if err != nil || got != "intro\n<!-- begin t -->\nnew\n<!-- end t -->\nrest\n" {
+		t.Errorf("Splice = %q, %v", got, err)
+	}
+	if _, err := Splice("no markers", "t", "x"); err == nil {
+		t.Error("Splice without markers: no error")
+	}
+}
+
+func TestMarkdownListsEveryRule(t *testing.T) {
+	md := Markdown()
+	for _, r := range Rules {
+		if !strings.Contains(md, "| `"+r.Module+"` |") {
+			t.Errorf("the table has no row for %s", r.Module)
+		}
+	}
+}

@@ -5,6 +5,11 @@
 // to Rules (a test fails for a module of go.work without one).
 package importrules
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Repo is the import path prefix of the workspace's modules: Repo + "/" + folder.
 const Repo = "github.com/valkey-operator/valkey-operator"
 
@@ -55,4 +60,40 @@ func RuleOf(module string) (Rule, bool) {
 		}
 	}
 	return Rule{}, false
+}
+
+// Markdown renders Rules as the table docs/architecture.md shows.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| module | may import | never depends on | why |\n|---|---|---|---|\n")
+	for _, r := range Rules {
+		may := "nothing of ours"
+		switch {
+		case len(r.May) == 1 && r.May[0] == "*":
+			may = "every module"
+		case len(r.May) > 0:
+			may = "`" + strings.Join(r.May, "`, `") + "`"
+		}
+		never := "—"
+		switch {
+		case len(r.Never) == 1 && r.Never[0] == "std-only":
+			never = "anything outside the standard library"
+		case len(r.Never) > 0:
+			never = "`" + strings.Join(r.Never, "`, `") + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.Module, may, never, r.Why)
+	}
+	return b.String()
+}
+
+// Splice replaces the text between the markers <!-- begin NAME --> and <!-- end NAME -->
+// of doc with body: the way generated tables live in hand-written documents.
+func Splice(doc, name, body string) (string, error) {
+	begin, end := "<!-- begin "+name+" -->\n", "<!-- end "+name+" -->"
+	i := strings.Index(doc, begin)
+	j := strings.Index(doc, end)
+	if i < 0 || j < i {
+		return "", fmt.Errorf("no %q ... %q markers", strings.TrimSpace(begin), end)
+	}
+	return doc[:i+len(begin)] + body + doc[j:], nil
 }

@@ -163,6 +163,9 @@ func runningReadiness(o podObservation) (bool, string, string) {
 		return false, v1alpha1.ReasonCrashLoop, crashMessage(p, st)
 	case st.State.Waiting != nil:
 		return false, v1alpha1.ReasonPodPending, waitingMessage(p, st)
+	case !o.answered && crashedAtStart(st):
+		// Between two crashes the container runs for a moment: still the same crash loop.
+		return false, v1alpha1.ReasonCrashLoop, crashMessage(p, st)
 	case !o.answered:
 		return false, v1alpha1.ReasonServerUnreachable, fmt.Sprintf("pod %s runs but its server does not answer: %v", p.Name, o.serverErr)
 	}
@@ -241,17 +244,30 @@ func crashMessage(p *corev1.Pod, st *corev1.ContainerStatus) string {
 	return msg + "; last " + exitText(last)
 }
 
-// lastLine is the last non-empty line of a log excerpt; a line Valkey quotes from its
-// config file just before ('>>> 'key value”, then the error) is kept with it.
+// crashStartWindow is how short a run counts as a crash at start.
+const crashStartWindow = 10 * time.Second
+
+// crashedAtStart reports whether the server container's last run failed within
+// crashStartWindow of its start: a config error, a missing file. A server killed after
+// serving for a while (a crash the cluster heals from) ran longer.
+func crashedAtStart(st *corev1.ContainerStatus) bool {
+	last := st.LastTerminationState.Terminated
+	return st.State.Running != nil && last != nil && last.ExitCode != 0 &&
+		!last.StartedAt.IsZero() && last.FinishedAt.Sub(last.StartedAt.Time) < crashStartWindow
+}
+
+// lastLine is the line of a log excerpt that says why the server stopped: the line Valkey
+// quotes from its config file (">>> 'key value'") with the error after it, wherever it
+// is in the excerpt (another warning may be logged after it), else the last non-empty
+// line.
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	last := strings.TrimSpace(lines[len(lines)-1])
-	if len(lines) > 1 {
-		if prev := strings.TrimSpace(lines[len(lines)-2]); strings.HasPrefix(prev, ">>> ") {
-			return strings.TrimPrefix(prev, ">>> ") + ": " + last
+	for i := len(lines) - 2; i >= 0; i-- {
+		if quoted, ok := strings.CutPrefix(strings.TrimSpace(lines[i]), ">>> "); ok {
+			return quoted + ": " + strings.TrimSpace(lines[i+1])
 		}
 	}
-	return last
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // waitingMessage describes a waiting container.

@@ -47,6 +47,17 @@ func TestPodReadyCondition(t *testing.T) {
 	crashedWithLog.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
 		Message: "Valkey 8.0.1\n\n*** FATAL CONFIG FILE ERROR (Valkey 8.0.1) ***\nReading the configuration file, at line 31\n>>> 'cluster-manual-failover-timeout \"10000\"'\nBad directive or wrong number of arguments\n"}
 
+	// Between two crashes at start the container runs for a moment.
+	started := metav1.NewTime(time.Now().Add(-time.Minute))
+	runAfterCrash := func(ran time.Duration) *corev1.Pod {
+		p := testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running)
+		p.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+			StartedAt: started, FinishedAt: metav1.NewTime(started.Add(ran)),
+			Message: "*** FATAL CONFIG FILE ERROR (Version 8.0.1) ***\n>>> 'no-such 1'\nBad directive or wrong number of arguments\n" +
+				"1:C 01 Dec 2026 16:09:20.021 # WARNING: Changing databases number from 16 to 1 since we are in cluster mode\n"}
+		return p
+	}
+
 	cases := []struct {
 		name   string
 		o      podObservation
@@ -54,6 +65,12 @@ func TestPodReadyCondition(t *testing.T) {
 		reason string
 		msg    string
 	}{
+		{"running for a moment after a crash at start: still the crash loop, with the quoted line though a warning came after it",
+			podObservation{pod: runAfterCrash(time.Second), serverErr: errors.New("connection refused")}, false, v1alpha1.ReasonCrashLoop,
+			"'no-such 1': Bad directive or wrong number of arguments"},
+		{"restarted after serving for long (killed): waiting for the server, not a crash loop",
+			podObservation{pod: runAfterCrash(time.Hour), serverErr: errors.New("connection refused")}, false, v1alpha1.ReasonServerUnreachable,
+			"connection refused"},
 		{"no pod yet", podObservation{}, false, v1alpha1.ReasonPodPending, "waiting for the pod"},
 		{"no pod, and why", podObservation{blocker: &blocker{v1alpha1.ReasonPriorityClassNotFound, "PriorityClass high not found"}},
 			false, v1alpha1.ReasonPriorityClassNotFound, "PriorityClass high not found"},
