@@ -12,9 +12,9 @@ export LOCALKUBE_CACHE := $(CACHE)
 export CGO_ENABLED ?= 0
 
 # Every Go module of the workspace; each builds and tests alone (GOWORK=off).
-MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller webhooks localkube hack/devtools e2e
+MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks localkube hack/devtools e2e
 # Binaries of the operator, one per controller.
-COMPONENTS := cluster-controller node-controller acl-controller tls-controller webhooks
+COMPONENTS := cluster-controller node-controller acl-controller tls-controller backup-controller webhooks
 
 # The release: the chart and the operator image are versioned together from VERSION.
 VERSION   ?= $(shell cat $(ROOT)/VERSION)
@@ -138,8 +138,9 @@ operator-binaries:
 		(cd $$c && GOWORK=off go build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/operator/$$c .); done
 
 .PHONY: images
-images: deps-demo $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator); load them into a running local cluster
-	$(LOCALKUBE) images --operator-binaries $(BIN)/operator --operator-image $(LOCAL_OPERATOR_IMAGE)
+images: deps-demo $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator, and the versitygw S3 server once make deps installed it); load them into a running local cluster
+	$(LOCALKUBE) images --operator-binaries $(BIN)/operator --operator-image $(LOCAL_OPERATOR_IMAGE) \
+		$(if $(wildcard $(TOOLS_BIN)/versitygw),--s3-binary $(TOOLS_BIN)/versitygw)
 
 .PHONY: local-up
 local-up: deps-demo local-build images ## Start the local Kubernetes (NODES=3); reports a running one, cleans leftovers

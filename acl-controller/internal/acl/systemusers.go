@@ -60,7 +60,7 @@ var (
 type systemPasswords map[string][]string
 
 // systemUserNames are the operator's users in aclfile order.
-var systemUserNames = []string{v1alpha1.UserOperator, v1alpha1.UserReplication, v1alpha1.UserExporter}
+var systemUserNames = []string{v1alpha1.UserOperator, v1alpha1.UserReplication, v1alpha1.UserExporter, v1alpha1.UserBackup, v1alpha1.UserRestore}
 
 // SystemUsers renders the default user (disabled, no permission) and the operator's
 // users for servers of at least version min (the zero version means 8.0).
