@@ -11,6 +11,10 @@ export PATH := $(TOOLS_BIN):$(CACHE)/k8s/v1.37.2/bin:$(PATH)
 export LOCALKUBE_CACHE := $(CACHE)
 export CGO_ENABLED ?= 0
 
+# One local Kubernetes runs on a machine at a time: e2e, bench and chaos runs from any
+# checkout take this lock (hack/e2e.sh too).
+E2E_LOCK ?= /tmp/valkey-operator-e2e.lock
+
 # Every Go module of the workspace; each builds and tests alone (GOWORK=off).
 MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks localkube hack/devtools e2e
 # Binaries of the operator, one per controller.
@@ -209,8 +213,8 @@ e2e-ci: deps ## The e2e suites that fit CI (see docs/testing.md)
 
 .PHONY: bench
 bench: deps local-build images ## Measure the operator on the local Kubernetes: one table of medians (BENCH_REPS=3, BENCH_ONLY=items), also in bench/results.json
-	cd e2e && GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-90m} ./bench/
+	cd e2e && flock $(E2E_LOCK) env GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-90m} ./bench/
 
 .PHONY: chaos
 chaos: deps local-build images ## Scale and roll a 3x1 cluster under writes while faults hit it (CHAOS_DURATION=5m, CHAOS_MAX_FAULTS=12); fails unless it converges
-	cd e2e && GOWORK=off go test -tags bench -count=1 -v -timeout $${CHAOS_TIMEOUT:-45m} ./chaos/
+	cd e2e && flock $(E2E_LOCK) env GOWORK=off go test -tags bench -count=1 -v -timeout $${CHAOS_TIMEOUT:-45m} ./chaos/
