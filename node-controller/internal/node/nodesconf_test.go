@@ -39,7 +39,7 @@ func TestRepairNodesConf(t *testing.T) {
 	env := stubServer(t, "8.0.1")
 	defaults, include := startFiles(t)
 	command := func(nodesConf string) []string {
-		return shell(versionSh+startSh+takeoverSh+serverPersistentSh, "server", ConfigPath, "-", "-", defaults, include, nodesConf,
+		return shell(serverScript(true), "server", ConfigPath, "-", "-", defaults, include, nodesConf,
 			"12", v1alpha1.UserReplication, PrimaryAuthPath)
 	}
 	started := "valkey-server " + ConfigPath + " --cluster-announce-ip 10.88.1.5\n"
@@ -96,7 +96,7 @@ func TestRepairedNodesConfStartsValkey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defaults, include := startFiles(t)
-	mustRun(t, stubServer(t, "8.0.1"), shell(versionSh+startSh+serverPersistentSh, "server", ConfigPath, "-", "-", defaults, include, file))
+	mustRun(t, stubServer(t, "8.0.1"), shell(serverScript(true), "server", ConfigPath, "-", "-", defaults, include, file))
 	repaired, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

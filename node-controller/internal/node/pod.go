@@ -240,10 +240,18 @@ func serverCommand(vn *v1alpha1.ValkeyNode) []string {
 	}
 	if vn.Spec.Persistence != nil {
 		args := append(append(start, DataDir+"/"+ClusterConfigFile, wait), peers...)
-		return shell(versionSh+startSh+takeoverSh+serverPersistentSh, "server", args...)
+		return shell(serverScript(true), "server", args...)
 	}
 	args := append(append(start, DataDir, ClusterConfigFile, startedMarker, wait), peers...)
-	return shell(versionSh+startSh+takeoverSh+serverEphemeralSh, "server", args...)
+	return shell(serverScript(false), "server", args...)
+}
+
+// serverScript is the server container's program, with the scripts it sources.
+func serverScript(persistent bool) string {
+	if persistent {
+		return versionSh + startSh + takeoverSh + serverPersistentSh
+	}
+	return versionSh + startSh + takeoverSh + serverEphemeralSh
 }
 
 // startArgs are the arguments of prepare_start: the config file, the version the

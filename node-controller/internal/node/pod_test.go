@@ -549,7 +549,7 @@ func TestStartAsksTheServerForItsVersion(t *testing.T) {
 		{"10.0.0", "9.0", "shutdown-on-sigterm", "shutdown-on-sigterm failover\n", ""},
 	} {
 		defaults, include := startFiles(t)
-		cmd := shell(versionSh+startSh+serverPersistentSh, "server", ConfigPath, tc.required, tc.keys, defaults, include, filepath.Join(t.TempDir(), "nodes.conf"))
+		cmd := shell(serverScript(true), "server", ConfigPath, tc.required, tc.keys, defaults, include, filepath.Join(t.TempDir(), "nodes.conf"))
 		out, ok := runCommand(t, stubServer(t, tc.version), cmd)
 		if tc.wantFail != "" {
 			if ok || !strings.Contains(out, tc.wantFail) {
@@ -609,7 +609,7 @@ func TestServerCommand(t *testing.T) {
 	data := t.TempDir()
 	env := stubServer(t, "8.0.1")
 	defaults, include := startFiles(t)
-	run := shell(versionSh+startSh+takeoverSh+serverEphemeralSh, "server", ConfigPath, "-", "-", defaults, include, data,
+	run := shell(serverScript(false), "server", ConfigPath, "-", "-", defaults, include, data,
 		ClusterConfigFile, startedMarker, "0", v1alpha1.UserReplication, filepath.Join(data, "auth"))
 	for _, f := range []string{ClusterConfigFile, "dump.rdb", "keep.me"} {
 		if err := os.WriteFile(filepath.Join(data, f), []byte("x"), 0o644); err != nil {
