@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -159,6 +160,33 @@ type ClientConn struct {
 	// ("set", "cluster|nodes").
 	Idle time.Duration
 	Cmd  string
+}
+
+// ControlCommands are what client libraries send on their own (health checks, topology
+// refreshes, handshakes), sorted: a connection that last sent one of them carries no
+// request of the application. The pods' pre-stop hook gets the same list.
+var ControlCommands = []string{
+	"auth", "client|list", "client|setinfo", "client|setname", "cluster|info", "cluster|myid", "cluster|nodes",
+	"cluster|shards", "cluster|slots", "command", "command|count", "command|docs", "hello", "info", "ping", "quit",
+	"readonly", "readwrite", "select",
+}
+
+// InUse counts the application connections (not a replication link, not a system
+// user's, whose names start with "_") whose last command, a data command, came at most
+// idle ago: the clients a server that hands over must wait for before it stops. CLIENT
+// LIST's idle is the difference of two whole-second clocks (1 may mean a few
+// milliseconds ago), so idle 1 s counts connections idle for less than one to two seconds.
+func InUse(conns []ClientConn, idle time.Duration) int {
+	n := 0
+	for _, cc := range conns {
+		if strings.ContainsAny(cc.Flags, "SM") || strings.HasPrefix(cc.User, "_") || slices.Contains(ControlCommands, cc.Cmd) {
+			continue
+		}
+		if cc.Idle <= idle {
+			n++
+		}
+	}
+	return n
 }
 
 // ClientList returns the server's client connections (CLIENT LIST).

@@ -46,12 +46,13 @@ var (
 	// replicationCommands, which -@dangerous would otherwise remove.
 	replicationCommands90 = []string{"+@write", "-@dangerous", "+cluster|syncslots", "+select", "+multi", "+exec", "~*"}
 	// exporterCommands are what redis_exporter 1.86 sends by default (read-only), PING
-	// for the liveness probe, and CLUSTER FAILOVER for the preStop hook of Valkey 8.x pods,
+	// for the liveness probe, and for the preStop hook of every pod CLUSTER FAILOVER,
 	// which asks a replica in sync to take over from a primary that is being stopped (a
-	// coordinated failover: it loses no write and needs no key access).
+	// coordinated failover: it loses no write and needs no key access), and CLIENT LIST,
+	// with which it then waits for the clients to move to the new primary.
 	exporterCommands = []string{
 		"+ping", "+info", "+config|get", "+cluster|info", "+slowlog|get", "+slowlog|len",
-		"+latency|latest", "+latency|histogram", "+client|setname", "+cluster|failover",
+		"+latency|latest", "+latency|histogram", "+client|setname", "+cluster|failover", "+client|list",
 	}
 )
 

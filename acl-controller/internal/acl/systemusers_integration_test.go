@@ -166,8 +166,10 @@ var _ = Describe("The system users", func() {
 			}),
 			// CLUSTER NODES is allowed on purpose: a restarted server asks its peers with it.
 			commandEntries(v1alpha1.UserReplication, [][]string{{"INFO"}, {"GET", "k"}, {"CONFIG", "GET", "x"}, {"CLUSTER", "SHARDS"}, {"CLUSTER", "FAILOVER"}, {"FLUSHALL"}}),
+			// CLIENT LIST is allowed on purpose: the pre-stop hook waits with it for the
+			// clients to move to the new primary (addresses and command names, no values).
 			commandEntries(v1alpha1.UserExporter, [][]string{
-				{"CONFIG", "SET", "maxmemory", "1"}, {"GET", "k"}, {"SET", "k", "v"}, {"FLUSHALL"}, {"CLIENT", "LIST"}, {"ACL", "LIST"}, {"SLOWLOG", "RESET"},
+				{"CONFIG", "SET", "maxmemory", "1"}, {"GET", "k"}, {"SET", "k", "v"}, {"FLUSHALL"}, {"CLIENT", "KILL", "ID", "1"}, {"ACL", "LIST"}, {"SLOWLOG", "RESET"},
 			}),
 		)
 

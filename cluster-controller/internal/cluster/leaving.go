@@ -267,7 +267,7 @@ func (r *Reconciler) recordFailoverRequest(ctx context.Context, m *member, at ti
 // drainBudget bounds how long a leaving member waits for its clients to move away.
 const drainBudget = 5 * time.Second
 
-// drainIdle: a client connection that sent a command less than this long ago is in use.
+// drainIdle: a client connection whose CLIENT LIST idle is at most this is in use.
 const drainIdle = time.Second
 
 // drain holds a leaving member (a replica by now: a primary hands over first) until no
@@ -282,7 +282,7 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, m *member, c *valkey.C
 		r.draining.Delete(m.node.UID)
 		return 0
 	}
-	busy := inUse(conns, drainIdle)
+	busy := valkey.InUse(conns, drainIdle)
 	if busy == 0 {
 		r.draining.Delete(m.node.UID)
 		return 0
@@ -295,29 +295,4 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, m *member, c *valkey.C
 	}
 	s.progress(v1alpha1.ReasonReplacingMember, "waiting for %d client connections of leaving %s to move to the shard's primary", busy, m.name())
 	return 250 * time.Millisecond
-}
-
-// controlCommands are what client libraries send on their own (health checks, topology
-// refreshes, handshakes): a connection that last sent one of them carries no request of
-// the application.
-var controlCommands = map[string]bool{
-	"ping": true, "hello": true, "auth": true, "readonly": true, "readwrite": true, "info": true,
-	"cluster|nodes": true, "cluster|slots": true, "cluster|shards": true, "cluster|info": true, "cluster|myid": true,
-	"command": true, "command|docs": true, "command|count": true, "client|setinfo": true, "client|setname": true,
-	"client|list": true, "select": true, "quit": true,
-}
-
-// inUse counts the application connections (not a replication link, not a system
-// user's) that sent a data command less than idle ago.
-func inUse(conns []valkey.ClientConn, idle time.Duration) int {
-	n := 0
-	for _, cc := range conns {
-		if strings.ContainsAny(cc.Flags, "SM") || strings.HasPrefix(cc.User, "_") || controlCommands[cc.Cmd] {
-			continue
-		}
-		if cc.Idle < idle {
-			n++
-		}
-	}
-	return n
 }

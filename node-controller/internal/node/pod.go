@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
@@ -204,20 +205,25 @@ func serverContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 // manual failover timeout (5 s by default) and a margin, well inside the grace period.
 const handoverWaitSeconds = 10
 
+// handoverDrainSeconds bounds how long the hook then waits for the clients to move to
+// the new primary (as the cluster-controller's drain of a leaving member).
+const handoverDrainSeconds = 5
+
 // handoverHook makes a primary hand its slots to a replica in sync before the server is
-// stopped, so a pod deleted, evicted or drained is one planned failover for clients, not
-// a lost primary. Valkey 9.0 does this itself on SIGTERM (shutdown-on-sigterm failover,
-// which the start command sets on 9.x); on older servers the preStop hook of
-// scripts/handover.sh does it (it does nothing on 9.x: the server's own version decides,
-// not the image tag). It authenticates as the exporter's user, whose rules allow
-// CLUSTER FAILOVER and nothing else that writes.
+// stopped, then waits for its clients to follow, so a pod deleted, evicted or drained is
+// one planned failover for clients, not a lost primary nor a reset connection
+// (scripts/handover.sh). Valkey 9.0 also hands over by itself on SIGTERM
+// (shutdown-on-sigterm failover, which the start command sets on 9.x), should the hook
+// not run. It authenticates as the exporter's user, whose rules allow CLUSTER FAILOVER
+// and CLIENT LIST and nothing else that writes or reads keys.
 func handoverHook(vn *v1alpha1.ValkeyNode) *corev1.Lifecycle {
-	args := []string{ExporterPasswordPath, v1alpha1.UserExporter, strconv.Itoa(ClientPort), strconv.Itoa(handoverWaitSeconds)}
+	args := []string{ExporterPasswordPath, v1alpha1.UserExporter, strconv.Itoa(ClientPort), strconv.Itoa(handoverWaitSeconds),
+		strconv.Itoa(handoverDrainSeconds), strings.Join(valkey.ControlCommands, " ")}
 	if vn.Spec.TLSSecretName != "" {
 		args = append(args, TLSDir+"/ca.crt")
 	}
 	return &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
-		Exec: &corev1.ExecAction{Command: shell(versionSh+handoverSh, "handover", args...)},
+		Exec: &corev1.ExecAction{Command: shell(drainSh+handoverSh, "handover", args...)},
 	}}
 }
 

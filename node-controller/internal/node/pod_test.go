@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 // TestPodTemplate checks each field of the reference API as it reaches the pod.
@@ -460,7 +461,7 @@ func TestPatchContainersEmpty(t *testing.T) {
 }
 
 // TestHandoverHookByVersion: every member gets the preStop handover, whatever its image
-// tag says; the hook itself leaves 9.x to the server (TestHandoverLeavesNineToTheServer).
+// tag says (TestHandoverAsksTheServer).
 func TestHandoverHookByVersion(t *testing.T) {
 	for image, want := range map[string]bool{
 		"valkey/valkey:8.0.1": true, "valkey/valkey:8.1.1": true, "valkey/valkey:9.1.2": true, "valkey/valkey:latest": true,
@@ -473,7 +474,8 @@ func TestHandoverHookByVersion(t *testing.T) {
 		}
 		if h != nil {
 			cmd := h.PreStop.Exec.Command
-			if !strings.Contains(cmd[2], "cluster failover") || !slices.Contains(cmd[4:], ExporterPasswordPath) || len(cmd) != 8 {
+			if !strings.Contains(cmd[2], "cluster failover") || !slices.Contains(cmd[4:], ExporterPasswordPath) || len(cmd) != 10 ||
+				cmd[9] != strings.Join(valkey.ControlCommands, " ") {
 				t.Errorf("%s: hook %q", image, cmd)
 			}
 		}
@@ -566,10 +568,11 @@ func TestStartAsksTheServerForItsVersion(t *testing.T) {
 	}
 }
 
-// TestHandoverLeavesNineToTheServer: on 9.x the preStop hook does nothing (the server
-// hands over on SIGTERM); on 8.x it asks the server (a stub valkey-cli here) who it is.
-func TestHandoverLeavesNineToTheServer(t *testing.T) {
-	for version, wantCLI := range map[string]bool{"9.0.0": false, "8.0.1": true} {
+// TestHandoverAsksTheServer: on every version the preStop hook asks the server (a stub
+// valkey-cli here) who it is (9.x would hand over by itself, but without waiting for its
+// clients), with the password in its environment.
+func TestHandoverAsksTheServer(t *testing.T) {
+	for _, version := range []string{"9.0.0", "8.0.1"} {
 		env := stubServer(t, version)
 		bin := strings.TrimPrefix(strings.SplitN(env[0], ":", 2)[0], "PATH=")
 		log := filepath.Join(t.TempDir(), "cli.log")
@@ -584,8 +587,8 @@ func TestHandoverLeavesNineToTheServer(t *testing.T) {
 		cmd[4] = pw
 		mustRun(t, env, cmd)
 		called, _ := os.ReadFile(log)
-		if (len(called) > 0) != wantCLI {
-			t.Errorf("Valkey %s: valkey-cli called %q, want called %v", version, called, wantCLI)
+		if !strings.Contains(string(called), "info replication") {
+			t.Errorf("Valkey %s: valkey-cli called %q, want it asked for the server's role", version, called)
 		}
 		if strings.Contains(string(called), "secret") {
 			t.Errorf("the password is on valkey-cli's command line: %q", called)

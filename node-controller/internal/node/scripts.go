@@ -22,6 +22,8 @@ var (
 	livenessSh string
 	//go:embed scripts/takeover.sh
 	takeoverSh string
+	//go:embed scripts/drain.sh
+	drainSh string
 )
 
 // shell is the command that runs script with sh, as $0 name and the arguments after. The
