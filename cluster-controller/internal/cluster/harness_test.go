@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -190,7 +191,9 @@ func (e *env) expectReady(name string, timeout time.Duration) {
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), "Ready: %s %s", ready.Reason, ready.Message)
 		g.Expect(progressing).NotTo(BeNil())
-		g.Expect(progressing.Status).To(Equal(metav1.ConditionFalse), "Progressing: %s %s", progressing.Reason, progressing.Message)
+		g.Expect(progressing.Status).To(Equal(metav1.ConditionFalse), func() string {
+			return fmt.Sprintf("Progressing: %s %s (servers' open slots: %s)", progressing.Reason, progressing.Message, e.openSlots())
+		})
 		g.Expect(vc.Status.ObservedGeneration).To(Equal(vc.Generation))
 		g.Expect(vc.Status.State).To(Equal(v1alpha1.StateReady))
 		g.Expect(vc.Status.ReadyShards).To(Equal(vc.Spec.ShardCount()))
@@ -460,4 +463,26 @@ func firstSlots(n int32) []int {
 		out[sh] = rs[0].Start
 	}
 	return out
+}
+
+// openSlots lists the slots each server's own view has importing or migrating, for a
+// failure message.
+func (e *env) openSlots() string {
+	var out []string
+	for _, srv := range e.kubelet.servers() {
+		nodes, err := srv.Dial(GinkgoTB()).ClusterNodes(context.Background())
+		if err != nil {
+			out = append(out, srv.Addr()+": "+err.Error())
+			continue
+		}
+		for _, n := range nodes {
+			if n.Myself && (len(n.Importing) > 0 || len(n.Migrating) > 0) {
+				out = append(out, fmt.Sprintf("%s (primary %v): importing %v, migrating %v", srv.Addr(), n.Primary, n.Importing, n.Migrating))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
 }

@@ -225,10 +225,14 @@ func (t *topology) coveredSlots() int {
 	return valkey.CountSlots(valkey.NormalizeRanges(all))
 }
 
-// openSlots reports whether any reachable member has a slot importing or migrating.
+// openSlots reports whether any reachable primary has a slot importing or migrating.
+// Replicas are left out: Valkey 8.0+ copies the states to them, but only a primary's
+// counts (finishOpenSlots acts on primaries only, replicas refuse SETSLOT), and a replica
+// that joined mid-migration may keep a state its primary closed since, which nothing
+// could close and would hold the cluster's progress for good.
 func (t *topology) openSlots() bool {
 	for _, m := range t.reachable() {
-		if len(m.self.Importing) > 0 || len(m.self.Migrating) > 0 {
+		if m.isPrimary() && (len(m.self.Importing) > 0 || len(m.self.Migrating) > 0) {
 			return true
 		}
 	}

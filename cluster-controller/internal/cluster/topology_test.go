@@ -461,3 +461,23 @@ func TestSyncedNeedsThePrimaryStreaming(t *testing.T) {
 		t.Error("a does not list a2: want not synced")
 	}
 }
+
+// TestOpenSlotsArePrimaries: a slot state left on a replica (copied from its primary,
+// which closed it since) does not count as an open slot, which would hold every phase;
+// a primary's does.
+func TestOpenSlotsArePrimaries(t *testing.T) {
+	topo := build(t, healthyThreeByOne())
+	if topo.openSlots() {
+		t.Fatal("a healthy cluster has open slots")
+	}
+	replica := memberNamed(t, topo, "a2")
+	replica.self.Importing = map[int]string{4097: "B"}
+	if topo.openSlots() {
+		t.Error("a replica's stale importing state counts as an open slot")
+	}
+	primary := memberNamed(t, topo, "b")
+	primary.self.Migrating = map[int]string{4097: "C"}
+	if !topo.openSlots() {
+		t.Error("a primary's migrating slot does not count")
+	}
+}
