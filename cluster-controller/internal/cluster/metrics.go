@@ -215,7 +215,10 @@ func viewOf(s *scope, st clusterStatus) *clusterView {
 	if s.mayAct() && !s.scaleHeld() {
 		p := s.planScale()
 		v.slotsToMove = p.slots
-		v.scaling = p.step != scaleNothing || s.topo.openSlots()
+		// A roll's successors are surplus replicas of their shard until the old members
+		// leave: that is the roll, not a scale.
+		surplusOfRoll := p.step == scaleRetireSurplusReplicas && v.rolling
+		v.scaling = (p.step != scaleNothing && !surplusOfRoll) || s.topo.openSlots()
 	}
 	sort.Slice(v.lag, func(i, j int) bool { return v.lag[i].member < v.lag[j].member })
 	return v

@@ -112,6 +112,20 @@ valkey_operator_cluster_roll_members_pending{cluster="vk",namespace="ns"} 2
 			names: []string{"valkey_operator_cluster_members", "valkey_operator_cluster_rolling", "valkey_operator_cluster_roll_members_pending"},
 		},
 		{
+			name: "a roll's successor in sync next to the outdated replica it replaces: rolling, not scaling",
+			fms: append(with(healthyThreeByOne(), "a2", func(f *fakeMember) { f.outdated = true }),
+				fakeMember{name: "a3", shard: 0, ip: "10.0.0.9", id: "A3", primary: "A", offset: 100, linkUp: true}),
+			want: `
+# HELP valkey_operator_cluster_rolling 1 while members need a new pod to match the spec (a roll is in progress or waiting).
+# TYPE valkey_operator_cluster_rolling gauge
+valkey_operator_cluster_rolling{cluster="vk",namespace="ns"} 1
+# HELP valkey_operator_cluster_scaling 1 while slots move between shards or members of removed shards or surplus replicas leave.
+# TYPE valkey_operator_cluster_scaling gauge
+valkey_operator_cluster_scaling{cluster="vk",namespace="ns"} 0
+`,
+			names: []string{"valkey_operator_cluster_rolling", "valkey_operator_cluster_scaling"},
+		},
+		{
 			name: "a scale to 4 shards whose new primary has joined: slots to move",
 			fms: append(healthyThreeByOne(),
 				fakeMember{name: "d", shard: 3, ip: "10.0.0.7", id: "D", offset: 100},
