@@ -2,6 +2,7 @@ package charttest
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -250,6 +251,35 @@ func TestDashboard(t *testing.T) {
 	if queries < 15 {
 		t.Errorf("%d queries, fewer than expected", queries)
 	}
+	checkQueries(t, d)
+}
+
+// dashboardVariables are the values the queries' variables get for promtool.
+var dashboardVariables = strings.NewReplacer("$namespace", ".*", "$cluster", ".*", "$__rate_interval", "1m")
+
+// checkQueries has promtool parse every panel's query, each as a recording rule with the
+// dashboard's variables filled in.
+func checkQueries(t *testing.T, d dashboard) {
+	t.Helper()
+	type rule struct {
+		Record string `json:"record"`
+		Expr   string `json:"expr"`
+	}
+	var rs []rule
+	for _, p := range d.Panels {
+		for i, q := range p.Targets {
+			rs = append(rs, rule{Record: fmt.Sprintf("dashboard:panel_%d_%d", p.ID, i), Expr: dashboardVariables.Replace(q.Expr)})
+		}
+	}
+	out, err := yaml.Marshal(map[string]any{"groups": []any{map[string]any{"name": "dashboard", "rules": rs}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dashboard.yaml"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	promtool(t, dir, "check", "rules", "dashboard.yaml")
 }
 
 // TestOperatorMetricsDocumented checks that the metrics the alerts use are listed in
