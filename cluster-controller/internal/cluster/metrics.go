@@ -179,7 +179,7 @@ func viewOf(s *scope, st clusterStatus) *clusterView {
 			role = "replica"
 		}
 		v.members[memberKey{shard: mb.shard(), role: role, lifecycle: string(computeMemberStatus(s, mb).Lifecycle)}]++
-		if !mb.leaving() && (out(s, mb) || mb.restarting()) {
+		if !mb.leaving() && (needsNewPod(s, mb) || mb.restarting()) {
 			v.rollPending++
 		}
 	}
@@ -224,8 +224,8 @@ func viewOf(s *scope, st clusterStatus) *clusterView {
 	return v
 }
 
-// out reports whether a member needs a new pod for the spec.
-func out(s *scope, m *member) bool {
+// needsNewPod reports whether a member needs a new pod for the spec.
+func needsNewPod(s *scope, m *member) bool {
 	o, _ := s.outdated(m)
 	return o
 }
