@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/valkey-operator/valkey-operator/acl-controller/internal/acl"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
@@ -43,6 +44,7 @@ func main() {
 				PropagationDelay: propagation,
 				Resync:           resync,
 			}
+			metrics.Registry.MustRegister(acl.NewCollector(mgr.GetClient()))
 			return r.SetupWithManager(ctx, mgr, f.MaxConcurrentReconciles)
 		},
 	})

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/backup"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/job"
@@ -48,6 +49,7 @@ func main() {
 				Recorder: mgr.GetEventRecorder(name),
 				Jobs:     backup.JobSettings{Image: image, DeadlineSeconds: int64(deadline.Seconds())},
 			}
+			metrics.Registry.MustRegister(backup.NewCollector(mgr.GetClient()))
 			if err := (&backup.BackupReconciler{Env: env}).SetupWithManager(mgr, f.MaxConcurrentReconciles); err != nil {
 				return err
 			}

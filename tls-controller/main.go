@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
@@ -44,6 +45,7 @@ func main() {
 				return err
 			}
 			r.Pool = pool
+			metrics.Registry.MustRegister(certs.NewCollector(mgr.GetClient()))
 			return r.SetupWithManager(ctx, mgr, f.MaxConcurrentReconciles)
 		},
 	})

@@ -69,7 +69,17 @@ func helm(t *testing.T, args ...string) (string, error) {
 // render runs helm template with --set pairs and returns the objects by "Kind/name".
 func render(t *testing.T, sets ...string) map[string]*unstructured.Unstructured {
 	t.Helper()
+	return renderWith(t, nil, sets...)
+}
+
+// renderWith is render on a cluster that also serves apiVersions (e.g. the Prometheus
+// Operator's monitoring.coreos.com/v1/PodMonitor).
+func renderWith(t *testing.T, apiVersions []string, sets ...string) map[string]*unstructured.Unstructured {
+	t.Helper()
 	args := []string{"template", "vko", "charts/valkey-operator", "--namespace", "vko", "--kube-version", kubeVersion}
+	for _, v := range apiVersions {
+		args = append(args, "--api-versions", v)
+	}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}

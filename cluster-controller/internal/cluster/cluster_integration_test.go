@@ -70,6 +70,54 @@ var _ = Describe("The cluster-controller", func() {
 		Entry("1 shard without replicas", int32(1), int32(0)),
 	)
 
+	It("exports the cluster's metrics: after formation, a failover Valkey makes, and deletion", func() {
+		e.createCluster("metrics", 3, 1)
+		e.expectReady("metrics", time.Minute)
+
+		By("reporting the formed cluster as the pass saw it")
+		Eventually(func(g Gomega) {
+			m := e.series(g, "metrics")
+			g.Expect(m).To(HaveKeyWithValue("valkey_operator_cluster_ready{}", 1.0))
+			g.Expect(m).To(HaveKeyWithValue("valkey_operator_cluster_shards{}", 3.0))
+			g.Expect(m).To(HaveKeyWithValue("valkey_operator_cluster_shards_ready{}", 3.0))
+			g.Expect(m).To(HaveKeyWithValue("valkey_operator_cluster_slots_assigned{}", 16384.0))
+			g.Expect(m).To(HaveKeyWithValue("valkey_operator_cluster_state{state=Ready}", 1.0))
+			g.Expect(m).To(HaveKeyWithValue("valkey_operator_cluster_rolling{}", 0.0))
+			g.Expect(m).To(HaveKey("valkey_operator_cluster_last_successful_pass_timestamp_seconds{}"))
+			for sh := range 3 {
+				g.Expect(m).To(HaveKeyWithValue(fmt.Sprintf("valkey_operator_cluster_members{lifecycle=Active,role=primary,shard=%d}", sh), 1.0))
+				g.Expect(m).To(HaveKeyWithValue(fmt.Sprintf("valkey_operator_cluster_members{lifecycle=Active,role=replica,shard=%d}", sh), 1.0))
+				g.Expect(m).To(HaveKeyWithValue(fmt.Sprintf("valkey_operator_shard_replicas_in_sync{shard=%d}", sh), 1.0))
+				replica := e.member(g, "metrics", int32(sh), false)
+				g.Expect(m).To(HaveKey(fmt.Sprintf("valkey_operator_replica_lag_bytes{member=%s,shard=%d}", replica.Name, sh)))
+			}
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+
+		By("counting a failover nobody asked the operator for as elected")
+		replica := e.member(Default, "metrics", 1, false)
+		c := dial(Default, e.kubelet.server(replica.Name))
+		Expect(c.Failover(ctx, valkey.FailoverDefault)).To(Succeed())
+		c.Close()
+		// The node-controller would report the new role on the ValkeyNode; the stand-in
+		// kubelet does not, so touch it to start a pass as that report would.
+		Eventually(func() error {
+			vn := e.member(Default, "metrics", 1, false)
+			patch := client.MergeFrom(vn.DeepCopy())
+			vn.Annotations = map[string]string{"test/poke": "failover"}
+			return k8s.Patch(ctx, &vn, patch)
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(e.cluster(g, "metrics").Status.Shards[1].Primary).To(Equal(replica.Name))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Eventually(func() []int { return e.failoversOf("metrics", 3, kindElected) }).WithTimeout(10 * time.Second).
+			Should(Equal([]int{0, 1, 0}))
+		Expect(e.failovers("metrics", 3)).To(Equal([]int{0, 0, 0}), "planned failovers")
+
+		By("removing every series of the cluster once it is deleted")
+		Expect(k8s.Delete(ctx, e.cluster(Default, "metrics"))).To(Succeed())
+		Eventually(func(g Gomega) map[string]float64 { return e.series(g, "metrics") }).WithTimeout(30 * time.Second).Should(BeEmpty())
+	})
+
 	It("replaces a replica whose pod is gone for good", Label("slow"), func() {
 		e.createCluster("heal", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) { s.WorkloadType = v1alpha1.WorkloadPod })
 		e.expectReady("heal", time.Minute)

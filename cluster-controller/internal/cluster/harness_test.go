@@ -37,9 +37,10 @@ import (
 type env struct {
 	ns      string
 	kubelet *kubelet
-	// metrics are the running controller's.
-	metrics *Metrics
-	stop    func()
+	// metrics are the running controller's, registered in registry.
+	metrics  *Metrics
+	registry *prometheus.Registry
+	stop     func()
 }
 
 // newEnv sets up a spec's world and tears it down when the spec ends.
@@ -99,7 +100,8 @@ func run(mgr ctrl.Manager) func() {
 // metrics, as after a restart of the operator.
 func (e *env) startController() {
 	mgr := e.manager()
-	e.metrics = NewMetrics(prometheus.NewRegistry())
+	e.registry = prometheus.NewRegistry()
+	e.metrics = NewMetrics(e.registry)
 	pool := &valkeyconn.Pool{DialTimeout: time.Second}
 	r := &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
@@ -359,6 +361,39 @@ func (e *env) failoversOf(name string, shards int32, kind string) []int {
 	out := make([]int, shards)
 	for sh := range out {
 		out[sh] = int(testutil.ToFloat64(e.metrics.failovers.WithLabelValues(e.ns, name, strconv.Itoa(sh), kind)))
+	}
+	return out
+}
+
+// series returns the running controller's series of a cluster, as a scraper reads
+// them: "name{label=value,...}" (labels sorted, namespace and cluster left out) -> value.
+func (e *env) series(g Gomega, name string) map[string]float64 {
+	mfs, err := e.registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			var ns, cluster string
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "namespace":
+					ns = l.GetValue()
+				case "cluster":
+					cluster = l.GetValue()
+				default:
+					labels = append(labels, l.GetName()+"="+l.GetValue())
+				}
+			}
+			if ns != e.ns || cluster != name {
+				continue
+			}
+			v := m.GetGauge().GetValue()
+			if m.GetCounter() != nil {
+				v = m.GetCounter().GetValue()
+			}
+			out[mf.GetName()+"{"+strings.Join(labels, ",")+"}"] = v
+		}
 	}
 	return out
 }

@@ -1,16 +1,100 @@
 package cluster
 
 import (
+	"sort"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 // Metrics are the operator's own metrics, served on the manager's metrics endpoint.
+//
+// The per-cluster gauges are a snapshot of what the last pass over each cluster saw (no
+// call to Valkey is made for them): each pass replaces its cluster's snapshot whole, so
+// a retired member's series disappear with the pass that no longer sees it, and a
+// deleted cluster's series (counters included) go with forget. Label values are bounded
+// by the spec: namespace, cluster, shard index, enums (role, lifecycle, state, kind,
+// phase) and, for replication lag only, the member's name.
 type Metrics struct {
-	failovers *prometheus.CounterVec
+	failovers       *prometheus.CounterVec
+	reconcileErrors *prometheus.CounterVec
+
+	mu       sync.Mutex
+	clusters map[types.NamespacedName]*clusterView
+}
+
+// Failover kinds of valkey_operator_failovers_total.
+const (
+	// kindElected: a failover the operator did not ask for, seen as a replica of the shard
+	// (in the previous pass's status) now serving it: Valkey's own election after its
+	// primary failed, or a CLUSTER FAILOVER asked by someone else.
+	kindElected = "elected"
+)
+
+// clusterView is what one pass saw of a cluster, the source of its gauges.
+type clusterView struct {
+	shards, replicasPerShard, readyShards int32
+	ready, degraded                       bool
+	state                                 v1alpha1.ClusterState
+	slotsAssigned                         int
+	// members counts the members by shard, role and lifecycle.
+	members map[memberKey]int
+	// shardSlots and inSync are per shard: the slots its primary serves, its replicas in sync.
+	shardSlots map[int32]int
+	inSync     map[int32]int
+	lag        []replicaLag
+	// rollPending counts members that need a new pod; slotsToMove the slots a scale moves.
+	rolling, scaling         bool
+	rollPending, slotsToMove int
+	// lastSuccess is the end of the last pass without an error (zero: none yet).
+	lastSuccess time.Time
+}
+
+type memberKey struct {
+	shard           int32
+	role, lifecycle string
+}
+
+type replicaLag struct {
+	shard  int32
+	member string
+	bytes  int64
+}
+
+var (
+	labelsCluster = []string{"namespace", "cluster"}
+	labelsShard   = []string{"namespace", "cluster", "shard"}
+
+	descShards           = desc("cluster_shards", "Shards the cluster's spec asks for.", labelsCluster)
+	descReplicasPerShard = desc("cluster_replicas_per_shard", "Replicas per shard the cluster's spec asks for.", labelsCluster)
+	descReadyShards      = desc("cluster_shards_ready", "Shards whose primary serves slots with all replicas the spec asks for in sync.", labelsCluster)
+	descReady            = desc("cluster_ready", "1 when the cluster's Ready condition is True (it serves every slot with the redundancy the spec asks for).", labelsCluster)
+	descDegraded         = desc("cluster_degraded", "1 when the cluster's Degraded condition is True (serving without full redundancy, or slots without a primary).", labelsCluster)
+	descState            = desc("cluster_state", "1 for the cluster's current status.state, 0 for the others.", []string{"namespace", "cluster", "state"})
+	descSlotsAssigned    = desc("cluster_slots_assigned", "Slots (of 16384) some primary serves, as the servers report it.", labelsCluster)
+	descMembers          = desc("cluster_members", "Members (ValkeyNodes) by shard, role the server reports (primary, replica, unknown when it does not answer) and lifecycle (Joining, Active, Leaving).", []string{"namespace", "cluster", "shard", "role", "lifecycle"})
+	descShardSlots       = desc("shard_slots", "Slots the shard's primary serves.", labelsShard)
+	descInSync           = desc("shard_replicas_in_sync", "Replicas of the shard linked to its primary and caught up.", labelsShard)
+	descLag              = desc("replica_lag_bytes", "How far a replica's replication offset is behind its primary's, in bytes.", []string{"namespace", "cluster", "shard", "member"})
+	descRolling          = desc("cluster_rolling", "1 while members need a new pod to match the spec (a roll is in progress or waiting).", labelsCluster)
+	descRollPending      = desc("cluster_roll_members_pending", "Members that still need a new pod to match the spec.", labelsCluster)
+	descScaling          = desc("cluster_scaling", "1 while slots move between shards or members of removed shards or surplus replicas leave.", labelsCluster)
+	descSlotsToMove      = desc("cluster_scale_slots_pending", "Slots a scale still has to move to reach an even split.", labelsCluster)
+	descLastSuccess      = desc("cluster_last_successful_pass_timestamp_seconds", "When the last pass over the cluster without an error ended (Unix seconds).", labelsCluster)
+
+	allStates = []v1alpha1.ClusterState{v1alpha1.StateCreating, v1alpha1.StateReady, v1alpha1.StateUpdating,
+		v1alpha1.StateScaling, v1alpha1.StateDegraded, v1alpha1.StateFailed, v1alpha1.StateInvalid}
+)
+
+func desc(name, help string, labels []string) *prometheus.Desc {
+	return prometheus.NewDesc("valkey_operator_"+name, help, labels, nil)
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -18,10 +102,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "valkey_operator_failovers_total",
-			Help: "Failovers the operator made, by cluster, shard and kind: planned (CLUSTER FAILOVER to a replica in sync, counted once the replica serves the shard) or takeover (forced after quorum was lost).",
+			Help: "Failovers by cluster, shard and kind: planned (CLUSTER FAILOVER the operator asked of a replica in sync, counted once the replica serves the shard), forced (FORCE or TAKEOVER the operator asked after the primary's death was proven) or elected (a replica serves the shard without the operator having asked: Valkey's own election).",
 		}, []string{"namespace", "cluster", "shard", "kind"}),
+		reconcileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "valkey_operator_cluster_reconcile_errors_total",
+			Help: "Passes over a cluster that failed, by the phase that failed (observe, a phase of the pass, or status).",
+		}, []string{"namespace", "cluster", "phase"}),
+		clusters: map[types.NamespacedName]*clusterView{},
 	}
-	reg.MustRegister(m.failovers)
+	reg.MustRegister(m.failovers, m.reconcileErrors, m)
 	return m
 }
 
@@ -30,4 +119,207 @@ func (m *Metrics) failover(vc *v1alpha1.ValkeyCluster, shard int32, kind string)
 		return
 	}
 	m.failovers.WithLabelValues(vc.Namespace, vc.Name, strconv.Itoa(int(shard)), kind).Inc()
+}
+
+// reconcileError counts a failed pass of a cluster in the phase that failed.
+func (m *Metrics) reconcileError(key types.NamespacedName, phase string) {
+	if m == nil {
+		return
+	}
+	m.reconcileErrors.WithLabelValues(key.Namespace, key.Name, phase).Inc()
+}
+
+// observe replaces the cluster's snapshot with what pass s saw; ok says the pass ended
+// without an error (at now).
+func (m *Metrics) observe(s *scope, st clusterStatus, ok bool) {
+	if m == nil {
+		return
+	}
+	v := viewOf(s, st)
+	key := types.NamespacedName{Namespace: s.vc.Namespace, Name: s.vc.Name}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if prev := m.clusters[key]; prev != nil {
+		v.lastSuccess = prev.lastSuccess
+	}
+	if ok {
+		v.lastSuccess = s.topo.now
+	}
+	m.clusters[key] = v
+}
+
+// forget removes every series of a cluster that is gone.
+func (m *Metrics) forget(key types.NamespacedName) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	delete(m.clusters, key)
+	m.mu.Unlock()
+	l := prometheus.Labels{"namespace": key.Namespace, "cluster": key.Name}
+	m.failovers.DeletePartialMatch(l)
+	m.reconcileErrors.DeletePartialMatch(l)
+}
+
+// viewOf derives a cluster's gauges from the pass's scope and the status it computed.
+func viewOf(s *scope, st clusterStatus) *clusterView {
+	v := &clusterView{
+		shards: s.shards(), replicasPerShard: s.replicas(), readyShards: st.ReadyShards, state: st.State,
+		ready:         conditions.IsTrue(st.Conditions, v1alpha1.ConditionReady),
+		degraded:      conditions.IsTrue(st.Conditions, v1alpha1.ConditionDegraded),
+		slotsAssigned: s.topo.coveredSlots(),
+		members:       map[memberKey]int{}, shardSlots: map[int32]int{}, inSync: map[int32]int{},
+	}
+	for _, mb := range s.topo.members {
+		role := "unknown"
+		switch {
+		case mb.isPrimary():
+			role = "primary"
+		case mb.reachable && mb.self.Replica:
+			role = "replica"
+		}
+		v.members[memberKey{shard: mb.shard(), role: role, lifecycle: string(computeMemberStatus(s, mb).Lifecycle)}]++
+		if !mb.leaving() && (needsNewPod(s, mb) || mb.restarting()) {
+			v.rollPending++
+		}
+	}
+	v.rolling = v.rollPending > 0
+	for sh := range s.topo.shards {
+		p := s.topo.primaryOf(sh)
+		if p == nil {
+			v.shardSlots[sh] = 0
+			v.inSync[sh] = 0
+			continue
+		}
+		v.shardSlots[sh] = valkey.CountSlots(p.slots())
+		v.inSync[sh] = 0
+		for _, mb := range s.topo.shards[sh] {
+			if mb == p || !mb.reachable || !mb.self.Replica || mb.self.PrimaryID != p.id() || !p.reachable {
+				continue
+			}
+			if synced(mb, p) && !mb.leaving() {
+				v.inSync[sh]++
+			}
+			lag := p.repl.Offset - mb.repl.Offset
+			if lag < 0 {
+				lag = 0
+			}
+			v.lag = append(v.lag, replicaLag{shard: sh, member: mb.name(), bytes: lag})
+		}
+	}
+	for sh := int32(0); sh < s.shards(); sh++ {
+		if _, ok := v.inSync[sh]; !ok {
+			v.inSync[sh], v.shardSlots[sh] = 0, 0
+		}
+	}
+	if s.mayAct() && !s.scaleHeld() {
+		p := s.planScale()
+		v.slotsToMove = p.slots
+		// A roll's successors are surplus replicas of their shard until the old members
+		// leave: that is the roll, not a scale.
+		surplusOfRoll := p.step == scaleRetireSurplusReplicas && v.rolling
+		v.scaling = (p.step != scaleNothing && !surplusOfRoll) || s.topo.openSlots()
+	}
+	sort.Slice(v.lag, func(i, j int) bool { return v.lag[i].member < v.lag[j].member })
+	return v
+}
+
+// needsNewPod reports whether a member needs a new pod for the spec.
+func needsNewPod(s *scope, m *member) bool {
+	o, _ := s.outdated(m)
+	return o
+}
+
+// Describe implements prometheus.Collector.
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descShards, descReplicasPerShard, descReadyShards, descReady, descDegraded,
+		descState, descSlotsAssigned, descMembers, descShardSlots, descInSync, descLag, descRolling, descRollPending,
+		descScaling, descSlotsToMove, descLastSuccess} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: the gauges of every cluster's last pass.
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for key, v := range m.clusters {
+		ns, name := key.Namespace, key.Name
+		gauge := func(d *prometheus.Desc, val float64, extra ...string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, val, append([]string{ns, name}, extra...)...)
+		}
+		gauge(descShards, float64(v.shards))
+		gauge(descReplicasPerShard, float64(v.replicasPerShard))
+		gauge(descReadyShards, float64(v.readyShards))
+		gauge(descReady, b2f(v.ready))
+		gauge(descDegraded, b2f(v.degraded))
+		if v.state != "" {
+			for _, st := range allStates {
+				gauge(descState, b2f(st == v.state), string(st))
+			}
+		}
+		gauge(descSlotsAssigned, float64(v.slotsAssigned))
+		for k, n := range v.members {
+			gauge(descMembers, float64(n), shardLabel(k.shard), k.role, k.lifecycle)
+		}
+		for sh, n := range v.shardSlots {
+			gauge(descShardSlots, float64(n), shardLabel(sh))
+		}
+		for sh, n := range v.inSync {
+			gauge(descInSync, float64(n), shardLabel(sh))
+		}
+		for _, l := range v.lag {
+			gauge(descLag, float64(l.bytes), shardLabel(l.shard), l.member)
+		}
+		gauge(descRolling, b2f(v.rolling))
+		gauge(descRollPending, float64(v.rollPending))
+		gauge(descScaling, b2f(v.scaling))
+		gauge(descSlotsToMove, float64(v.slotsToMove))
+		if !v.lastSuccess.IsZero() {
+			gauge(descLastSuccess, float64(v.lastSuccess.UnixMilli())/1000)
+		}
+	}
+}
+
+func shardLabel(sh int32) string { return strconv.Itoa(int(sh)) }
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// electedFailovers lists the shards whose primary changed since the previous pass's
+// status to a member that was its replica then, without the operator having asked that
+// member to take over (no failover request on it when this pass began).
+func electedFailovers(prev []v1alpha1.ShardStatus, s *scope, requested map[string]bool) []int32 {
+	var out []int32
+	for _, st := range prev {
+		if st.Primary == "" {
+			continue
+		}
+		p := s.topo.primaryOf(st.Index)
+		if p == nil || p.name() == st.Primary || len(p.slots()) == 0 || requested[p.name()] {
+			continue
+		}
+		for _, r := range st.Replicas {
+			if r == p.name() {
+				out = append(out, st.Index)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// failoverRequests names the members that carried a failover request when read.
+func failoverRequests(nodes []*v1alpha1.ValkeyNode) map[string]bool {
+	out := map[string]bool{}
+	for _, vn := range nodes {
+		if _, ok := vn.Annotations[annotationFailoverAt]; ok {
+			out[vn.Name] = true
+		}
+	}
+	return out
 }

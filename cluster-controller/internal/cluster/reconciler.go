@@ -103,6 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	vc := &v1alpha1.ValkeyCluster{}
 	if err := r.Get(ctx, req.NamespacedName, vc); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.Metrics.forget(req.NamespacedName)
 			return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
@@ -110,17 +111,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	logger := log.FromContext(ctx).WithValues("cluster", req.NamespacedName.String())
 	ctx = log.IntoContext(ctx, logger)
 	if !vc.DeletionTimestamp.IsZero() {
+		r.Metrics.forget(req.NamespacedName)
 		return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 	}
 
+	// The shards as the previous pass reported them (writing the status replaces them).
+	prevShards := vc.DeepCopy().Status.Shards
 	s, err := r.newScope(ctx, vc)
 	if err != nil {
+		r.Metrics.reconcileError(req.NamespacedName, "observe")
 		return ctrl.Result{}, err
 	}
 	res, runErr := r.run(ctx, s)
+	if runErr != nil {
+		r.Metrics.reconcileError(req.NamespacedName, s.failedPhase)
+	}
 	if err := r.writeStatus(ctx, s, runErr); err != nil {
+		if runErr == nil {
+			r.Metrics.reconcileError(req.NamespacedName, "status")
+		}
 		runErr = errors.Join(runErr, err)
 	}
+	for _, sh := range electedFailovers(prevShards, s, s.requested) {
+		r.Metrics.failover(vc, sh, kindElected)
+	}
+	r.Metrics.observe(s, s.reported, runErr == nil)
 	if runErr != nil {
 		logger.Error(runErr, "reconcile pass failed")
 		if res.RequeueAfter == 0 || res.RequeueAfter > requeueWait {
@@ -170,6 +185,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 		}
 		wait, err := p.fn(ctx, s)
 		if err != nil {
+			s.failedPhase = p.name
 			return ctrl.Result{}, fmt.Errorf("%s: %w", p.name, err)
 		}
 		if wait > 0 {

@@ -41,6 +41,13 @@ type scope struct {
 	// without stopping the pass (a member handing over) says how soon it wants to look
 	// again.
 	within time.Duration
+	// requested names the members that carried a failover request when the pass read
+	// them (the metrics tell a failover the operator asked for from one Valkey elected).
+	requested map[string]bool
+	// failedPhase names the phase whose error ended the pass.
+	failedPhase string
+	// reported is the cluster status the pass computed.
+	reported clusterStatus
 }
 
 // lookAgainWithin asks for the next pass within d at the latest (the shortest ask wins).
@@ -56,7 +63,7 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 	if err != nil {
 		return nil, err
 	}
-	s := &scope{vc: vc}
+	s := &scope{vc: vc, requested: failoverRequests(nodes)}
 	s.guard = guard.Check(vc)
 	if prev := previousSpec(vc, nodes); prev != nil {
 		s.immutable = guard.CheckUpdate(prev, vc)

@@ -56,6 +56,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) er
 	vc := s.vc
 	want := computeClusterStatus(s, runErr)
 	want.Conditions = conditions.Resolve(vc.Status.Conditions, s.topo.now, want.Conditions...)
+	s.reported = want
 	r.warnOnTransitions(s, want.Conditions)
 	have := clusterStatus{
 		ObservedGeneration: vc.Status.ObservedGeneration, State: vc.Status.State, ReadyShards: vc.Status.ReadyShards,
