@@ -18,8 +18,15 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-func TestServerKilledOn80(t *testing.T) { testServerKilled(t, 8, 0) }
-func TestServerKilledOn91(t *testing.T) { testServerKilled(t, 9, 1) }
+func TestServerKilledOn80(t *testing.T) { testServerKilled(t, 8, 0, v1alpha1.WorkloadStatefulSet) }
+func TestServerKilledOn81(t *testing.T) { testServerKilled(t, 8, 1, v1alpha1.WorkloadStatefulSet) }
+func TestServerKilledOn91(t *testing.T) { testServerKilled(t, 9, 1, v1alpha1.WorkloadStatefulSet) }
+
+// The same crash under the other workload types: a Deployment's pod restarts its
+// container as a StatefulSet's does; a bare pod (restartPolicy Never) ends Failed and its
+// member is replaced by a new one.
+func TestServerKilledDeployment(t *testing.T) { testServerKilled(t, 8, 0, v1alpha1.WorkloadDeployment) }
+func TestServerKilledPod(t *testing.T)        { testServerKilled(t, 8, 0, v1alpha1.WorkloadPod) }
 
 // testServerKilled kills the server process of a primary with SIGKILL from the host, as
 // the kernel's OOM killer would: the container restarts in the same pod. The kubelet
@@ -28,8 +35,8 @@ func TestServerKilledOn91(t *testing.T) { testServerKilled(t, 9, 1) }
 // Valkey's failure detection. The restarted server waits until a peer shows its slots
 // taken over, then joins, empty, as the new replica; its old identity is forgotten.
 // No acknowledged write is lost.
-func testServerKilled(t *testing.T, major, minor int) {
-	f := framework.NewFeature(suite, fmt.Sprintf("primary server killed on %d.%d", major, minor)).
+func testServerKilled(t *testing.T, major, minor int, workload v1alpha1.WorkloadType) {
+	f := framework.NewFeature(suite, fmt.Sprintf("primary server killed on %d.%d (%s)", major, minor, workload)).
 		Assess("one promotion, no acknowledged write lost, the member back as a replica", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			k := framework.ClusterFrom(ctx, t)
 			img, err := k.ValkeyImage(major, minor)
@@ -38,6 +45,7 @@ func testServerKilled(t *testing.T, major, minor int) {
 			}
 			vc := framework.NewValkeyCluster(framework.Namespace(ctx), "vk", 3, 1)
 			vc.Spec.Image = img.Ref
+			vc.Spec.WorkloadType = workload
 			if err := k.Client.Create(ctx, vc); err != nil {
 				t.Fatal(err)
 			}
@@ -80,6 +88,16 @@ func testServerKilled(t *testing.T, major, minor int) {
 				t.Logf("event: %s %s: %s", evs[0].Type, evs[0].Reason, evs[0].Note)
 			}
 
+			if workload == v1alpha1.WorkloadPod {
+				// A bare pod is not restarted: its member is replaced by a new one.
+				vn := &v1alpha1.ValkeyNode{}
+				err := k.Client.Get(ctx, client.ObjectKeyFromObject(&p), vn)
+				if err == nil && vn.DeletionTimestamp == nil {
+					t.Errorf("member %s of the failed bare pod is kept (%s, node %.8s)", p.Name, vn.Status.Role, vn.Status.NodeID)
+				}
+				k.ForgottenEverywhere(ctx, t, vc, p.Status.NodeID)
+				return ctx
+			}
 			var now corev1.Pod
 			if err := k.Client.Get(ctx, client.ObjectKeyFromObject(pod), &now); err != nil {
 				t.Fatal(err)
