@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/version"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/handlers"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/server"
@@ -79,12 +80,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (server.Options, zap.Options, e
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", server.DefaultLeaderElectionID, "name of the leader election Lease")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "allow HTTP/2 on the webhook server")
 	printVersion := fs.Bool("version", false, "print the version and exit")
+	applyPolicy := operator.PolicyFlags(fs)
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, zapOpts, fmt.Errorf("parse flags: %w", err)
 	}
 	if *printVersion {
 		return o, zapOpts, errPrintVersion
+	}
+	if err := applyPolicy(); err != nil {
+		return o, zapOpts, err
 	}
 	o.CertMode = server.CertMode(certMode)
 	var err error

@@ -78,10 +78,14 @@ func run(c Component, args []string) error {
 	printVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
+	applyPolicy := PolicyFlags(fs)
 	if c.AddFlags != nil {
 		c.AddFlags(fs)
 	}
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyPolicy(); err != nil {
 		return err
 	}
 	if *printVersion {

@@ -73,6 +73,12 @@ spec:
             - --health-probe-bind-address=:8081
             - --leader-elect={{ $c.leaderElection }}
             - --zap-log-level={{ $c.logLevel }}
+            {{- if $root.Values.policy.refuseSidecars }}
+            - --refuse-sidecars=true
+            {{- end }}
+            {{- with $root.Values.policy.allowedModules }}
+            - --allowed-modules={{ join "," . }}
+            {{- end }}
             {{- range .args }}
             - {{ . }}
             {{- end }}
