@@ -103,6 +103,7 @@ func (e *env) startController() {
 	r := &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder(FieldManager), Pool: pool, Metrics: e.metrics, Addr: e.kubelet.addr,
+		NetworkPolicy: NetworkPolicyDefaults{Enabled: true, OperatorNamespace: "valkey-operator"},
 	}
 	Expect(r.SetupWithManager(mgr, 2)).To(Succeed())
 	stop := run(mgr)
