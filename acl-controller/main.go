@@ -7,10 +7,7 @@ import (
 	"flag"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/acl-controller/internal/acl"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
@@ -27,9 +24,10 @@ func main() {
 			operator.SecretPropagationFlag(fs, &propagation, "a password rotation waits this long before retiring old passwords")
 			fs.DurationVar(&resync, "resync-period", acl.DefaultResync, "how often a settled cluster's members are checked again")
 		},
-		// This is the only component that reads users' password Secrets: its cache holds
-		// every Secret of the watched namespaces, without managed fields.
-		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: cache.TransformStripManagedFields()}},
+		// This is the only component that reads users' password Secrets, and it reads
+		// them from the API server when a cluster names them: its cache holds the
+		// operator's own Secrets and the names of the others (operator.SecretNames).
+		ByObject: acl.CacheByObject(),
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
 			pool, err := valkeyconn.NewPool(mgr, time.Second)
 			if err != nil {
@@ -37,6 +35,8 @@ func main() {
 			}
 			r := &acl.Reconciler{
 				Client:           mgr.GetClient(),
+				APIReader:        mgr.GetAPIReader(),
+				Namespaces:       f.WatchNamespaces,
 				Scheme:           mgr.GetScheme(),
 				Recorder:         mgr.GetEventRecorder(name),
 				Pool:             pool,

@@ -107,13 +107,13 @@ func (h *harness) start() {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{h.ns: {}},
-			ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: cache.TransformStripManagedFields()}},
+			ByObject:          CacheByObject(),
 		},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	pool := &valkeyconn.Pool{DialTimeout: time.Second}
 	r := &Reconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("acl-controller"),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespaces: []string{h.ns}, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("acl-controller"),
 		Pool: pool, PropagationDelay: testDelay, Resync: 2 * time.Second,
 		Addr: func(vn *v1alpha1.ValkeyNode) string {
 			if s, ok := h.servers[vn.Name]; ok {

@@ -21,8 +21,8 @@ import (
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/handlers"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=operator
 
 // CertMode says where the serving certificate comes from.
 type CertMode string
