@@ -14,6 +14,10 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
 
+// The metrics endpoint checks its clients (internal/operator.MetricsOptions).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 const name = "acl-controller"
 
 func main() {

@@ -21,6 +21,10 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
 
+// The metrics endpoint checks its clients (internal/operator.MetricsOptions).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 func main() {
 	np := cluster.NetworkPolicyDefaults{OperatorNamespace: os.Getenv("POD_NAMESPACE")}
 	var metricsPeers string

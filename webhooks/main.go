@@ -20,6 +20,10 @@ import (
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/server"
 )
 
+// The metrics endpoint checks its clients (internal/operator.MetricsOptions).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 func main() {
 	opts, zapOpts, err := parseFlags(flag.CommandLine, os.Args[1:])
 	if errors.Is(err, errPrintVersion) {
@@ -72,6 +76,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (server.Options, zap.Options, e
 		"comma-separated <namespace>:<name> service accounts allowed to create and update ValkeyNodes "+
 			"(<namespace>:* allows every service account of the namespace)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 turns it off)")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, operator.MetricsSecureUsage)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false,
 		"elect one replica to issue and rotate certificates (needed with more than one replica in self-signed mode)")

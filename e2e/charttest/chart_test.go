@@ -356,9 +356,14 @@ func TestClusterRolesAreMinimal(t *testing.T) {
 		}
 	}
 	// The webhooks touch nothing they do not validate or serve with: cluster-wide, only
-	// their own webhook configuration, by name.
+	// their own webhook configuration, by name (and the reviews of their metrics'
+	// clients).
 	for _, r := range rules(t, objs["ClusterRole/vko-webhooks"]) {
-		if res := strings.SplitN(r, ":", 2)[0]; res != "admissionregistration.k8s.io/validatingwebhookconfigurations" {
+		switch r {
+		case "admissionregistration.k8s.io/validatingwebhookconfigurations:get", "admissionregistration.k8s.io/validatingwebhookconfigurations:list",
+			"admissionregistration.k8s.io/validatingwebhookconfigurations:watch", "admissionregistration.k8s.io/validatingwebhookconfigurations:patch",
+			"authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create":
+		default:
 			t.Errorf("webhooks: unexpected cluster-wide rule %s", r)
 		}
 	}
@@ -433,7 +438,9 @@ func TestWatchNamespacesUseRoles(t *testing.T) {
 		for _, r := range roles["ClusterRole /vko-"+name] {
 			res := strings.SplitN(r, ":", 2)[0]
 			switch res {
-			case "storage.k8s.io/storageclasses", "scheduling.k8s.io/priorityclasses", "admissionregistration.k8s.io/validatingwebhookconfigurations":
+			case "storage.k8s.io/storageclasses", "scheduling.k8s.io/priorityclasses", "admissionregistration.k8s.io/validatingwebhookconfigurations",
+				// The metrics endpoint checks its clients' tokens and rights.
+				"authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews":
 			default:
 				t.Errorf("%s: cluster-wide rule %s with watchNamespaces set", name, r)
 			}
@@ -513,5 +520,34 @@ func TestWebhooksStayOffTheOperatorsPath(t *testing.T) {
 	}
 	if one := render(t, "webhooks.replicas=1"); one["PodDisruptionBudget/vko-webhooks"] != nil {
 		t.Error("a budget of minAvailable 1 over one replica would block every drain")
+	}
+}
+
+// Metrics are served over HTTPS to authorized clients by default; the ServiceMonitor
+// scrapes them so, and metrics.secure=false turns it off for local use.
+func TestMetricsAreSecure(t *testing.T) {
+	objs := render(t, "metrics.serviceMonitor.enabled=true")
+	for _, name := range components {
+		if a := deploymentArgs(objs, name); !strings.Contains(a, "--metrics-secure=true") {
+			t.Errorf("%s: args %s", name, a)
+		}
+		rs := rules(t, objs["ClusterRole/vko-"+name])
+		if !slices.Contains(rs, "authentication.k8s.io/tokenreviews:create") || !slices.Contains(rs, "authorization.k8s.io/subjectaccessreviews:create") {
+			t.Errorf("%s cannot check its metrics' clients: %v", name, rs)
+		}
+	}
+	reader := objs["ClusterRole/vko-metrics-reader"]
+	if reader == nil {
+		t.Fatal("no metrics-reader ClusterRole")
+	}
+	if rs, _, _ := unstructured.NestedSlice(reader.Object, "rules"); len(rs) != 1 {
+		t.Errorf("metrics-reader rules %v", rs)
+	}
+	objs = render(t, "metrics.secure=false")
+	if a := deploymentArgs(objs, "node-controller"); !strings.Contains(a, "--metrics-secure=false") {
+		t.Errorf("plain HTTP: args %s", a)
+	}
+	if objs["ClusterRole/vko-metrics-reader"] != nil {
+		t.Error("a metrics-reader without secure metrics")
 	}
 }

@@ -55,6 +55,7 @@ spec:
           command: ["/usr/local/bin/{{ $name }}"]
           args:
             - --metrics-bind-address=:8080
+            - --metrics-secure={{ $root.Values.metrics.secure }}
             - --health-probe-bind-address=:8081
             - --leader-elect={{ $c.leaderElection }}
             - --zap-log-level={{ $c.logLevel }}

@@ -65,7 +65,7 @@ var _ = Describe("The cluster-controller's defences", func() {
 		e.update("np", func(s *v1alpha1.ValkeyClusterSpec) { s.NetworkPolicy.Enabled = ptr.To(false) })
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: "np"}, &networkingv1.NetworkPolicy{}))
-		}).WithTimeout(20 * time.Second).Should(BeTrue(), "the NetworkPolicy is deleted")
+		}).WithTimeout(20*time.Second).Should(BeTrue(), "the NetworkPolicy is deleted")
 	})
 
 	It("takes over no object of the cluster's names: NameConflict names it, and it is left as it was", func() {

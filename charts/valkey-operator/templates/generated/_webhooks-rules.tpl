@@ -11,6 +11,18 @@
   - list
   - patch
   - watch
+- apiGroups:
+  - authentication.k8s.io
+  resources:
+  - tokenreviews
+  verbs:
+  - create
+- apiGroups:
+  - authorization.k8s.io
+  resources:
+  - subjectaccessreviews
+  verbs:
+  - create
 {{- end -}}
 {{- define "valkey-operator.operatorRules.webhooks" -}}
 - apiGroups:
