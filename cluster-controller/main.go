@@ -27,10 +27,14 @@ import (
 
 func main() {
 	np := cluster.NetworkPolicyDefaults{OperatorNamespace: os.Getenv("POD_NAMESPACE")}
+	fastFailover := true
 	var metricsPeers string
 	operator.Main(operator.Component{
 		Name: cluster.FieldManager,
 		AddFlags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&fastFailover, "fast-failover", fastFailover,
+				"promote a primary's replica as soon as Kubernetes reports the primary's server exited (ValkeyNode ServerDown), "+
+					"instead of waiting for Valkey's own failure detection")
 			fs.BoolVar(&np.Enabled, "network-policy-default", true,
 				"keep a NetworkPolicy for every cluster that leaves spec.networkPolicy.enabled unset")
 			fs.StringVar(&metricsPeers, "network-policy-metrics", "",
@@ -59,6 +63,8 @@ func main() {
 				Pool:          pool,
 				Metrics:       cluster.NewMetrics(metrics.Registry),
 				NetworkPolicy: np,
+				// The flag is read once the manager runs: flags are parsed by then.
+				FastFailover: fastFailover,
 			}
 			return r.SetupWithManager(mgr, f.MaxConcurrentReconciles)
 		},

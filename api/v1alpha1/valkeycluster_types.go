@@ -172,6 +172,13 @@ type ValkeyClusterSpec struct {
 	// operator, the exporter's port from the operator and the monitoring peers.
 	// +optional
 	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
+	// DataSource names a backup the cluster starts from (an addition): the cluster
+	// forms empty, the backup-controller writes every key of the backup into it, and
+	// only then are spec.users loaded and the cluster reported Ready. Set it at
+	// creation; it is immutable.
+	// +optional
+	DataSource *DataSource `json:"dataSource,omitempty"`
 }
 
 // NetworkPolicySpec selects what may connect to the cluster's pods.

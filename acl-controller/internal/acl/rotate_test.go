@@ -73,7 +73,7 @@ func TestRotationStateMachine(t *testing.T) {
 				// Adding and Propagating accept the same passwords: the same aclfile.
 				if fmt.Sprint(acceptedPasswords(d, PhasePropagating)) != fmt.Sprint(systemPasswords{
 					v1alpha1.UserOperator: {"new1", "op0"}, v1alpha1.UserReplication: {"new2", "repl0"}, v1alpha1.UserExporter: {"exp0", "new3"},
-					v1alpha1.UserLifecycle: {"lc0", "new4"}}) {
+					v1alpha1.UserLifecycle: {"lc0", "new4"}, v1alpha1.UserBackup: {"new5"}, v1alpha1.UserRestore: {"new6"}}) {
 					t.Fatalf("propagating accepts %v", acceptedPasswords(d, PhasePropagating))
 				}
 			}},

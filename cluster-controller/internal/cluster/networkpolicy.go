@@ -75,12 +75,17 @@ func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, s *scope) (time
 //   - the client port from spec.networkPolicy.clients, or every pod of the namespace;
 //   - the client and exporter ports from the operator's components (the controllers
 //     talk to every member, the acl-controller reloads exporters) and from the
-//     operator's own Jobs of this cluster (labelled with the cluster's instance and
-//     managed-by valkey-operator, as the members are);
+//     operator's own Jobs of this cluster (the backup-controller's backup and restore
+//     Jobs: app.kubernetes.io/name valkey-backup, the cluster's instance, managed-by
+//     valkey-operator);
 //   - the exporter port from the metrics peers of the spec, else of the operator.
 //
 // Anything else is refused: a pod of another namespace cannot MEET a member, claim
 // slots or mark members failed on the unauthenticated bus.
+// backupJobAppName is the app.kubernetes.io/name of the backup-controller's Jobs
+// (backup.JobAppName; the components do not import each other).
+const backupJobAppName = "valkey-backup"
+
 func buildNetworkPolicy(vc *v1alpha1.ValkeyCluster, d NetworkPolicyDefaults) *networkingv1.NetworkPolicy {
 	members := maps.Clone(v1alpha1.ClusterLabels(vc.Name))
 	members[v1alpha1.LabelComponent] = "server"
@@ -108,8 +113,10 @@ func buildNetworkPolicy(vc *v1alpha1.ValkeyCluster, d NetworkPolicyDefaults) *ne
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: opNS}},
 		PodSelector:       &metav1.LabelSelector{MatchLabels: maps.Clone(operatorPodLabels)},
 	}
+	// The backup and restore Jobs' pods (the backup-controller's jobLabels: its
+	// JobAppName, the cluster's instance, managed by the operator).
 	ownJobs := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-		v1alpha1.LabelInstance: vc.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedBy}}}
+		v1alpha1.LabelName: backupJobAppName, v1alpha1.LabelInstance: vc.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedBy}}}
 
 	ingress := []networkingv1.NetworkPolicyIngressRule{
 		{From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(members)}}},

@@ -73,6 +73,12 @@ type Reconciler struct {
 	Addr func(*v1alpha1.ValkeyNode) string
 	// NetworkPolicy holds the operator's defaults for the clusters' NetworkPolicies.
 	NetworkPolicy NetworkPolicyDefaults
+	// FastFailover promotes a primary's replica as soon as the primary's ValkeyNode says
+	// Kubernetes saw its server exit (ServerDown), without waiting for Valkey's gossip.
+	FastFailover bool
+
+	// draining remembers, per leaving member (UID), when its wait for its clients began.
+	draining sync.Map
 }
 
 // addr is the client address of a member's server.

@@ -47,6 +47,7 @@ func run(args []string) error {
 	node := fs.Int("node", 0, "node index (node-run)")
 	opBins := fs.String("operator-binaries", "", "folder of operator binaries to put in the operator image (images)")
 	opRef := fs.String("operator-image", defaultOperatorImage, "reference of the operator image (images)")
+	s3Bin := fs.String("s3-binary", "", "static versitygw binary to build the S3 server image from (images)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -63,7 +64,7 @@ func run(args []string) error {
 	case "build":
 		return localkube.Build(ctx, cfg)
 	case "images":
-		return buildImages(ctx, cfg, *opBins, *opRef)
+		return buildImages(ctx, cfg, *opBins, *opRef, *s3Bin)
 	case "up":
 		return localkube.Up(ctx, cfg, self)
 	case "down":

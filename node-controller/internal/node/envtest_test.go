@@ -64,7 +64,7 @@ func startEnv(cfg *rest.Config) (*testEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager), Dialer: te.dialer}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager), Dialer: te.dialer}
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		res, err := r.Reconcile(ctx, req)
 		n, _ := te.passes.LoadOrStore(req.NamespacedName, &atomic.Int64{})
