@@ -144,10 +144,14 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 // partitioned describes the members among ms whose server does not answer the operator,
 // that some members flag as failing while others still reach it: a partition, not a dead
 // server (a dead one is flagged by every member after the node timeout, and by none
-// before). "" when there is none.
+// before; a member whose ValkeyNode reports ServerDown is dead whatever the others' views
+// say yet). "" when there is none.
 func (t *topology) partitioned(ms []*member) string {
 	var parts []string
 	for _, m := range ms {
+		if conditions.IsTrue(m.node.Status.Conditions, v1alpha1.ConditionServerDown) {
+			continue
+		}
 		if id := m.node.Status.NodeID; id != "" && t.flaggedByAny(id) {
 			if by := t.seenAliveBy(id); len(by) > 0 {
 				parts = append(parts, fmt.Sprintf("%s is reached by %s", m.name(), strings.Join(by, ", ")))

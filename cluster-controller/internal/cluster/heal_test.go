@@ -301,6 +301,15 @@ func TestPartitionedMembers(t *testing.T) {
 			want: "the operator cannot reach some members that other members still reach (a network partition, not a " +
 				"dead server: no failover is forced): a is reached by b, c, b2, c2",
 		},
+		{
+			// Right after a crash its replica flags it first; the kubelet has already said.
+			name: "flagged by its replica, reached by the others, its server exited: not a partition",
+			fms: with(with(healthyThreeByOne(), "a", silentA), "a", func(f *fakeMember) {
+				f.seenBy = []string{"b", "b2", "c", "c2"}
+				f.serverDown = true
+			}),
+			want: "",
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
