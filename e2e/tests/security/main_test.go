@@ -2,10 +2,9 @@
 
 // Package security is the e2e suite of the operator's defences (docs/security.md): a
 // cluster runs in a namespace that enforces the restricted Pod Security Standard with the
-// reference's sidecar, the exporter sees only its password, the cluster's NetworkPolicy
-// keeps other namespaces off the client port and the cluster bus, 10,000 unrelated
-// Secrets grow no component's memory by more than 10 MiB, and the components' metrics
-// are served over HTTPS to authorized clients only.
+// reference's sidecar, the components' metrics are served over HTTPS to authorized
+// clients only, and 10,000 unrelated Secrets grow no component's memory by more than
+// 10 MiB.
 package security
 
 import (

@@ -30,7 +30,7 @@ import (
 )
 
 // components are the operator's Deployments (their pods' app.kubernetes.io/component).
-var components = []string{"cluster-controller", "node-controller", "acl-controller", "tls-controller", "webhooks"}
+var components = []string{"cluster-controller", "node-controller", "acl-controller", "tls-controller", "backup-controller", "webhooks"}
 
 // metricsClient scrapes the components' HTTPS metrics endpoints with a service account
 // token; they serve self-signed certificates, which a scraper inside the cluster skips
