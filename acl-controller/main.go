@@ -7,16 +7,17 @@ import (
 	"flag"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/valkey-operator/valkey-operator/acl-controller/internal/acl"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
+
+// The metrics endpoint checks its clients (internal/operator.MetricsOptions).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 const name = "acl-controller"
 
@@ -28,9 +29,10 @@ func main() {
 			operator.SecretPropagationFlag(fs, &propagation, "a password rotation waits this long before retiring old passwords")
 			fs.DurationVar(&resync, "resync-period", acl.DefaultResync, "how often a settled cluster's members are checked again")
 		},
-		// This is the only component that reads users' password Secrets: its cache holds
-		// every Secret of the watched namespaces, without managed fields.
-		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: cache.TransformStripManagedFields()}},
+		// This is the only component that reads users' password Secrets, and it reads
+		// them from the API server when a cluster names them: its cache holds the
+		// operator's own Secrets and the names of the others (operator.SecretNames).
+		ByObject: acl.CacheByObject(),
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
 			pool, err := valkeyconn.NewPool(mgr, time.Second)
 			if err != nil {
@@ -38,6 +40,8 @@ func main() {
 			}
 			r := &acl.Reconciler{
 				Client:           mgr.GetClient(),
+				APIReader:        mgr.GetAPIReader(),
+				Namespaces:       f.WatchNamespaces,
 				Scheme:           mgr.GetScheme(),
 				Recorder:         mgr.GetEventRecorder(name),
 				Pool:             pool,

@@ -22,6 +22,10 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 )
 
+// The metrics endpoint checks its clients (internal/operator.MetricsOptions).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 const name = "backup-controller"
 
 func main() {

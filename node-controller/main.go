@@ -11,6 +11,10 @@ import (
 	"github.com/valkey-operator/valkey-operator/node-controller/internal/node"
 )
 
+// The metrics endpoint checks its clients (internal/operator.MetricsOptions).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 func main() {
 	operator.Main(operator.Component{
 		Name:     node.FieldManager,

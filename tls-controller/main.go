@@ -9,16 +9,17 @@ import (
 	"flag"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/tls-controller/internal/certs"
 )
+
+// The metrics endpoint checks its clients (internal/operator.MetricsOptions).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 const name = "tls-controller"
 
@@ -33,11 +34,14 @@ func main() {
 			fs.DurationVar(&r.Resync, "resync-period", certs.DefaultResync, "how often a settled cluster's members are checked again")
 			fs.StringVar(&r.ClusterDomain, "cluster-domain", certs.DefaultClusterDomain, "DNS domain of the Kubernetes cluster, for the client names a certificate should cover")
 		},
-		// This component reads users' certificate Secrets: its cache holds every Secret
-		// of the watched namespaces, without managed fields.
-		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: cache.TransformStripManagedFields()}},
+		// This component reads users' certificate Secrets, from the API server when a
+		// cluster names them: its cache holds the operator's own Secrets and the names of
+		// the others (operator.SecretNames).
+		ByObject: certs.CacheByObject(),
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
 			r.Client = mgr.GetClient()
+			r.APIReader = mgr.GetAPIReader()
+			r.Namespaces = f.WatchNamespaces
 			r.Scheme = mgr.GetScheme()
 			r.Recorder = mgr.GetEventRecorder(name)
 			pool, err := valkeyconn.NewPool(mgr, time.Second)

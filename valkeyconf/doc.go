@@ -4,7 +4,8 @@
 //   - how a key is spelled: Normalize (Valkey reads keys case-insensitively; every
 //     consumer reads the normalised form, so "Cluster-Node-Timeout" and
 //     "cluster-node-timeout" are one key everywhere);
-//   - which keys the operator owns (OwnedKeys) and a user may not set;
+//   - which keys a spec may not set (RefusedKeys: those the operator owns, and those
+//     that would run code in the server or debug it);
 //   - which keys a running server takes with CONFIG SET, per version (LiveKeys);
 //   - the defaults the operator renders (Defaults), and what the operator derives from
 //     the config: the node timeout, the manual failover timeout and the grace period a

@@ -185,3 +185,35 @@ func TestImageVersion(t *testing.T) {
 		}
 	}
 }
+
+func TestRefusedKeys(t *testing.T) {
+	seen := map[string]bool{}
+	for i, r := range RefusedKeys {
+		if seen[r.Key] || Normalize(r.Key) != r.Key || r.Why == "" {
+			t.Errorf("entry %d (%q): keys must be unique, normalised and have a reason", i, r.Key)
+		}
+		seen[r.Key] = true
+		if i > 0 && RefusedKeys[i-1].Key > r.Key {
+			t.Errorf("RefusedKeys is not sorted at %q", r.Key)
+		}
+	}
+	for _, tc := range []struct {
+		key          string
+		refused, own bool
+	}{
+		{"loadmodule", true, false},
+		{"LoadModule", true, false},
+		{"enable-debug-command", true, false},
+		{"enable-module-command", true, false},
+		{"tls-port", true, true},
+		{"maxmemory", false, false},
+	} {
+		r, ok := Refused(tc.key)
+		if ok != tc.refused || r.Owned != tc.own || Owned(tc.key) != tc.own {
+			t.Errorf("Refused(%q) = %v, %v; want refused %v, owned %v", tc.key, r, ok, tc.refused, tc.own)
+		}
+	}
+	if !slices.Contains(UnsafeKeys, "loadmodule") || slices.Contains(OwnedKeys, "loadmodule") {
+		t.Errorf("loadmodule is refused as unsafe, not owned: unsafe %v", UnsafeKeys)
+	}
+}

@@ -14,10 +14,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/version"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/handlers"
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/server"
 )
+
+// The metrics endpoint checks its clients (internal/operator.MetricsOptions).
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 func main() {
 	opts, zapOpts, err := parseFlags(flag.CommandLine, os.Args[1:])
@@ -71,6 +76,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (server.Options, zap.Options, e
 		"comma-separated <namespace>:<name> service accounts allowed to create and update ValkeyNodes "+
 			"(<namespace>:* allows every service account of the namespace)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 turns it off)")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, operator.MetricsSecureUsage)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false,
 		"elect one replica to issue and rotate certificates (needed with more than one replica in self-signed mode)")
@@ -79,12 +85,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (server.Options, zap.Options, e
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", server.DefaultLeaderElectionID, "name of the leader election Lease")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "allow HTTP/2 on the webhook server")
 	printVersion := fs.Bool("version", false, "print the version and exit")
+	applyPolicy := operator.PolicyFlags(fs)
 	zapOpts.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, zapOpts, fmt.Errorf("parse flags: %w", err)
 	}
 	if *printVersion {
 		return o, zapOpts, errPrintVersion
+	}
+	if err := applyPolicy(); err != nil {
+		return o, zapOpts, err
 	}
 	o.CertMode = server.CertMode(certMode)
 	var err error

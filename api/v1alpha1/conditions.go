@@ -79,6 +79,12 @@ const (
 	ReasonReconcileError = "ReconcileError"
 	ReasonWaiting        = "Waiting"
 	ReasonUnknown        = "Unknown"
+	// ReasonNameConflict (Ready and Progressing of the cluster-controller; ACLReady;
+	// TLSReady): an object the operator would create for the cluster (a Service, a
+	// PodDisruptionBudget, the NetworkPolicy, one of its Secrets) exists and is not the
+	// cluster's. The operator never takes it over (a pre-created system users Secret
+	// would give its author the operator's password); the message names it.
+	ReasonNameConflict = "NameConflict"
 
 	// Ready, Progressing, Degraded, ClusterFormed, SlotsAssigned (cluster-controller).
 	ReasonClusterReady        = "ClusterReady"

@@ -71,3 +71,12 @@ func (p *PersistenceSpec) ReclaimPolicyOrDefault() ReclaimPolicy {
 	}
 	return p.ReclaimPolicy
 }
+
+// NetworkPolicyEnabled returns spec.networkPolicy.enabled, or def when the spec leaves
+// it unset (the operator's default, a flag of the cluster-controller).
+func (s *ValkeyClusterSpec) NetworkPolicyEnabled(def bool) bool {
+	if s.NetworkPolicy == nil || s.NetworkPolicy.Enabled == nil {
+		return def
+	}
+	return *s.NetworkPolicy.Enabled
+}

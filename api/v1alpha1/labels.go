@@ -64,8 +64,13 @@ const (
 	UserOperator = "_operator"
 	// UserReplication is the user replicas authenticate as to their primary.
 	UserReplication = "_replication"
-	// UserExporter is the user of the metrics exporter and of the liveness probe.
+	// UserExporter is the user of the metrics exporter: what redis_exporter reads with
+	// its config scraping off, nothing else.
 	UserExporter = "_exporter"
+	// UserLifecycle is the user of the server container's own hooks: the liveness
+	// probe (PING) and, on Valkey 8.x, the pre-stop hand-over (INFO replication, then
+	// CLUSTER FAILOVER on a replica).
+	UserLifecycle = "_lifecycle"
 
 	// PrimaryAuthKey is the key of the system users Secret holding the config snippet
 	// (`primaryauth <password>`) that servers include, so the replication password is

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -164,12 +165,40 @@ type ValkeyClusterSpec struct {
 	// +kubebuilder:default=StatefulSet
 	// +optional
 	WorkloadType WorkloadType `json:"workloadType,omitempty"`
+
+	// NetworkPolicy (an addition) is the NetworkPolicy the operator keeps for the
+	// cluster's pods: the cluster bus only from the cluster's own members, the client
+	// port from the clients listed (every pod of the namespace by default) and the
+	// operator, the exporter's port from the operator and the monitoring peers.
+	// +optional
+	NetworkPolicy *NetworkPolicySpec `json:"networkPolicy,omitempty"`
+
 	// DataSource names a backup the cluster starts from (an addition): the cluster
 	// forms empty, the backup-controller writes every key of the backup into it, and
 	// only then are spec.users loaded and the cluster reported Ready. Set it at
 	// creation; it is immutable.
 	// +optional
 	DataSource *DataSource `json:"dataSource,omitempty"`
+}
+
+// NetworkPolicySpec selects what may connect to the cluster's pods.
+type NetworkPolicySpec struct {
+	// Enabled keeps a NetworkPolicy named after the cluster. When omitted, the
+	// operator's default decides (the chart's valkeyNetworkPolicy.enabled, true unless
+	// the administrator turned it off). Without TLS the cluster bus has no
+	// authentication: turning this off lets any pod that reaches the members join them.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Clients may connect to the client port (6379). Empty: every pod of the cluster's
+	// namespace. Clients outside the Kubernetes cluster or on a node's network (the
+	// host) need an ipBlock.
+	// +optional
+	Clients []networkingv1.NetworkPolicyPeer `json:"clients,omitempty"`
+	// Metrics may scrape the exporter's port (9121). Empty: the operator's default (the
+	// chart's valkeyNetworkPolicy.metrics; nobody but the operator when that is empty
+	// too).
+	// +optional
+	Metrics []networkingv1.NetworkPolicyPeer `json:"metrics,omitempty"`
 }
 
 // ExporterSpec configures the metrics-exporter sidecar.

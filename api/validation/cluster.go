@@ -91,6 +91,7 @@ func validateClusterSpec(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	errs = append(errs, validateScheduling(s.Scheduling, p.Child("scheduling"))...)
 	errs = append(errs, validateTLS(s.TLS, p.Child("tls"))...)
 	errs = append(errs, validateUsers(s.Users, p.Child("users"))...)
+	errs = append(errs, validateNetworkPolicy(s.NetworkPolicy, p.Child("networkPolicy"))...)
 	errs = append(errs, validateDataSource(s.DataSource, p.Child("dataSource"))...)
 	return errs
 }

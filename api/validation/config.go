@@ -39,6 +39,7 @@ func validateConfig(config map[string]string, p *field.Path) field.ErrorList {
 		kp := p.Key(k)
 		errs = append(errs, validateConfigKey(k, kp)...)
 		errs = append(errs, validateConfigValue(config[k], kp)...)
+		errs = append(errs, validateModule(k, config[k], kp)...)
 		errs = append(errs, validateBound(k, config[k], kp)...)
 		if lower := strings.ToLower(k); seen[lower] {
 			errs = append(errs, field.Duplicate(kp, k))
@@ -55,11 +56,37 @@ func validateConfigKey(k string, p *field.Path) field.ErrorList {
 		return field.ErrorList{field.Invalid(p, k,
 			"is not a configuration name: use letters, digits, '-', '_' and '.' only")}
 	}
-	if valkeyconf.Owned(k) {
+	r, refused := valkeyconf.Refused(k)
+	switch {
+	case !refused:
+		return nil
+	case r.Owned:
 		return field.ErrorList{field.Forbidden(p, fmt.Sprintf(
 			"%q is managed by the operator and cannot be set; the operator owns: %s", k, ownedKeysList()))}
+	case r.Key == valkeyconf.LoadModule:
+		return nil // the value decides (validateModule)
+	default:
+		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("%q is refused: %s", k, r.Why))}
 	}
-	return nil
+}
+
+// validateModule checks a loadmodule value against the module paths the administrator
+// allows (none by default).
+func validateModule(k, v string, p *field.Path) field.ErrorList {
+	if valkeyconf.Normalize(k) != valkeyconf.LoadModule {
+		return nil
+	}
+	pol := CurrentPolicy()
+	if pol.moduleAllowed(v) {
+		return nil
+	}
+	r, _ := valkeyconf.Refused(k)
+	allowed := "none"
+	if len(pol.AllowedModules) > 0 {
+		allowed = strings.Join(pol.AllowedModules, ", ")
+	}
+	return field.ErrorList{field.Forbidden(p, fmt.Sprintf(
+		"%q is refused: %s; module paths allowed by the operator's administrator: %s", k, r.Why, allowed))}
 }
 
 // ownedKeysList renders the operator-owned keys for a message ("tls-*" for families).

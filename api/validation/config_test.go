@@ -34,6 +34,12 @@ func TestValidateConfig(t *testing.T) {
 			want: []string{"spec.config[tls-port]: Forbidden", "tls-*", "cluster-announce-*"}},
 		{name: "owned password", mutate: config("requirepass", "secret"), want: []string{"spec.config[requirepass]: Forbidden"}},
 		{name: "owned include", mutate: config("include", "/etc/passwd"), want: []string{"spec.config[include]: Forbidden"}},
+		{name: "module", mutate: config("loadmodule", "/usr/lib/valkey/modules/json.so"),
+			want: []string{`spec.config[loadmodule]: Forbidden: "loadmodule" is refused: a module is native code`, "allowed by the operator's administrator: none"}},
+		{name: "debug command", mutate: config("enable-debug-command", "yes"),
+			want: []string{`spec.config[enable-debug-command]: Forbidden: "enable-debug-command" is refused: DEBUG`}},
+		{name: "module command in another case", mutate: config("Enable-Module-Command", "local"),
+			want: []string{"spec.config[Enable-Module-Command]: Forbidden"}},
 		{name: "malformed key", mutate: config("max memory", "1gb"),
 			want: []string{`spec.config[max memory]: Invalid value: "max memory": is not a configuration name`}},
 		{name: "empty key", mutate: config("", "x"), want: []string{"spec.config[]: Invalid value"}},
@@ -120,5 +126,23 @@ func TestGracePeriodDerivation(t *testing.T) {
 				t.Errorf("GracePeriodTooShort = %v, want %v", short, tc.wantShort)
 			}
 		})
+	}
+}
+
+func TestAllowedModulesPolicy(t *testing.T) {
+	SetPolicy(Policy{AllowedModules: []string{"/usr/lib/valkey/json.so"}})
+	defer SetPolicy(Policy{})
+	runClusterCases(t, []clusterCase{
+		{name: "an allowed module, with arguments", mutate: config("loadmodule", "/usr/lib/valkey/json.so MAXDEPTH 8")},
+		{name: "another module", mutate: config("loadmodule", "/tmp/evil.so"),
+			want: []string{"spec.config[loadmodule]: Forbidden", "administrator: /usr/lib/valkey/json.so"}},
+		{name: "debug command stays refused", mutate: config("enable-debug-command", "local"),
+			want: []string{"spec.config[enable-debug-command]: Forbidden"}},
+	})
+	if _, err := ParseModules("/a.so, relative.so"); err == nil {
+		t.Error("a relative module path was accepted")
+	}
+	if got, err := ParseModules(" /a.so,,/b.so "); err != nil || len(got) != 2 {
+		t.Errorf("ParseModules = %v, %v", got, err)
 	}
 }

@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
@@ -74,20 +76,208 @@ func validateResources(r corev1.ResourceRequirements, p *field.Path) field.Error
 	return errs
 }
 
-// validateContainers checks the containers patch: every entry named, names unique,
-// and sidecars (entries that patch no operator container) with an image.
+// validateContainers checks the containers patch: every entry named, names unique;
+// patches of the operator's containers change only their environment and resources;
+// sidecars (entries that patch no operator container) have an image, meet the
+// restricted Pod Security Standard and mount none of the operator's volumes, and are
+// refused altogether when the administrator's policy says so.
 func validateContainers(containers []corev1.Container, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
+	pol := CurrentPolicy()
 	for i, c := range containers {
 		cp := p.Index(i)
 		errs = append(errs, validateContainerName(c.Name, seen, cp.Child("name"))...)
-		if c.Name != "" && c.Name != v1alpha1.ServerContainerName && c.Name != v1alpha1.ExporterContainerName && c.Image == "" {
-			errs = append(errs, field.Required(cp.Child("image"), fmt.Sprintf(
-				"a container other than %q or %q is added as a sidecar and needs an image",
-				v1alpha1.ServerContainerName, v1alpha1.ExporterContainerName)))
-		}
 		errs = append(errs, validateImage(c.Image, false, cp.Child("image"))...)
+		errs = append(errs, validateEnvSecrets(c, cp)...)
+		switch {
+		case c.Name == v1alpha1.ServerContainerName || c.Name == v1alpha1.ExporterContainerName:
+			errs = append(errs, validateOperatorContainerPatch(c, cp)...)
+		case c.Name == "":
+		case pol.RefuseSidecars:
+			errs = append(errs, field.Forbidden(cp, fmt.Sprintf(
+				"sidecars are refused by the operator's administrator (they share the pod's network and reach the "+
+					"server's cluster bus); only %q and %q may be patched", v1alpha1.ServerContainerName, v1alpha1.ExporterContainerName)))
+		default:
+			errs = append(errs, validateSidecar(c, cp)...)
+		}
+	}
+	return errs
+}
+
+// PatchableContainerFields are the only fields a patch of the server or the exporter
+// may set (besides name): what the container runs, as whom and with which files stays
+// the operator's, or anyone who may edit a ValkeyCluster could run any image and
+// command with the pod's Secrets mounted.
+var PatchableContainerFields = []string{"env", "envFrom", "resources"}
+
+// containerFieldReasons say why a field of the operator's containers is not patchable.
+var containerFieldReasons = map[string]string{
+	"image":                    "it changes what runs (set spec.image or spec.exporter.image)",
+	"command":                  "it changes what runs; the operator's command loads the aclfile that keeps the default user off",
+	"args":                     "it changes what runs; the operator's command loads the aclfile that keeps the default user off",
+	"workingDir":               "it changes what runs",
+	"securityContext":          "it changes the container's privileges",
+	"lifecycle":                "it runs commands in the container (the operator's pre-stop hook hands a primary over)",
+	"livenessProbe":            "it runs commands in the container or replaces the operator's probe",
+	"readinessProbe":           "it runs commands in the container",
+	"startupProbe":             "it runs commands in the container",
+	"ports":                    "the operator declares the container's ports",
+	"volumeMounts":             "the spec has no volumes of its own, and the operator's are mounted where it chose",
+	"volumeDevices":            "the spec has no volumes of its own",
+	"restartPolicy":            "the operator decides how its containers restart",
+	"terminationMessagePath":   "the operator reads why a server stopped from it",
+	"terminationMessagePolicy": "the operator reads why a server stopped from it",
+}
+
+// validateOperatorContainerPatch refuses every field of a patch of the server or the
+// exporter but name, env, envFrom and resources.
+func validateOperatorContainerPatch(c corev1.Container, p *field.Path) field.ErrorList {
+	errs := validateResources(c.Resources, p.Child("resources"))
+	for _, f := range setContainerFields(c) {
+		if f == "name" || slices.Contains(PatchableContainerFields, f) {
+			continue
+		}
+		why, ok := containerFieldReasons[f]
+		if !ok {
+			why = "it is not one of the fields the operator lets a spec change"
+		}
+		errs = append(errs, field.Forbidden(p.Child(f), fmt.Sprintf(
+			"the %q container may be patched only in %s: %s", c.Name, strings.Join(PatchableContainerFields, ", "), why)))
+	}
+	return errs
+}
+
+// setContainerFields are the JSON names of the fields c sets, sorted.
+func setContainerFields(c corev1.Container) []string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		if string(v) != "{}" && string(v) != "null" {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// validateSidecar applies the restricted Pod Security Standard to a sidecar (what a
+// container can break out with: privileges, host ports, added capabilities, root) and
+// keeps it away from the operator's volumes (the server's configuration, passwords and
+// TLS key, its data). The operator fills in the restricted settings a sidecar leaves
+// unset (node-controller), so a namespace that enforces restricted admits the pod.
+func validateSidecar(c corev1.Container, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if c.Image == "" {
+		errs = append(errs, field.Required(p.Child("image"), fmt.Sprintf(
+			"a container other than %q or %q is added as a sidecar and needs an image",
+			v1alpha1.ServerContainerName, v1alpha1.ExporterContainerName)))
+	}
+	for j, port := range c.Ports {
+		if port.HostPort != 0 {
+			errs = append(errs, field.Forbidden(p.Child("ports").Index(j).Child("hostPort"),
+				"sidecars may not open ports on the node (restricted Pod Security Standard)"))
+		}
+	}
+	for j, m := range c.VolumeMounts {
+		errs = append(errs, field.Forbidden(p.Child("volumeMounts").Index(j), fmt.Sprintf(
+			"sidecars may not mount %q: the pod's volumes are the operator's (the server's configuration, passwords, TLS key and data)", m.Name)))
+	}
+	for j := range c.VolumeDevices {
+		errs = append(errs, field.Forbidden(p.Child("volumeDevices").Index(j), "the pod's volumes are the operator's"))
+	}
+	if c.RestartPolicy != nil {
+		errs = append(errs, field.Forbidden(p.Child("restartPolicy"), "sidecars are regular containers of the pod"))
+	}
+	return append(errs, validateSidecarSecurity(c.SecurityContext, p.Child("securityContext"))...)
+}
+
+// restrictedCapabilities are the only capabilities the restricted profile lets a
+// container add.
+var restrictedCapabilities = []corev1.Capability{"NET_BIND_SERVICE"}
+
+// validateSidecarSecurity refuses the settings the restricted profile forbids.
+func validateSidecarSecurity(sc *corev1.SecurityContext, p *field.Path) field.ErrorList {
+	if sc == nil {
+		return nil
+	}
+	const why = "sidecars must meet the restricted Pod Security Standard"
+	var errs field.ErrorList
+	if ptr.Deref(sc.Privileged, false) {
+		errs = append(errs, field.Forbidden(p.Child("privileged"), why))
+	}
+	if ptr.Deref(sc.AllowPrivilegeEscalation, false) {
+		errs = append(errs, field.Forbidden(p.Child("allowPrivilegeEscalation"), why))
+	}
+	if sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot {
+		errs = append(errs, field.Forbidden(p.Child("runAsNonRoot"), why+": containers run as non-root"))
+	}
+	if sc.RunAsUser != nil && *sc.RunAsUser == 0 {
+		errs = append(errs, field.Forbidden(p.Child("runAsUser"), why+": containers run as non-root"))
+	}
+	if sc.ProcMount != nil && *sc.ProcMount != corev1.DefaultProcMount {
+		errs = append(errs, field.Forbidden(p.Child("procMount"), why))
+	}
+	if sc.WindowsOptions != nil && ptr.Deref(sc.WindowsOptions.HostProcess, false) {
+		errs = append(errs, field.Forbidden(p.Child("windowsOptions", "hostProcess"), why))
+	}
+	if sp := sc.SeccompProfile; sp != nil && sp.Type != corev1.SeccompProfileTypeRuntimeDefault && sp.Type != corev1.SeccompProfileTypeLocalhost {
+		errs = append(errs, field.Forbidden(p.Child("seccompProfile", "type"), why+": RuntimeDefault or Localhost"))
+	}
+	if sc.AppArmorProfile != nil && sc.AppArmorProfile.Type == corev1.AppArmorProfileTypeUnconfined {
+		errs = append(errs, field.Forbidden(p.Child("appArmorProfile", "type"), why))
+	}
+	if sc.SELinuxOptions != nil && (sc.SELinuxOptions.User != "" || sc.SELinuxOptions.Role != "") {
+		errs = append(errs, field.Forbidden(p.Child("seLinuxOptions"), why+": no SELinux user or role"))
+	}
+	if caps := sc.Capabilities; caps != nil {
+		for j, c := range caps.Add {
+			if !slices.Contains(restrictedCapabilities, c) {
+				errs = append(errs, field.Forbidden(p.Child("capabilities", "add").Index(j), fmt.Sprintf(
+					"%s: only NET_BIND_SERVICE may be added, not %s", why, c)))
+			}
+		}
+	}
+	return errs
+}
+
+// operatorSecretSuffixes end the names of the Secrets the operator keeps for every
+// cluster: its users' passwords and the accepted TLS key.
+var operatorSecretSuffixes = []string{"-system-users", "-tls-accepted"}
+
+// validateEnvSecrets refuses environment taken from the operator's own Secrets (of any
+// cluster): they hold the operator's passwords and the members' TLS key, which nothing
+// a spec adds may read.
+func validateEnvSecrets(c corev1.Container, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	refused := func(name string) bool {
+		for _, s := range operatorSecretSuffixes {
+			if strings.HasSuffix(name, s) {
+				return true
+			}
+		}
+		return false
+	}
+	msg := func(name string) string {
+		return fmt.Sprintf("Secret %s is named like the operator's own (%s): it holds the operator's passwords or the TLS key",
+			name, strings.Join(operatorSecretSuffixes, ", "))
+	}
+	for j, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && refused(e.ValueFrom.SecretKeyRef.Name) {
+			errs = append(errs, field.Forbidden(p.Child("env").Index(j).Child("valueFrom", "secretKeyRef", "name"), msg(e.ValueFrom.SecretKeyRef.Name)))
+		}
+	}
+	for j, e := range c.EnvFrom {
+		if e.SecretRef != nil && refused(e.SecretRef.Name) {
+			errs = append(errs, field.Forbidden(p.Child("envFrom").Index(j).Child("secretRef", "name"), msg(e.SecretRef.Name)))
+		}
 	}
 	return errs
 }

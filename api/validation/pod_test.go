@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
@@ -29,6 +30,62 @@ func TestValidateContainers(t *testing.T) {
 			want: []string{"spec.containers[0].name: Invalid value"}},
 		{name: "image with a space", mutate: containers(corev1.Container{Name: "server", Image: "valkey 8"}),
 			want: []string{"spec.containers[0].image: Invalid value"}},
+		{name: "server: resources and envFrom", mutate: containers(corev1.Container{Name: "server",
+			EnvFrom:   []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}},
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}})},
+		{name: "server: another image", mutate: containers(corev1.Container{Name: "server", Image: "redis:7"}),
+			want: []string{`spec.containers[0].image: Forbidden: the "server" container may be patched only in env, envFrom, resources: it changes what runs`}},
+		{name: "server: another command", mutate: containers(corev1.Container{Name: "server", Command: []string{"valkey-server"}, Args: []string{"--port", "6379"}}),
+			want: []string{"spec.containers[0].command: Forbidden", "spec.containers[0].args: Forbidden", "keeps the default user off"}},
+		{name: "server: privileges, hooks, probes, mounts, ports", mutate: containers(corev1.Container{Name: "server",
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)},
+			Lifecycle:       &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}},
+			LivenessProbe:   &corev1.Probe{}, ReadinessProbe: &corev1.Probe{InitialDelaySeconds: 1},
+			VolumeMounts: []corev1.VolumeMount{{Name: "etc", MountPath: "/x"}},
+			Ports:        []corev1.ContainerPort{{ContainerPort: 1}}}),
+			want: []string{"spec.containers[0].securityContext: Forbidden", "spec.containers[0].lifecycle: Forbidden",
+				"spec.containers[0].readinessProbe: Forbidden", "spec.containers[0].volumeMounts: Forbidden", "spec.containers[0].ports: Forbidden"}},
+		{name: "exporter: another image", mutate: containers(corev1.Container{Name: "metrics-exporter", Image: "x:1", WorkingDir: "/"}),
+			want: []string{"spec.containers[0].image: Forbidden", "spec.containers[0].workingDir: Forbidden"}},
+		{name: "sidecar: the reference's", mutate: containers(corev1.Container{Name: "my-sidecar", Image: "busybox:latest",
+			Command: []string{"sh", "-c", "sleep infinity"}})},
+		{name: "sidecar: restricted settings of its own", mutate: containers(corev1.Container{Name: "side", Image: "busybox",
+			SecurityContext: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
+				AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"NET_BIND_SERVICE"}}},
+			Ports: []corev1.ContainerPort{{ContainerPort: 8080}}})},
+		{name: "sidecar: privileged", mutate: containers(corev1.Container{Name: "side", Image: "busybox",
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}),
+			want: []string{"spec.containers[0].securityContext.privileged: Forbidden: sidecars must meet the restricted Pod Security Standard"}},
+		{name: "sidecar: hostPort", mutate: containers(corev1.Container{Name: "side", Image: "busybox",
+			Ports: []corev1.ContainerPort{{ContainerPort: 80}, {ContainerPort: 6379, HostPort: 6379}}}),
+			want: []string{"spec.containers[0].ports[1].hostPort: Forbidden"}},
+		{name: "sidecar: root, escalation, capabilities, unconfined", mutate: containers(corev1.Container{Name: "side", Image: "busybox",
+			SecurityContext: &corev1.SecurityContext{RunAsNonRoot: ptr.To(false), RunAsUser: ptr.To[int64](0), AllowPrivilegeEscalation: ptr.To(true),
+				Capabilities:   &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE", "NET_ADMIN"}},
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}}}),
+			want: []string{"securityContext.runAsNonRoot: Forbidden", "securityContext.runAsUser: Forbidden",
+				"securityContext.allowPrivilegeEscalation: Forbidden", "securityContext.capabilities.add[1]: Forbidden", "not NET_ADMIN",
+				"securityContext.seccompProfile.type: Forbidden"}},
+		{name: "sidecar: mounts the server's configuration", mutate: containers(corev1.Container{Name: "side", Image: "busybox",
+			VolumeMounts: []corev1.VolumeMount{{Name: "etc", MountPath: "/etc/valkey"}}}),
+			want: []string{`spec.containers[0].volumeMounts[0]: Forbidden: sidecars may not mount "etc"`}},
+		{name: "sidecar: the operator's Secrets in its environment", mutate: containers(corev1.Container{Name: "side", Image: "busybox",
+			Env: []corev1.EnvVar{{Name: "P", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "demo-system-users"}, Key: "_operator"}}}},
+			EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "other-tls-accepted"}}}}}),
+			want: []string{"spec.containers[0].env[0].valueFrom.secretKeyRef.name: Forbidden", "spec.containers[0].envFrom[0].secretRef.name: Forbidden"}},
+		{name: "sidecar: a user's Secret in its environment", mutate: containers(corev1.Container{Name: "side", Image: "busybox",
+			EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app-credentials"}}}}})},
+	})
+}
+
+func TestRefuseSidecarsPolicy(t *testing.T) {
+	SetPolicy(Policy{RefuseSidecars: true})
+	defer SetPolicy(Policy{})
+	runClusterCases(t, []clusterCase{
+		{name: "server patch still allowed", mutate: containers(corev1.Container{Name: "server", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}})},
+		{name: "sidecar refused", mutate: containers(corev1.Container{Name: "side", Image: "busybox"}),
+			want: []string{"spec.containers[0]: Forbidden: sidecars are refused by the operator's administrator"}},
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -368,14 +369,111 @@ func TestClusterRolesAreMinimal(t *testing.T) {
 			}
 		}
 	}
-	// The webhooks touch nothing they do not validate or serve with.
+	// The webhooks touch nothing they do not validate or serve with: cluster-wide, only
+	// their own webhook configuration, by name (and the reviews of their metrics'
+	// clients).
 	for _, r := range rules(t, objs["ClusterRole/vko-webhooks"]) {
-		res := strings.SplitN(r, ":", 2)[0]
-		switch res {
-		case "/secrets", "admissionregistration.k8s.io/validatingwebhookconfigurations", "coordination.k8s.io/leases", "events.k8s.io/events", "/events":
+		switch r {
+		case "admissionregistration.k8s.io/validatingwebhookconfigurations:get", "admissionregistration.k8s.io/validatingwebhookconfigurations:list",
+			"admissionregistration.k8s.io/validatingwebhookconfigurations:watch", "admissionregistration.k8s.io/validatingwebhookconfigurations:patch",
+			"authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create":
 		default:
-			t.Errorf("webhooks: unexpected rule %s", r)
+			t.Errorf("webhooks: unexpected cluster-wide rule %s", r)
 		}
+	}
+	if names := resourceNames(objs["ClusterRole/vko-webhooks"]); !slices.Equal(names, []string{"vko-webhooks"}) {
+		t.Errorf("webhooks may patch webhook configurations %v, want only their own", names)
+	}
+	// In their namespace: their certificate Secret by name (creating it cannot be
+	// limited to a name), leader election, events.
+	own := objs["Role/vko-webhooks-own"]
+	if own == nil || own.GetNamespace() != "vko" {
+		t.Fatalf("no Role of the webhooks in the release's namespace")
+	}
+	if names := resourceNames(own); !slices.Equal(names, []string{"vko-webhooks-cert"}) {
+		t.Errorf("webhooks' Secret rule names %v", names)
+	}
+	for _, r := range rules(t, own) {
+		switch r {
+		case "/secrets:create", "/secrets:get", "/secrets:list", "/secrets:watch", "/secrets:update",
+			"coordination.k8s.io/leases:create", "coordination.k8s.io/leases:get", "coordination.k8s.io/leases:update",
+			"/events:create", "/events:patch":
+		default:
+			t.Errorf("webhooks' Role: unexpected rule %s", r)
+		}
+	}
+	// Leader election happens in the release's namespace only.
+	for _, name := range components {
+		for _, r := range rules(t, objs["ClusterRole/vko-"+name]) {
+			if strings.HasPrefix(r, "coordination.k8s.io/leases") {
+				t.Errorf("%s: cluster-wide %s", name, r)
+			}
+		}
+	}
+}
+
+// resourceNames lists the resourceNames of every rule of a role.
+func resourceNames(role *unstructured.Unstructured) []string {
+	rs, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	var out []string
+	for _, r := range rs {
+		names, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resourceNames")
+		out = append(out, names...)
+	}
+	return out
+}
+
+// With watchNamespaces, each component's rules on namespaced resources are Roles in
+// those namespaces; ClusterRoles keep only what is cluster-scoped (StorageClasses and
+// PriorityClasses for the node-controller, the webhook configuration).
+func TestWatchNamespacesUseRoles(t *testing.T) {
+	out, err := helm(t, "template", "vko", "charts/valkey-operator", "--namespace", "vko", "--kube-version", kubeVersion,
+		"--set", "watchNamespaces={a,b}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string][]string{} // "Kind namespace/name" -> rules
+	for _, doc := range strings.Split(out, "\n---") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		switch u.GetKind() {
+		case "ClusterRole", "Role":
+			roles[u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName()] = rules(t, u)
+		case "ClusterRoleBinding":
+			if ref, _, _ := unstructured.NestedString(m, "roleRef", "name"); ref != u.GetName() {
+				t.Errorf("%s binds %s", u.GetName(), ref)
+			}
+		}
+	}
+	for _, name := range components {
+		for _, r := range roles["ClusterRole /vko-"+name] {
+			res := strings.SplitN(r, ":", 2)[0]
+			switch res {
+			case "storage.k8s.io/storageclasses", "scheduling.k8s.io/priorityclasses", "admissionregistration.k8s.io/validatingwebhookconfigurations",
+				// The metrics endpoint checks its clients' tokens and rights.
+				"authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews":
+			default:
+				t.Errorf("%s: cluster-wide rule %s with watchNamespaces set", name, r)
+			}
+		}
+		if name == "webhooks" {
+			continue
+		}
+		for _, ns := range []string{"a", "b"} {
+			rs := roles["Role "+ns+"/vko-"+name]
+			if !slices.Contains(rs, "valkey.io/valkeyclusters:get") && !slices.Contains(rs, "valkey.io/valkeynodes:get") {
+				t.Errorf("%s: no Role in watched namespace %s (%v)", name, ns, rs)
+			}
+		}
+		if _, ok := roles["Role c/vko-"+name]; ok {
+			t.Errorf("%s: a Role outside the watched namespaces", name)
+		}
+	}
+	if rs := roles["Role a/vko-node-controller"]; !slices.Contains(rs, "/pods:create") {
+		t.Errorf("node-controller's Role in a: %v", rs)
 	}
 }
 
@@ -436,6 +534,35 @@ func TestWebhooksStayOffTheOperatorsPath(t *testing.T) {
 	}
 	if one := render(t, "webhooks.replicas=1"); one["PodDisruptionBudget/vko-webhooks"] != nil {
 		t.Error("a budget of minAvailable 1 over one replica would block every drain")
+	}
+}
+
+// Metrics are served over HTTPS to authorized clients by default; the ServiceMonitor
+// scrapes them so, and metrics.secure=false turns it off for local use.
+func TestMetricsAreSecure(t *testing.T) {
+	objs := render(t, "metrics.serviceMonitor.enabled=true")
+	for _, name := range components {
+		if a := deploymentArgs(objs, name); !strings.Contains(a, "--metrics-secure=true") {
+			t.Errorf("%s: args %s", name, a)
+		}
+		rs := rules(t, objs["ClusterRole/vko-"+name])
+		if !slices.Contains(rs, "authentication.k8s.io/tokenreviews:create") || !slices.Contains(rs, "authorization.k8s.io/subjectaccessreviews:create") {
+			t.Errorf("%s cannot check its metrics' clients: %v", name, rs)
+		}
+	}
+	reader := objs["ClusterRole/vko-metrics-reader"]
+	if reader == nil {
+		t.Fatal("no metrics-reader ClusterRole")
+	}
+	if rs, _, _ := unstructured.NestedSlice(reader.Object, "rules"); len(rs) != 1 {
+		t.Errorf("metrics-reader rules %v", rs)
+	}
+	objs = render(t, "metrics.secure=false")
+	if a := deploymentArgs(objs, "node-controller"); !strings.Contains(a, "--metrics-secure=false") {
+		t.Errorf("plain HTTP: args %s", a)
+	}
+	if objs["ClusterRole/vko-metrics-reader"] != nil {
+		t.Error("a metrics-reader without secure metrics")
 	}
 }
 

@@ -57,7 +57,12 @@ func InstallOperator(sets ...string) env.Func {
 		}
 		start := time.Now()
 		args := []string{"upgrade", "--install", OperatorRelease, "charts/valkey-operator",
-			"--namespace", OperatorNamespace, "--create-namespace", "--wait", "--timeout", "3m"}
+			"--namespace", OperatorNamespace, "--create-namespace", "--wait", "--timeout", "3m",
+			// The suites and the benchmark scrape the components' metrics from the host
+			// (OperatorMetric, perf.OperatorSampler) in plain HTTP, the chart's option for
+			// local use; the security suite installs with metrics.secure=true and checks
+			// the HTTPS endpoint and its authorization.
+			"--set", "metrics.secure=false"}
 		for _, s := range sets {
 			args = append(args, "--set", s)
 		}

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/version"
@@ -26,7 +25,10 @@ import (
 
 // Flags are the settings every controller binary accepts.
 type Flags struct {
-	MetricsAddr             string
+	MetricsAddr string
+	// MetricsSecure serves metrics over HTTPS to authenticated and authorized clients
+	// only (MetricsOptions).
+	MetricsSecure           bool
 	ProbeAddr               string
 	LeaderElect             bool
 	WatchNamespaces         []string
@@ -71,6 +73,7 @@ func run(c Component, args []string) error {
 	var f Flags
 	var namespaces string
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 disables it)")
+	fs.BoolVar(&f.MetricsSecure, "metrics-secure", true, MetricsSecureUsage)
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "elect a leader so only one replica acts at a time")
 	fs.StringVar(&namespaces, "watch-namespaces", "", "comma-separated namespaces to watch (all when empty)")
@@ -78,10 +81,14 @@ func run(c Component, args []string) error {
 	printVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
+	applyPolicy := PolicyFlags(fs)
 	if c.AddFlags != nil {
 		c.AddFlags(fs)
 	}
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyPolicy(); err != nil {
 		return err
 	}
 	if *printVersion {
@@ -106,7 +113,7 @@ func run(c Component, args []string) error {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                        Scheme(),
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: f.MetricsAddr},
+		Metrics:                       MetricsOptions(f.MetricsAddr, f.MetricsSecure),
 		HealthProbeBindAddress:        f.ProbeAddr,
 		LeaderElection:                f.LeaderElect,
 		LeaderElectionID:              "valkey-operator-" + c.Name,

@@ -49,6 +49,9 @@ type MemberResult struct {
 	// Refused are users this member refuses (unexpected after validation: mixed
 	// versions).
 	Refused Refusals
+	// Corrected are users of the file whose rules had been changed on the server and
+	// were put back in this pass.
+	Corrected []string
 }
 
 // members returns the ValkeyNodes that have a pod IP, and the others.
@@ -185,8 +188,21 @@ func (r *Reconciler) applyMember(ctx context.Context, mc *memberConn, f File, re
 		return MemberResult{Message: fmt.Sprintf("cannot list the server's users: %v", err)}
 	}
 	marker := MarkerName(f.Revision)
+	var drifted []string
 	if slices.Contains(users, marker) {
-		return MemberResult{Applied: true, Reachable: true, Message: "revision " + f.Revision + " is live"}
+		var known bool
+		drifted, known, err = r.drift(ctx, mc, f)
+		if err != nil {
+			r.Pool.Drop(mc.addr)
+			return MemberResult{Reachable: true, Message: fmt.Sprintf("cannot list the server's users: %v", err)}
+		}
+		if known && len(drifted) == 0 {
+			return MemberResult{Applied: true, Reachable: true, Message: "revision " + f.Revision + " is live"}
+		}
+		// Users of the file changed on the server since the controller applied it (a
+		// client with +acl|setuser), or the controller has not seen this member since it
+		// started: the users are sent again, which changes nothing on a member that runs
+		// them.
 	}
 	refused, err := r.checkOn(ctx, mc, f.Users)
 	if err != nil {
@@ -200,7 +216,87 @@ func (r *Reconciler) applyMember(ctx context.Context, mc *memberConn, f File, re
 		r.Pool.Drop(mc.addr)
 		return MemberResult{Reachable: true, Message: err.Error()}
 	}
-	return MemberResult{Applied: true, Reachable: true, Message: "revision " + f.Revision + " applied"}
+	if err := r.recordApplied(ctx, mc, f); err != nil {
+		r.Pool.Drop(mc.addr)
+		return MemberResult{Reachable: true, Message: fmt.Sprintf("cannot list the server's users: %v", err)}
+	}
+	msg := "revision " + f.Revision + " applied"
+	if len(drifted) > 0 {
+		msg = fmt.Sprintf("revision %s applied again: users %s had been changed on the server", f.Revision, strings.Join(drifted, ", "))
+	}
+	return MemberResult{Applied: true, Reachable: true, Message: msg, Corrected: drifted}
+}
+
+// ACL drift. A client granted +acl|setuser (or +@admin) may change the operator's users
+// or re-enable default on one member; the revision marker would still be there. After
+// each apply the controller records what the server lists for the file's users (ACL
+// LIST, the server's own rendering of the rules it was sent), and every check compares
+// the live list with that record: any difference applies the file again, with an event.
+// The record is kept in memory per member address and revision; a controller that
+// restarts applies the file once more to every member (harmless) to record it again.
+// Users the file does not define are never touched.
+
+// appliedLines is what a member listed for the users of a revision right after it was
+// applied.
+type appliedLines struct {
+	revision string
+	lines    map[string]string
+}
+
+// recordApplied stores what the member lists for f's users now.
+func (r *Reconciler) recordApplied(ctx context.Context, mc *memberConn, f File) error {
+	lines, err := listedLines(ctx, mc.client, f)
+	if err != nil {
+		return err
+	}
+	r.appliedMu.Lock()
+	defer r.appliedMu.Unlock()
+	if r.applied == nil {
+		r.applied = map[string]appliedLines{}
+	}
+	r.applied[mc.node.Name+"/"+mc.addr] = appliedLines{revision: f.Revision, lines: lines}
+	return nil
+}
+
+// drift returns the users of f whose live rules differ from what the member listed when
+// f was applied; known is false when there is no record of this member and revision.
+func (r *Reconciler) drift(ctx context.Context, mc *memberConn, f File) (drifted []string, known bool, err error) {
+	r.appliedMu.Lock()
+	rec, ok := r.applied[mc.node.Name+"/"+mc.addr]
+	r.appliedMu.Unlock()
+	if !ok || rec.revision != f.Revision {
+		return nil, false, nil
+	}
+	live, err := listedLines(ctx, mc.client, f)
+	if err != nil {
+		return nil, true, err
+	}
+	for _, n := range f.Names() {
+		if live[n] != rec.lines[n] {
+			drifted = append(drifted, n)
+		}
+	}
+	return drifted, true, nil
+}
+
+// listedLines is ACL LIST of the server for the users of f, by name.
+func listedLines(ctx context.Context, c *valkey.Client, f File) (map[string]string, error) {
+	list, err := c.ACLList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]bool{}
+	for _, n := range f.Names() {
+		names[n] = true
+	}
+	out := map[string]string{}
+	for _, l := range list {
+		fields := strings.Fields(l)
+		if len(fields) >= 2 && names[fields[1]] {
+			out[fields[1]] = l
+		}
+	}
+	return out, nil
 }
 
 // applyOps builds the transaction that makes a member with users run f.

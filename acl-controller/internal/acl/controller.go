@@ -11,6 +11,8 @@ import (
 	"fmt"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,23 +42,32 @@ import (
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator
 
 // Defaults of the Reconciler's settings.
 const (
 	// DefaultResync is how often a cluster whose members all run the current revision
-	// is checked again (one ACL USERS per member, no API write).
-	DefaultResync = 5 * time.Minute
+	// is checked again (ACL USERS and ACL LIST per member, no API write): a user changed
+	// on a server by a client with +acl|setuser is put back within this period.
+	DefaultResync = time.Minute
 	// retryPending is the requeue while a member does not run the current revision.
 	retryPending = 10 * time.Second
+	// nameConflictRetry: a Secret of someone else's that holds a name of the cluster's is
+	// looked at again this often (its deletion is seen by the Secret watch too).
+	nameConflictRetry = 10 * time.Second
 )
 
 // Reconciler reconciles the ACL of ValkeyClusters.
 type Reconciler struct {
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
-	Pool     *valkeyconn.Pool
+	Client client.Client
+	// Namespaces are the namespaces watched (all when empty).
+	Namespaces []string
+	// APIReader reads users' password Secrets (and Secrets of the cluster's names the
+	// label-selected cache does not hold) from the API server; nil: Client.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	Pool      *valkeyconn.Pool
 	// PropagationDelay is how long mounted Secrets may lag (default
 	// operator.DefaultSecretPropagationDelay).
 	PropagationDelay time.Duration
@@ -72,6 +83,24 @@ type Reconciler struct {
 	Clock func() time.Time
 
 	verdicts verdictCache
+	// applied is what each member listed for the file's users when the controller last
+	// applied it (see drift).
+	appliedMu sync.Mutex
+	applied   map[string]appliedLines
+}
+
+// secrets reads users' Secrets: from the API server (they are not cached).
+func (r *Reconciler) secrets() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// ownSecrets reads the cluster's Secrets: from the cache, or from the API server when the
+// cache has none of that name (a Secret the operator did not make is not cached).
+func (r *Reconciler) ownSecrets() client.Reader {
+	return operator.CacheFirst{Primary: r.Client, Secondary: r.APIReader}
 }
 
 func (r *Reconciler) addr(vn *v1alpha1.ValkeyNode) string {
@@ -114,12 +143,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	if err := passwordSecrets.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	// Users' Secrets are watched by name only, in a cache of their own.
+	secrets, err := operator.SecretNames(mgr, r.Namespaces, handler.TypedEnqueueRequestsFromMapFunc(
+		func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+			return r.clustersOfSecret(ctx, o)
+		}))
+	if err != nil {
+		return err
+	}
 	return builder.ControllerManagedBy(mgr).
 		Named("acl").
 		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, restoredChanged()))).
 		Owns(&corev1.Secret{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret)).
+		WatchesRawSource(secrets).
 		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),
 			builder.WithPredicates(nodeChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
@@ -145,6 +182,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, r.writeClusterStatus(ctx, &vc, vc.Status.ACL, g.Condition, r.keepOrUnknown(&vc, "the spec is invalid"))
 	}
 	res, err := r.pass(ctx, &vc)
+	if nc := (*NameConflictError)(nil); errors.As(err, &nc) {
+		cond := conditions.New(v1alpha1.ConditionACLReady, false, v1alpha1.ReasonNameConflict, nc.Error(), vc.Generation)
+		if cur := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionACLReady); cur == nil || cur.Reason != v1alpha1.ReasonNameConflict {
+			r.Recorder.Eventf(&vc, nil, corev1.EventTypeWarning, v1alpha1.ReasonNameConflict, "Publish", "%s", nc.Error())
+		}
+		return reconcile.Result{RequeueAfter: nameConflictRetry}, r.writeClusterStatus(ctx, &vc, vc.Status.ACL, cond)
+	}
 	if err != nil {
 		if serr := r.writeClusterStatus(ctx, &vc, vc.Status.ACL, r.keepOrUnknown(&vc, "the controller could not read its inputs")); serr != nil {
 			err = errors.Join(err, serr)
@@ -225,6 +269,7 @@ func (r *Reconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster) (reco
 		return reconcile.Result{}, err
 	}
 	s.results = r.applyAll(ctx, s.conns, s.file, removed.names())
+	r.reportDrift(ctx, vc, s.results)
 	if s.allApplied() {
 		if err := r.pruneRemoved(ctx, vc, published, s.file, removed); err != nil {
 			return reconcile.Result{}, err
@@ -239,6 +284,20 @@ func (r *Reconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster) (reco
 		return reconcile.Result{}, err
 	}
 	return r.requeue(s.allApplied(), rotRes), nil
+}
+
+// reportDrift says, once per member and pass that found it, which users had been
+// changed on a server and were put back (names only: the rules may hold hashes).
+func (r *Reconciler) reportDrift(ctx context.Context, vc *v1alpha1.ValkeyCluster, results map[string]MemberResult) {
+	for node, res := range results {
+		if len(res.Corrected) == 0 {
+			continue
+		}
+		log.FromContext(ctx).Info("users changed on a member were put back", "node", node, "users", res.Corrected)
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, "ACLDriftCorrected", "Apply",
+			"member %s: users %s had been changed on the server (a client with ACL rights?) and were put back as the aclfile says",
+			node, strings.Join(res.Corrected, ", "))
+	}
 }
 
 // requeue picks the next pass: soon while a member is behind, when the rotation needs

@@ -107,13 +107,13 @@ func (h *harness) start() {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{h.ns: {}},
-			ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: cache.TransformStripManagedFields()}},
+			ByObject:          CacheByObject(),
 		},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	pool := &valkeyconn.Pool{DialTimeout: time.Second}
 	r := &Reconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("acl-controller"),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespaces: []string{h.ns}, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("acl-controller"),
 		Pool: pool, PropagationDelay: testDelay, Resync: 2 * time.Second,
 		Addr: func(vn *v1alpha1.ValkeyNode) string {
 			if s, ok := h.servers[vn.Name]; ok {
@@ -408,8 +408,7 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 		}).WithTimeout(30*time.Second).Should(Succeed(), "the rotation completes")
 		h.waitSettled("demo", v1alpha1.ReasonACLRendered, "demo-a", "demo-b")
 		final = h.secret("demo-system-users")
-		// five passwords (_operator, _replication, _exporter, _backup, _restore), two derived keys
-		Expect(final.Data).To(HaveLen(7), "keys of the Secret after the rotation")
+		Expect(final.Data).To(HaveLen(len(systemUserNames)+2), "keys of the Secret after the rotation: the passwords, primaryauth.conf, exporter-passwords.json")
 		Expect(string(final.Data[v1alpha1.UserOperator])).To(Equal(newOp))
 		for name, s := range map[string]*valkeytest.Server{"demo-a": a, "demo-b": b} {
 			Expect(loginWorks(s, v1alpha1.UserOperator, opPW)).NotTo(Succeed(), "%s: the old operator password still works", name)

@@ -120,8 +120,9 @@ func scrape(url string) string {
 	return "no redis_up"
 }
 
-// redis_exporter 1.86 as _exporter with the password file this controller publishes: it
-// is up, nothing is refused, and a rotation (both passwords, new file, GET /-/reload,
+// redis_exporter 1.86 as _exporter with the password file this controller publishes and
+// its config scraping off: it is up, nothing is refused (the server's ACL LOG and the
+// exporter's log), and a rotation (both passwords, new file, GET /-/reload,
 // old password removed) keeps it up.
 var _ = It("keeps redis_exporter up as _exporter through a password rotation", func() {
 	bin := exporterBinary()
@@ -138,7 +139,9 @@ var _ = It("keeps redis_exporter up as _exporter through a password rotation", f
 
 	port := freePort()
 	cmd := exec.Command(bin, "-redis.addr", fmt.Sprintf("redis://127.0.0.1:%d", s.Port), "-redis.user", v1alpha1.UserExporter,
-		"-redis.password-file", pwFile, "-web.listen-address", fmt.Sprintf("127.0.0.1:%d", port))
+		"-redis.password-file", pwFile, "-web.listen-address", fmt.Sprintf("127.0.0.1:%d", port),
+		// As the node-controller runs it (REDIS_EXPORTER_CONFIG_COMMAND): no CONFIG GET.
+		"-config-command", "-")
 	logFile := filepath.Join(GinkgoT().TempDir(), "exporter.log")
 	lf, err := os.Create(logFile)
 	Expect(err).NotTo(HaveOccurred())

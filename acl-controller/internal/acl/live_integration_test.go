@@ -26,6 +26,7 @@ var testPasswords = systemPasswords{
 	v1alpha1.UserOperator:    {"operator-password-0123456789"},
 	v1alpha1.UserReplication: {"replication-password-0123456789"},
 	v1alpha1.UserExporter:    {"exporter-password-0123456789"},
+	v1alpha1.UserLifecycle:   {"lifecycle-password-0123456789"},
 }
 
 // startServer starts one server for the spec.

@@ -90,7 +90,7 @@ func TestPasswordHashIsSHA256Hex(t *testing.T) {
 
 func TestFileOrderAndRevision(t *testing.T) {
 	sys := SystemUsers(systemPasswords{
-		v1alpha1.UserOperator: {"op"}, v1alpha1.UserReplication: {"repl"}, v1alpha1.UserExporter: {"exp"},
+		v1alpha1.UserOperator: {"op"}, v1alpha1.UserReplication: {"repl"}, v1alpha1.UserExporter: {"exp"}, v1alpha1.UserLifecycle: {"lc"},
 	}, valkey.Version{})
 	a := User{Name: "alice", Rules: []string{"on", "nopass"}}
 	b := User{Name: "bob", Rules: []string{"on", "nopass"}}
@@ -100,7 +100,7 @@ func TestFileOrderAndRevision(t *testing.T) {
 	if f1.Content() != f2.Content() || f1.Revision != f2.Revision {
 		t.Fatalf("the order of spec users changes the file:\n%s\n%s", f1.Content(), f2.Content())
 	}
-	wantNames := []string{"default", "_operator", "_replication", "_exporter", "alice", "bob", "carol"}
+	wantNames := []string{"default", "_operator", "_replication", "_exporter", "_lifecycle", "alice", "bob", "carol"}
 	if got := strings.Join(f1.Names(), ","); got != strings.Join(wantNames, ",") {
 		t.Fatalf("names %s, want %s", got, strings.Join(wantNames, ","))
 	}
@@ -117,7 +117,7 @@ func TestFileOrderAndRevision(t *testing.T) {
 	}
 	// The parser reads back what was rendered, without the marker.
 	back := ParseFile(f1.Content())
-	if len(back) != len(f1.Users) || back[4].Line() != a.Line() {
+	if len(back) != len(f1.Users) || back[len(sys)].Line() != a.Line() {
 		t.Fatalf("ParseFile: %v", back)
 	}
 }

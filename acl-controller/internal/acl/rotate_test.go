@@ -12,7 +12,8 @@ import (
 )
 
 func systemData(op, repl, exp string) map[string][]byte {
-	d := map[string][]byte{v1alpha1.UserOperator: []byte(op), v1alpha1.UserReplication: []byte(repl), v1alpha1.UserExporter: []byte(exp)}
+	d := map[string][]byte{v1alpha1.UserOperator: []byte(op), v1alpha1.UserReplication: []byte(repl), v1alpha1.UserExporter: []byte(exp),
+		v1alpha1.UserLifecycle: []byte("lc0")}
 	setDerivedKeys(d)
 	return d
 }
@@ -72,7 +73,7 @@ func TestRotationStateMachine(t *testing.T) {
 				// Adding and Propagating accept the same passwords: the same aclfile.
 				if fmt.Sprint(acceptedPasswords(d, PhasePropagating)) != fmt.Sprint(systemPasswords{
 					v1alpha1.UserOperator: {"new1", "op0"}, v1alpha1.UserReplication: {"new2", "repl0"}, v1alpha1.UserExporter: {"exp0", "new3"},
-					v1alpha1.UserBackup: {"new4"}, v1alpha1.UserRestore: {"new5"}}) {
+					v1alpha1.UserLifecycle: {"lc0", "new4"}, v1alpha1.UserBackup: {"new5"}, v1alpha1.UserRestore: {"new6"}}) {
 					t.Fatalf("propagating accepts %v", acceptedPasswords(d, PhasePropagating))
 				}
 			}},
@@ -93,7 +94,7 @@ func TestRotationStateMachine(t *testing.T) {
 				if d["_operator.previous"] != nil || r.Completed != "t1" || r.Token != "" || !r.Finished.Equal(t0.Add(4*time.Minute)) {
 					t.Fatalf("after completion: %+v, previous %q", r, d["_operator.previous"])
 				}
-				if len(d) != 7 { // five passwords, two derived keys
+				if len(d) != len(systemUserNames)+2 {
 					t.Fatalf("keys left: %d", len(d))
 				}
 			}},

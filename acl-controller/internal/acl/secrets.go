@@ -102,12 +102,16 @@ func ownedMeta(s *corev1.Secret, vc *v1alpha1.ValkeyCluster, scheme *runtime.Sch
 func (r *Reconciler) ensureSystemUsers(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*corev1.Secret, error) {
 	name := v1alpha1.SystemUsersSecretName(vc.Name)
 	var s corev1.Secret
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: name}, &s)
+	err := r.ownSecrets().Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
 		return r.createSystemUsers(ctx, vc, name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read Secret %s: %w", name, err)
+	}
+	if !metav1.IsControlledBy(&s, vc) {
+		// Never adopted: whoever created it would know the operator's passwords.
+		return nil, &NameConflictError{Name: name}
 	}
 	if !s.DeletionTimestamp.IsZero() {
 		// Deleted by hand: the finalizer keeps it, and the running servers only know these
@@ -272,14 +276,27 @@ func (r *Reconciler) publishACL(ctx context.Context, vc *v1alpha1.ValkeyCluster,
 func (r *Reconciler) readACLSecret(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*corev1.Secret, error) {
 	var s corev1.Secret
 	name := v1alpha1.ACLSecretName(vc.Name)
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: name}, &s)
+	err := r.ownSecrets().Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read Secret %s: %w", name, err)
 	}
+	if !metav1.IsControlledBy(&s, vc) {
+		return nil, &NameConflictError{Name: name}
+	}
 	return &s, nil
+}
+
+// NameConflictError says that a Secret the controller would create for the cluster
+// exists and is not the cluster's. It is never taken over (a system users Secret
+// written by someone else would give them the operator's password): the cluster
+// reports ACLReady=False, NameConflict, until it is renamed or deleted.
+type NameConflictError struct{ Name string }
+
+func (e *NameConflictError) Error() string {
+	return fmt.Sprintf("Secret %s exists and is not this cluster's; the operator does not take it over: delete or rename it", e.Name)
 }
 
 // removedUsers are users an earlier revision defined, with the time they were removed.
@@ -377,7 +394,7 @@ func (r *Reconciler) userPasswords(ctx context.Context, namespace string, u v1al
 	}
 	ref := u.PasswordSecret
 	var s corev1.Secret
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, &s)
+	err := r.secrets().Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil, &passwordProblem{User: u.Name, Secret: ref.Name, SecretMissing: true}, nil
 	}

@@ -7,7 +7,8 @@ import (
 
 // The permissions of the operator's own users. Each list holds exactly what that client
 // sends; the integration tests run every command of the valkey library as _operator,
-// a replica as _replication and redis_exporter as _exporter, and check that nothing is
+// a replica as _replication, redis_exporter as _exporter and the pod's hooks as
+// _lifecycle, and check that nothing is
 // refused (and that FLUSHALL, DEBUG, SHUTDOWN, ... are).
 var (
 	// operatorCommands are the commands of the valkey library (package valkey) that the
@@ -45,15 +46,20 @@ var (
 	// the dangerous ones (FLUSHALL, ...) stay denied. They come before
 	// replicationCommands, which -@dangerous would otherwise remove.
 	replicationCommands90 = []string{"+@write", "-@dangerous", "+cluster|syncslots", "+select", "+multi", "+exec", "~*"}
-	// exporterCommands are what redis_exporter 1.86 sends by default (read-only), PING
-	// for the liveness probe, and for the preStop hook of every pod CLUSTER FAILOVER,
-	// which asks a replica in sync to take over from a primary that is being stopped (a
-	// coordinated failover: it loses no write and needs no key access), and CLIENT LIST,
-	// with which it then waits for the clients to move to the new primary.
+	// exporterCommands are what redis_exporter 1.86 sends with its config scraping off
+	// (-config-command -, which the node-controller sets): no CONFIG GET, since ACLs
+	// cannot limit it to some keys and it would read primaryauth. All read-only.
 	exporterCommands = []string{
-		"+ping", "+info", "+config|get", "+cluster|info", "+slowlog|get", "+slowlog|len",
-		"+latency|latest", "+latency|histogram", "+client|setname", "+cluster|failover", "+client|list",
+		"+ping", "+info", "+cluster|info", "+slowlog|get", "+slowlog|len",
+		"+latency|latest", "+latency|histogram", "+client|setname",
 	}
+	// lifecycleCommands are what the server container's own hooks send: PING for the
+	// liveness probe; INFO (replication), CLUSTER FAILOVER and CLIENT LIST for the
+	// pre-stop hook of every pod, which asks a replica in sync to take over from a
+	// primary that is being stopped (a coordinated failover: it loses no write and needs
+	// no key access), then waits for the clients to move to the new primary (addresses
+	// and command names, no values).
+	lifecycleCommands = []string{"+ping", "+info", "+cluster|failover", "+client|list"}
 )
 
 // systemPasswords are the passwords each system user accepts (one, or two during a
@@ -61,7 +67,7 @@ var (
 type systemPasswords map[string][]string
 
 // systemUserNames are the operator's users in aclfile order.
-var systemUserNames = []string{v1alpha1.UserOperator, v1alpha1.UserReplication, v1alpha1.UserExporter, v1alpha1.UserBackup, v1alpha1.UserRestore}
+var systemUserNames = []string{v1alpha1.UserOperator, v1alpha1.UserReplication, v1alpha1.UserExporter, v1alpha1.UserLifecycle, v1alpha1.UserBackup, v1alpha1.UserRestore}
 
 // SystemUsers renders the default user (disabled, no permission) and the operator's
 // users for servers of at least version min (the zero version means 8.0).
@@ -78,6 +84,7 @@ func SystemUsers(pw systemPasswords, min valkey.Version) []User {
 		systemUser(v1alpha1.UserOperator, pw[v1alpha1.UserOperator], op),
 		systemUser(v1alpha1.UserReplication, pw[v1alpha1.UserReplication], repl),
 		systemUser(v1alpha1.UserExporter, pw[v1alpha1.UserExporter], exporterCommands),
+		systemUser(v1alpha1.UserLifecycle, pw[v1alpha1.UserLifecycle], lifecycleCommands),
 	}
 }
 

@@ -166,10 +166,17 @@ var _ = Describe("The system users", func() {
 			}),
 			// CLUSTER NODES is allowed on purpose: a restarted server asks its peers with it.
 			commandEntries(v1alpha1.UserReplication, [][]string{{"INFO"}, {"GET", "k"}, {"CONFIG", "GET", "x"}, {"CLUSTER", "SHARDS"}, {"CLUSTER", "FAILOVER"}, {"FLUSHALL"}}),
+			commandEntries(v1alpha1.UserExporter, [][]string{
+				{"CONFIG", "SET", "maxmemory", "1"}, {"GET", "k"}, {"SET", "k", "v"}, {"FLUSHALL"}, {"CLIENT", "LIST"}, {"ACL", "LIST"}, {"SLOWLOG", "RESET"},
+				// CONFIG GET would read primaryauth (the replication password); the exporter
+				// scrapes with its config metrics off.
+				{"CONFIG", "GET", "primaryauth"}, {"CONFIG", "GET", "maxmemory"}, {"CLUSTER", "FAILOVER"},
+			}),
 			// CLIENT LIST is allowed on purpose: the pre-stop hook waits with it for the
 			// clients to move to the new primary (addresses and command names, no values).
-			commandEntries(v1alpha1.UserExporter, [][]string{
-				{"CONFIG", "SET", "maxmemory", "1"}, {"GET", "k"}, {"SET", "k", "v"}, {"FLUSHALL"}, {"CLIENT", "KILL", "ID", "1"}, {"ACL", "LIST"}, {"SLOWLOG", "RESET"},
+			commandEntries(v1alpha1.UserLifecycle, [][]string{
+				{"CONFIG", "GET", "primaryauth"}, {"CONFIG", "SET", "maxmemory", "1"}, {"GET", "k"}, {"FLUSHALL"}, {"CLUSTER", "RESET"},
+				{"CLUSTER", "FORGET", "x"}, {"ACL", "LIST"}, {"SHUTDOWN"}, {"DEBUG", "SLEEP", "0"},
 			}),
 		)
 
@@ -186,8 +193,19 @@ var _ = Describe("The system users", func() {
 				Expect(err).NotTo(HaveOccurred())
 				wantAllowed("_exporter", exp, cmd...)
 			},
-			commandEntries("", [][]string{{"PING"}, {"INFO"}, {"CONFIG", "GET", "maxmemory"}, {"CLUSTER", "INFO"}, {"SLOWLOG", "LEN"}, {"LATENCY", "LATEST"}}),
+			commandEntries("", [][]string{{"PING"}, {"INFO"}, {"CLUSTER", "INFO"}, {"SLOWLOG", "LEN"}, {"LATENCY", "LATEST"}}),
 		)
+
+		// The liveness probe's PING and the pre-stop hook's INFO replication; its CLUSTER
+		// FAILOVER is checked with ACL DRYRUN (a lone server has no primary to take over).
+		It("lets _lifecycle run the probe and the hand-over", func() {
+			lc, err := dialAs(s, v1alpha1.UserLifecycle, testPasswords[v1alpha1.UserLifecycle][0])
+			Expect(err).NotTo(HaveOccurred())
+			wantAllowed("_lifecycle", lc, "PING")
+			wantAllowed("_lifecycle", lc, "INFO", "replication")
+			wantAllowed("_lifecycle", lc, "CLIENT", "LIST")
+			Expect(s.Dial(GinkgoTB()).Do(testCtx(), "ACL", "DRYRUN", v1alpha1.UserLifecycle, "CLUSTER", "FAILOVER")).To(Equal("OK"))
+		})
 
 		It("gives a user's channel patterns the pub/sub commands, unless its commands deny them", func() {
 			withChannels := func(name string, deny ...string) v1alpha1.UserSpec {

@@ -1,6 +1,6 @@
 {{/*
-One operator component: ServiceAccount, ClusterRoleBinding (to the ClusterRole generated
-from the component's RBAC markers), Deployment and metrics Service.
+One operator component: ServiceAccount, Deployment and metrics Service (its RBAC is
+templates/rbac.yaml).
 Call with (dict "root" $ "key" "clusterController" "name" "cluster-controller" "args" (list ...) "ports" (list ...) "volumes" ... ).
 */}}
 {{- define "valkey-operator.component" -}}
@@ -13,21 +13,6 @@ metadata:
   namespace: {{ $root.Release.Namespace }}
   labels:
     {{- include "valkey-operator.labels" (list $root $name) | nindent 4 }}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: {{ $fullname }}
-  labels:
-    {{- include "valkey-operator.labels" (list $root $name) | nindent 4 }}
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: {{ $fullname }}
-subjects:
-  - kind: ServiceAccount
-    name: {{ $fullname }}
-    namespace: {{ $root.Release.Namespace }}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -70,9 +55,16 @@ spec:
           command: ["/usr/local/bin/{{ $name }}"]
           args:
             - --metrics-bind-address=:8080
+            - --metrics-secure={{ $root.Values.metrics.secure }}
             - --health-probe-bind-address=:8081
             - --leader-elect={{ $c.leaderElection }}
             - --zap-log-level={{ $c.logLevel }}
+            {{- if $root.Values.policy.refuseSidecars }}
+            - --refuse-sidecars=true
+            {{- end }}
+            {{- with $root.Values.policy.allowedModules }}
+            - --allowed-modules={{ join "," . }}
+            {{- end }}
             {{- range .args }}
             - {{ . }}
             {{- end }}

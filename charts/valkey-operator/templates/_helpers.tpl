@@ -40,3 +40,8 @@ helm.sh/chart: {{ printf "%s-%s" $root.Chart.Name $root.Chart.Version }}
 {{- define "valkey-operator.namespace" -}}
 {{- .Release.Namespace -}}
 {{- end -}}
+
+{{/* The Secret of the webhooks' serving certificate. */}}
+{{- define "valkey-operator.webhooksCertSecret" -}}
+{{- default (printf "%s-cert" (include "valkey-operator.componentName" (list . "webhooks"))) .Values.webhooks.certificates.secretName -}}
+{{- end -}}

@@ -29,7 +29,7 @@ func gone(m *member) bool {
 var blockingReasons = map[string]bool{
 	v1alpha1.ReasonPodUnschedulable: true, v1alpha1.ReasonImagePullBackOff: true, v1alpha1.ReasonCrashLoop: true,
 	v1alpha1.ReasonPodTerminated: true, v1alpha1.ReasonPriorityClassNotFound: true, v1alpha1.ReasonFailedCreate: true,
-	v1alpha1.ReasonStorageClassNotFound: true,
+	v1alpha1.ReasonStorageClassNotFound: true, v1alpha1.ReasonNameConflict: true,
 }
 
 // cannotRun returns the condition saying why a member's server cannot run, or nil.

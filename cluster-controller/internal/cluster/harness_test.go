@@ -106,7 +106,8 @@ func (e *env) startController() {
 	r := &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder(FieldManager), Pool: pool, Metrics: e.metrics, Addr: e.kubelet.addr,
-		FastFailover: true,
+		NetworkPolicy: NetworkPolicyDefaults{Enabled: true, OperatorNamespace: "valkey-operator"},
+		FastFailover:  true,
 	}
 	Expect(r.SetupWithManager(mgr, 2)).To(Succeed())
 	stop := run(mgr)

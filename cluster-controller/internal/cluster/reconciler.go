@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,9 @@ const (
 	requeueWait   = time.Second
 	requeueSync   = 300 * time.Millisecond
 	requeueSteady = 30 * time.Second
+	// requeueNameConflict: an object that is not the cluster's is looked at again (it is
+	// not watched: the cluster does not own it).
+	requeueNameConflict = 10 * time.Second
 )
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
@@ -50,7 +54,7 @@ const (
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator
 
 // Reconciler reconciles ValkeyClusters.
 type Reconciler struct {
@@ -67,6 +71,8 @@ type Reconciler struct {
 	// Addr returns the client address of a member's server (default: its pod IP, port
 	// 6379). The integration suite maps members to servers on loopback addresses.
 	Addr func(*v1alpha1.ValkeyNode) string
+	// NetworkPolicy holds the operator's defaults for the clusters' NetworkPolicies.
+	NetworkPolicy NetworkPolicyDefaults
 	// FastFailover promotes a primary's replica as soon as the primary's ValkeyNode says
 	// Kubernetes saw its server exit (ServerDown), without waiting for Valkey's gossip.
 	FastFailover bool
@@ -94,6 +100,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf)).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -165,6 +172,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 		planned bool
 	}{
 		{"services", r.reconcileServices, false},
+		{"network policy", r.reconcileNetworkPolicy, false},
 		{"disruption budgets", r.reconcilePDBs, false},
 		{"failovers", r.settleFailovers, false},
 		{"leaving members", r.reconcileLeaving, false},
@@ -184,6 +192,12 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			continue
 		}
 		wait, err := p.fn(ctx, s)
+		if nc := (*NameConflictError)(nil); errors.As(err, &nc) {
+			// Someone else's object holds a name of the cluster's: nothing is done to it,
+			// and nothing after it, until it is renamed or deleted.
+			s.progress(v1alpha1.ReasonNameConflict, "%s", nc.Error())
+			return ctrl.Result{RequeueAfter: requeueNameConflict}, nil
+		}
 		if err != nil {
 			s.failedPhase = p.name
 			return ctrl.Result{}, fmt.Errorf("%s: %w", p.name, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,7 +56,7 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) (time.Dura
 			WithSelector(selector).
 			WithPorts(corev1ac.ServicePort().WithName("client").WithPort(valkeyconn.Port).WithTargetPort(intstr.FromString("client"))))
 	for _, svc := range []*corev1ac.ServiceApplyConfiguration{headless, clientSvc} {
-		if err := r.applyIfChanged(ctx, &corev1.Service{}, *svc.Name, vc.Namespace, svc, func(o client.Object) bool {
+		if err := r.applyIfChanged(ctx, vc, &corev1.Service{}, *svc.Name, svc, func(o client.Object) bool {
 			return serviceMatches(o.(*corev1.Service), svc)
 		}); err != nil {
 			return 0, err
@@ -65,9 +66,15 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) (time.Dura
 }
 
 // applyIfChanged server-side applies cfg unless the existing object already matches it,
-// so a steady cluster costs no API writes.
-func (r *Reconciler) applyIfChanged(ctx context.Context, existing client.Object, name, ns string, cfg runtime.ApplyConfiguration, matches func(client.Object) bool) error {
+// so a steady cluster costs no API writes. An object of that name that the cluster does
+// not control is never taken over: its author could have chosen what the operator would
+// then trust (a Service's selector, a budget's pods).
+func (r *Reconciler) applyIfChanged(ctx context.Context, vc *v1alpha1.ValkeyCluster, existing client.Object, name string, cfg runtime.ApplyConfiguration, matches func(client.Object) bool) error {
+	ns := vc.Namespace
 	err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, existing)
+	if err == nil && !metav1.IsControlledBy(existing, vc) {
+		return &NameConflictError{Kind: kindOf(existing), Name: name}
+	}
 	if err == nil && matches(existing) {
 		return nil
 	}
@@ -133,7 +140,7 @@ func (r *Reconciler) reconcilePDBs(ctx context.Context, s *scope) (time.Duration
 			WithSpec(policyv1ac.PodDisruptionBudgetSpec().
 				WithMaxUnavailable(intstr.FromInt32(1)).
 				WithSelector(metav1ac.LabelSelector().WithMatchLabels(sel)))
-		if err := r.applyIfChanged(ctx, &policyv1.PodDisruptionBudget{}, name, vc.Namespace, cfg, func(o client.Object) bool {
+		if err := r.applyIfChanged(ctx, vc, &policyv1.PodDisruptionBudget{}, name, cfg, func(o client.Object) bool {
 			p := o.(*policyv1.PodDisruptionBudget)
 			return p.Spec.MaxUnavailable != nil && p.Spec.MaxUnavailable.IntValue() == 1 && p.Spec.Selector != nil &&
 				len(p.Spec.Selector.MatchLabels) == len(sel) && labelsContain(p.Spec.Selector.MatchLabels, sel)
@@ -156,4 +163,28 @@ func (r *Reconciler) reconcilePDBs(ctx context.Context, s *scope) (time.Duration
 		r.event(vc, nil, eventNormal, "DisruptionBudgetDeleted", "Delete", "deleted PodDisruptionBudget %s (mode %s)", p.Name, vc.Spec.PDB())
 	}
 	return 0, nil
+}
+
+// NameConflictError says that an object the operator would create for the cluster
+// exists and is not the cluster's: the operator leaves it alone and the cluster reports
+// NameConflict until it is renamed or deleted.
+type NameConflictError struct {
+	Kind, Name string
+}
+
+func (e *NameConflictError) Error() string {
+	return fmt.Sprintf("%s %s exists and is not this cluster's; the operator does not take it over: delete or rename it", e.Kind, e.Name)
+}
+
+// kindOf names the kind of the objects applyIfChanged writes.
+func kindOf(o client.Object) string {
+	switch o.(type) {
+	case *corev1.Service:
+		return "Service"
+	case *policyv1.PodDisruptionBudget:
+		return "PodDisruptionBudget"
+	case *networkingv1.NetworkPolicy:
+		return "NetworkPolicy"
+	}
+	return fmt.Sprintf("%T", o)
 }

@@ -296,7 +296,7 @@ func systemPasswords(ctx context.Context, t *testing.T, fx *fixture) map[string]
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, u := range []string{v1alpha1.UserOperator, v1alpha1.UserReplication, v1alpha1.UserExporter} {
+	for _, u := range []string{v1alpha1.UserOperator, v1alpha1.UserReplication, v1alpha1.UserExporter, v1alpha1.UserLifecycle} {
 		out[u] = string(s.Data[u])
 		if out[u] == "" {
 			t.Fatalf("Secret %s has no %s password", s.Name, u)

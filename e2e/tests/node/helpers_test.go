@@ -83,7 +83,7 @@ func setUp(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context
 	exp, err := k.ComponentImage("exporter")
 	must(t, err, "exporter image")
 	f.exporterImage = exp.Ref
-	for _, u := range []string{v1alpha1.UserOperator, v1alpha1.UserReplication, v1alpha1.UserExporter} {
+	for _, u := range []string{v1alpha1.UserOperator, v1alpha1.UserReplication, v1alpha1.UserExporter, v1alpha1.UserLifecycle} {
 		f.passwords[u] = randomPassword()
 	}
 	for _, s := range f.secrets() {
@@ -120,6 +120,7 @@ func (f *fixture) secrets() []*corev1.Secret {
 		"user " + v1alpha1.UserReplication + " on >" + p[v1alpha1.UserReplication] + " +psync +replconf +ping +sync",
 		"user " + v1alpha1.UserExporter + " on >" + p[v1alpha1.UserExporter] + " ~* +@read +@connection +info +config|get +cluster|info +cluster|nodes" +
 			" +slowlog|get +slowlog|len +latency|latest +latency|histogram +client|list +client|info +memory|stats +select",
+		"user " + v1alpha1.UserLifecycle + " on >" + p[v1alpha1.UserLifecycle] + " +ping +info +cluster|failover",
 	}, "\n") + "\n"
 	return []*corev1.Secret{
 		{
@@ -127,6 +128,7 @@ func (f *fixture) secrets() []*corev1.Secret {
 			StringData: map[string]string{
 				v1alpha1.UserOperator: p[v1alpha1.UserOperator], v1alpha1.UserReplication: p[v1alpha1.UserReplication],
 				v1alpha1.UserExporter:            p[v1alpha1.UserExporter],
+				v1alpha1.UserLifecycle:           p[v1alpha1.UserLifecycle],
 				v1alpha1.PrimaryAuthKey:          "primaryauth " + p[v1alpha1.UserReplication] + "\n",
 				v1alpha1.ExporterPasswordFileKey: string(v1alpha1.ExporterPasswordFile(p[v1alpha1.UserExporter], framework.ValkeyPort)),
 			},

@@ -184,8 +184,18 @@ func writeConfigKeys(b *strings.Builder) {
 	for _, v := range []valkeyconf.Version{{Major: 8, Minor: 0}, {Major: 8, Minor: 1}, {Major: 9, Minor: 0}} {
 		fmt.Fprintf(b, "- Valkey %d.%d: %s\n", v.Major, v.Minor, code(valkeyconf.LiveKeys(v)))
 	}
-	b.WriteString("\nKeys the operator sets itself, refused in `spec.config` (a trailing `-` is a prefix):\n")
-	fmt.Fprintf(b, "%s.\n", code(valkeyconf.OwnedKeys))
+	b.WriteString("\nKeys refused in `spec.config` (one table, `valkeyconf.RefusedKeys`; a trailing `-` is a\n")
+	b.WriteString("prefix). `owned`: the operator sets it itself; `unsafe`: it would let whoever edits a\n")
+	b.WriteString("ValkeyCluster run code in the server or debug it. An administrator may allow `loadmodule`\n")
+	b.WriteString("for named module paths (the chart's `policy.allowedModules`):\n\n")
+	b.WriteString("| key | refused as | why |\n|---|---|---|\n")
+	for _, r := range valkeyconf.RefusedKeys {
+		kind := "unsafe"
+		if r.Owned {
+			kind = "owned"
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", r.Key, kind, escape(r.Why))
+	}
 }
 
 func code(keys []string) string {

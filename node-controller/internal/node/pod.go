@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,8 +37,8 @@ const (
 	MetricsPort = 9121
 
 	// EtcDir holds everything the server reads: valkey.conf, the aclfile, the system
-	// users' files and the TLS files, projected from one ConfigMap and up to three
-	// Secrets into one read-only volume.
+	// users' files it needs and the TLS files, projected from one ConfigMap and up to
+	// three Secrets into one read-only volume, which only the server mounts.
 	EtcDir     = "/etc/valkey"
 	ConfigPath = EtcDir + "/valkey.conf"
 	// VersionedDefaultsPath lists the operator's defaults that only newer versions
@@ -47,19 +48,25 @@ const (
 	VersionedIncludePath  = DataDir + "/.operator-defaults.conf"
 	ACLPath               = EtcDir + "/acl/" + v1alpha1.ACLFileKey
 	PrimaryAuthPath       = EtcDir + "/system/" + v1alpha1.PrimaryAuthKey
-	ExporterPasswordPath  = EtcDir + "/system/" + v1alpha1.UserExporter
+	// LifecyclePasswordPath is the password of the liveness probe's and the pre-stop
+	// hook's user.
+	LifecyclePasswordPath = EtcDir + "/system/" + v1alpha1.UserLifecycle
+	// ExporterDir is the exporter's own volume: its password file and nothing else (no
+	// replication password, no TLS key).
+	ExporterDir = "/etc/valkey-exporter"
 	// ExporterPasswordFilePath is redis_exporter's password file, re-read on GET
 	// /-/reload when the acl-controller rotates the system passwords.
-	ExporterPasswordFilePath = EtcDir + "/system/" + v1alpha1.ExporterPasswordFileKey
+	ExporterPasswordFilePath = ExporterDir + "/" + v1alpha1.ExporterPasswordFileKey
 	TLSDir                   = EtcDir + "/tls"
 	// DataDir is the server's working directory: nodes.conf, RDB and AOF files.
 	DataDir = "/data"
 	// ClusterConfigFile is the server's nodes.conf, relative to DataDir.
 	ClusterConfigFile = "nodes.conf"
 
-	volumeEtc  = "etc"
-	volumeData = "data"
-	volumeTmp  = "tmp"
+	volumeEtc      = "etc"
+	volumeExporter = "exporter"
+	volumeData     = "data"
+	volumeTmp      = "tmp"
 
 	// ComponentServer is the value of LabelComponent on the server's objects.
 	ComponentServer = "server"
@@ -214,10 +221,10 @@ const handoverDrainSeconds = 5
 // one planned failover for clients, not a lost primary nor a reset connection
 // (scripts/handover.sh). Valkey 9.0 also hands over by itself on SIGTERM
 // (shutdown-on-sigterm failover, which the start command sets on 9.x), should the hook
-// not run. It authenticates as the exporter's user, whose rules allow CLUSTER FAILOVER
-// and CLIENT LIST and nothing else that writes or reads keys.
+// not run. It authenticates as the lifecycle user, whose rules allow PING, INFO, CLUSTER
+// FAILOVER and CLIENT LIST and nothing else.
 func handoverHook(vn *v1alpha1.ValkeyNode) *corev1.Lifecycle {
-	args := []string{ExporterPasswordPath, v1alpha1.UserExporter, strconv.Itoa(ClientPort), strconv.Itoa(handoverWaitSeconds),
+	args := []string{LifecyclePasswordPath, v1alpha1.UserLifecycle, strconv.Itoa(ClientPort), strconv.Itoa(handoverWaitSeconds),
 		strconv.Itoa(handoverDrainSeconds), strings.Join(valkey.ControlCommands, " ")}
 	if vn.Spec.TLSSecretName != "" {
 		args = append(args, TLSDir+"/ca.crt")
@@ -293,7 +300,7 @@ const (
 )
 
 // livenessProbe turns a hung server into a dead container. Without TLS it is an
-// authenticated PING as the exporter's user, whose password is read from the projected
+// authenticated PING as the lifecycle user, whose password is read from the projected
 // file into the environment of valkey-cli (REDISCLI_AUTH for 8.0, VALKEYCLI_AUTH for
 // later versions), never onto a command line. A server that is loading its dataset
 // answers LOADING and counts as alive. With TLS the plain port is closed and the
@@ -315,16 +322,19 @@ func livenessProbe(vn *v1alpha1.ValkeyNode) *corev1.Probe {
 	}
 	args := []string{strconv.Itoa(ClientPort)}
 	if vn.Spec.SystemUsersSecretName != "" {
-		args = append(args, ExporterPasswordPath, v1alpha1.UserExporter)
+		args = append(args, LifecyclePasswordPath, v1alpha1.UserLifecycle)
 	}
 	p.Exec = &corev1.ExecAction{Command: shell(livenessSh, "liveness", args...)}
 	return p
 }
 
 // exporterContainer runs redis_exporter against the server over the pod's loopback
-// interface, as the exporter's user. With TLS it speaks TLS without checking the
-// server's name: the certificate names the cluster's Services, not localhost, and the
-// connection never leaves the pod's network namespace.
+// interface, as the exporter's user, with its config scraping off (CONFIG GET would
+// read the replication password, and ACLs cannot limit it to some keys). It mounts only
+// its password file. With TLS it speaks TLS without checking the server's certificate:
+// the certificate names the cluster's Services, not localhost, and the connection
+// never leaves the pod's network namespace, so it needs no CA (nor client certificate:
+// the servers do not ask for one).
 func exporterContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 	scheme := "redis"
 	if vn.Spec.TLSSecretName != "" {
@@ -332,6 +342,7 @@ func exporterContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 	}
 	env := []corev1.EnvVar{
 		{Name: "REDIS_ADDR", Value: fmt.Sprintf("%s://localhost:%d", scheme, ClientPort)},
+		{Name: "REDIS_EXPORTER_CONFIG_COMMAND", Value: "-"},
 	}
 	if name := vn.Spec.SystemUsersSecretName; name != "" {
 		env = append(env,
@@ -346,7 +357,7 @@ func exporterContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 		Image:           vn.Spec.Exporter.ImageOrDefault(),
 		Env:             env,
 		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP}},
-		VolumeMounts:    []corev1.VolumeMount{{Name: volumeEtc, MountPath: EtcDir, ReadOnly: true}},
+		VolumeMounts:    exporterMounts(vn),
 		Resources:       *vn.Spec.Exporter.Resources.DeepCopy(),
 		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways),
 		SecurityContext: containerSecurityContext(),
@@ -380,26 +391,42 @@ func containerSecurityContext() *corev1.SecurityContext {
 	}
 }
 
-// volumes are the projected configuration, the data directory and /tmp.
+// exporterMounts is the exporter's volume, when there is a password file to mount.
+func exporterMounts(vn *v1alpha1.ValkeyNode) []corev1.VolumeMount {
+	if vn.Spec.SystemUsersSecretName == "" {
+		return nil
+	}
+	return []corev1.VolumeMount{{Name: volumeExporter, MountPath: ExporterDir, ReadOnly: true}}
+}
+
+// volumes are the server's projected configuration, the exporter's password file, the
+// data directory and /tmp.
 func volumes(vn *v1alpha1.ValkeyNode) []corev1.Volume {
 	data := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 	if usesClaim(vn) {
 		data = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName(vn)}}
 	}
-	return []corev1.Volume{
+	out := []corev1.Volume{
 		{Name: volumeEtc, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources:     projections(vn),
 			DefaultMode: ptr.To[int32](0o440),
 		}}},
-		{Name: volumeData, VolumeSource: data},
-		{Name: volumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
+	if vn.Spec.Exporter.IsEnabled() && vn.Spec.SystemUsersSecretName != "" {
+		out = append(out, corev1.Volume{Name: volumeExporter, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{secretProjection(vn.Spec.SystemUsersSecretName,
+				v1alpha1.ExporterPasswordFileKey, v1alpha1.ExporterPasswordFileKey)},
+			DefaultMode: ptr.To[int32](0o440),
+		}}})
+	}
+	return append(out,
+		corev1.Volume{Name: volumeData, VolumeSource: data},
+		corev1.Volume{Name: volumeTmp, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 }
 
-// projections put the config, the aclfile, the system users' files the pod needs (the
-// replication include, the exporter's password and its password file, not the
-// operator's password)
-// and the TLS files under EtcDir. Projected files follow their sources, so ACL LOAD
+// projections put the config, the aclfile, the system users' files the server needs
+// (the replication include and the lifecycle user's password: not the operator's nor
+// the exporter's) and the TLS files under EtcDir. Projected files follow their sources, so ACL LOAD
 // and certificate reloads see new content without a restart.
 func projections(vn *v1alpha1.ValkeyNode) []corev1.VolumeProjection {
 	s := vn.Spec
@@ -414,8 +441,7 @@ func projections(vn *v1alpha1.ValkeyNode) []corev1.VolumeProjection {
 	if s.SystemUsersSecretName != "" {
 		out = append(out, secretProjection(s.SystemUsersSecretName,
 			v1alpha1.PrimaryAuthKey, relPath(PrimaryAuthPath),
-			v1alpha1.UserExporter, relPath(ExporterPasswordPath),
-			v1alpha1.ExporterPasswordFileKey, relPath(ExporterPasswordFilePath)))
+			v1alpha1.UserLifecycle, relPath(LifecyclePasswordPath)))
 	}
 	if s.TLSSecretName != "" {
 		out = append(out, secretProjection(s.TLSSecretName,
@@ -512,7 +538,37 @@ func patchContainers(spec corev1.PodSpec, patches []corev1.Container, exporter b
 	if len(initContainers) > 0 {
 		patch["initContainers"] = initContainers
 	}
-	return strategicMerge(spec, patch)
+	out, err := strategicMerge(spec, patch)
+	if err != nil {
+		return corev1.PodSpec{}, err
+	}
+	for i := range out.Containers {
+		if out.Containers[i].Name != ServerContainer {
+			restrictSidecar(&out.Containers[i])
+		}
+	}
+	return out, nil
+}
+
+// restrictSidecar fills in the container-level settings of the restricted Pod Security
+// Standard that a sidecar leaves unset (no privilege escalation, every capability
+// dropped); the pod's security context gives the rest (non-root, RuntimeDefault
+// seccomp). Validation refused any sidecar that asks for more, so the pod is admitted
+// in a namespace that enforces restricted.
+func restrictSidecar(c *corev1.Container) {
+	if c.SecurityContext == nil {
+		c.SecurityContext = &corev1.SecurityContext{}
+	}
+	sc := c.SecurityContext
+	if sc.AllowPrivilegeEscalation == nil {
+		sc.AllowPrivilegeEscalation = ptr.To(false)
+	}
+	if sc.Capabilities == nil {
+		sc.Capabilities = &corev1.Capabilities{}
+	}
+	if !slices.Contains(sc.Capabilities.Drop, "ALL") {
+		sc.Capabilities.Drop = append(sc.Capabilities.Drop, "ALL")
+	}
 }
 
 // strategicMerge applies patch to spec with the PodSpec's merge keys.

@@ -63,12 +63,31 @@ func TestPodTemplate(t *testing.T) {
 					t.Error("data is not an emptyDir without persistence")
 				}
 				got := projectedPaths(volume(spec, volumeEtc))
-				want := []string{"demo-acl:users.acl=acl/users.acl", "demo-system-users:_exporter=system/_exporter",
-					"demo-system-users:exporter-passwords.json=system/exporter-passwords.json",
+				want := []string{"demo-acl:users.acl=acl/users.acl", "demo-system-users:_lifecycle=system/_lifecycle",
 					"demo-system-users:primaryauth.conf=system/primaryauth.conf", "demo-x7k2p:valkey.conf=valkey.conf",
 					"demo-x7k2p:versioned-defaults=versioned-defaults"}
 				if !slices.Equal(got, want) {
 					t.Errorf("projected = %q, want %q (never the operator's password)", got, want)
+				}
+			},
+		},
+		{
+			name:   "the exporter mounts only its password file, also with TLS",
+			mutate: []func(*v1alpha1.ValkeyNode){withTLS},
+			check: func(t *testing.T, spec corev1.PodSpec) {
+				exp := container(spec, ExporterContainer)
+				if len(exp.VolumeMounts) != 1 || exp.VolumeMounts[0].Name != volumeExporter || exp.VolumeMounts[0].MountPath != ExporterDir {
+					t.Errorf("exporter mounts = %+v, want only %s at %s", exp.VolumeMounts, volumeExporter, ExporterDir)
+				}
+				got := projectedPaths(volume(spec, volumeExporter))
+				if want := []string{"demo-system-users:exporter-passwords.json=exporter-passwords.json"}; !slices.Equal(got, want) {
+					t.Errorf("exporter volume = %q, want %q", got, want)
+				}
+				if e, _ := env(exp, "REDIS_PASSWORD_FILE"); e.Value != ExporterPasswordFilePath {
+					t.Errorf("REDIS_PASSWORD_FILE = %q", e.Value)
+				}
+				if e, _ := env(exp, "REDIS_EXPORTER_CONFIG_COMMAND"); e.Value != "-" {
+					t.Errorf("config scraping is on (REDIS_EXPORTER_CONFIG_COMMAND = %q): CONFIG GET would read primaryauth", e.Value)
 				}
 			},
 		},
@@ -90,7 +109,7 @@ func TestPodTemplate(t *testing.T) {
 						t.Errorf("probe %q lacks %q", script, want)
 					}
 				}
-				if args := strings.Join(cmd[4:], " "); args != "6379 "+ExporterPasswordPath+" _exporter" {
+				if args := strings.Join(cmd[4:], " "); args != "6379 "+LifecyclePasswordPath+" _lifecycle" {
 					t.Errorf("probe arguments %q", args)
 				}
 				if all := strings.Join(cmd, " "); strings.Contains(all, " -a ") || strings.Contains(all, "--pass") {
@@ -119,11 +138,11 @@ func TestPodTemplate(t *testing.T) {
 				if e, ok := env(c, "REDIS_PASSWORD"); ok {
 					t.Errorf("REDIS_PASSWORD = %+v, want none", e)
 				}
-				if e, _ := env(c, "REDIS_PASSWORD_FILE"); e.Value != "/etc/valkey/system/exporter-passwords.json" {
+				if e, _ := env(c, "REDIS_PASSWORD_FILE"); e.Value != "/etc/valkey-exporter/exporter-passwords.json" {
 					t.Errorf("REDIS_PASSWORD_FILE = %q", e.Value)
 				}
-				if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != EtcDir || !c.VolumeMounts[0].ReadOnly {
-					t.Errorf("exporter mounts = %+v, want %s read-only", c.VolumeMounts, EtcDir)
+				if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != ExporterDir || !c.VolumeMounts[0].ReadOnly {
+					t.Errorf("exporter mounts = %+v, want %s read-only", c.VolumeMounts, ExporterDir)
 				}
 				if len(c.Ports) != 1 || c.Ports[0].ContainerPort != 9121 || c.Ports[0].Name != "metrics" {
 					t.Errorf("ports = %+v", c.Ports)
@@ -194,8 +213,14 @@ func TestPodTemplate(t *testing.T) {
 				if _, ok := env(exp, "REDIS_ADDR"); !ok {
 					t.Error("the exporter patch lost REDIS_ADDR")
 				}
-				if side := container(spec, "my-sidecar"); side.Image != "busybox:latest" || side.SecurityContext != nil {
+				side := container(spec, "my-sidecar")
+				if side.Image != "busybox:latest" || !slices.Equal(side.Command, []string{"sh", "-c", "sleep infinity"}) {
 					t.Errorf("sidecar = %+v, want it as written", side)
+				}
+				// The restricted profile's container settings, filled in.
+				if sc := side.SecurityContext; sc == nil || ptr.Deref(sc.AllowPrivilegeEscalation, true) ||
+					sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+					t.Errorf("sidecar security context = %+v, want no escalation and every capability dropped", side.SecurityContext)
 				}
 			},
 		},
@@ -474,8 +499,8 @@ func TestHandoverHookByVersion(t *testing.T) {
 		}
 		if h != nil {
 			cmd := h.PreStop.Exec.Command
-			if !strings.Contains(cmd[2], "cluster failover") || !slices.Contains(cmd[4:], ExporterPasswordPath) || len(cmd) != 10 ||
-				cmd[9] != strings.Join(valkey.ControlCommands, " ") {
+			if !strings.Contains(cmd[2], "cluster failover") || !slices.Contains(cmd[4:], LifecyclePasswordPath) || !slices.Contains(cmd[4:], v1alpha1.UserLifecycle) ||
+				len(cmd) != 10 || cmd[9] != strings.Join(valkey.ControlCommands, " ") {
 				t.Errorf("%s: hook %q", image, cmd)
 			}
 		}

@@ -44,7 +44,7 @@ import (
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator
 
 // Defaults of the Reconciler's settings.
 const (
@@ -61,10 +61,15 @@ const (
 
 // Reconciler reconciles the certificates of ValkeyClusters.
 type Reconciler struct {
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
-	Pool     *valkeyconn.Pool
+	Client client.Client
+	// Namespaces are the namespaces watched (all when empty).
+	Namespaces []string
+	// APIReader reads the users' certificate Secrets (and a Secret of the copy's name
+	// that the label-selected cache does not hold) from the API server; nil: Client.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	Pool      *valkeyconn.Pool
 	// ExpiryWarning is how long before its end a certificate is reported as expiring
 	// (default DefaultExpiryWarning).
 	ExpiryWarning time.Duration
@@ -144,10 +149,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	if err := certificateSecrets.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	// Users' Secrets are watched by name only, in a cache of their own.
+	secrets, err := operator.SecretNames(mgr, r.Namespaces, handler.TypedEnqueueRequestsFromMapFunc(
+		func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+			return r.clustersOfSecret(ctx, o)
+		}))
+	if err != nil {
+		return err
+	}
 	return builder.ControllerManagedBy(mgr).
 		Named("tls").
 		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(clusterChanged())).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret)).
+		WatchesRawSource(secrets).
 		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),
 			builder.WithPredicates(nodeChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).

@@ -110,13 +110,13 @@ func (h *harness) start() {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: cache.Options{
 			DefaultNamespaces: map[string]cache.Config{h.ns: {}},
-			ByObject:          map[client.Object]cache.ByObject{&corev1.Secret{}: {Transform: cache.TransformStripManagedFields()}},
+			ByObject:          CacheByObject(),
 		},
 	})
 	Expect(err).NotTo(HaveOccurred())
 	pool := &valkeyconn.Pool{DialTimeout: time.Second}
 	r := &Reconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespaces: []string{h.ns}, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager),
 		Pool: pool, PropagationDelay: testDelay, Resync: time.Minute,
 		Addr: func(vn *v1alpha1.ValkeyNode) string {
 			if i, ok := h.server(vn.Name); ok {
@@ -249,7 +249,10 @@ func (h *harness) putSecret(name string, data map[string][]byte) {
 // cluster using the certificate Secret secret ("" for no TLS).
 func (h *harness) createCluster(name, secret string) {
 	GinkgoHelper()
-	h.putSecret(v1alpha1.SystemUsersSecretName(name), map[string][]byte{v1alpha1.UserOperator: []byte(operatorPW)})
+	// Labelled as the acl-controller makes it: the controller caches only the operator's
+	// own Secrets.
+	Expect(h.c.Create(testCtx(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: v1alpha1.SystemUsersSecretName(name),
+		Labels: v1alpha1.ClusterLabels(name)}, Data: map[string][]byte{v1alpha1.UserOperator: []byte(operatorPW)}})).To(Succeed())
 	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
 	if secret != "" {
 		vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: secret}}

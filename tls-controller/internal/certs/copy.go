@@ -12,10 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/operator"
 )
 
 // The operator's copy of a certificate ({cluster}-tls-accepted) holds the three keys the pods
@@ -75,7 +77,13 @@ func (s *served) trust() *x509.CertPool {
 // exist.
 func (r *Reconciler) readSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	var s corev1.Secret
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
+	// Users' Secrets are not cached (only the operator's own are): read them from the
+	// API server, and the operator's own from the cache first.
+	var reader client.Reader = operator.CacheFirst{Primary: r.Client, Secondary: r.APIReader}
+	if r.APIReader == nil {
+		reader = r.Client
+	}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

@@ -24,8 +24,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;patch
+// The rules below are rendered by the chart (hack/generate.sh) with the names it gives
+// the Secret and the webhook configuration: the webhooks read and write those two
+// objects only (list and watch are allowed by name because the cache selects the one
+// object by metadata.name). Creating cannot be limited to a name.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update,resourceNames=valkey-operator-webhooks-cert,namespace=operator
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create,namespace=operator
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;patch,resourceNames=valkey-operator-webhooks
 
 // Options name what self-signed mode manages.
 type Options struct {

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/valkey-operator/valkey-operator/internal/operator"
@@ -21,8 +20,8 @@ import (
 	"github.com/valkey-operator/valkey-operator/webhooks/internal/handlers"
 )
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=operator
 
 // CertMode says where the serving certificate comes from.
 type CertMode string
@@ -62,6 +61,8 @@ type Options struct {
 	// MetricsAddr and ProbeAddr are the listen addresses of the metrics and probe
 	// endpoints ("0" turns one off).
 	MetricsAddr, ProbeAddr string
+	// MetricsSecure serves metrics over HTTPS with authentication and authorization.
+	MetricsSecure bool
 	// LeaderElection makes only one replica rotate certificates.
 	LeaderElection bool
 	// LeaderElectionNamespace and LeaderElectionID name the Lease.
@@ -116,7 +117,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	var keeper certs.Keeper
 	mgrOptions := ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 operator.MetricsOptions(o.MetricsAddr, o.MetricsSecure),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.LeaderElectionID,

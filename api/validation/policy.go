@@ -1,0 +1,66 @@
+package validation
+
+import (
+	"slices"
+	"strings"
+	"sync/atomic"
+)
+
+// Policy is what an administrator allows beyond the defaults. Every component (the
+// webhooks and each controller's guard) must run with the same policy, so they agree on
+// which specs are valid: the chart passes the same flags to all of them
+// (internal/operator.PolicyFlags).
+type Policy struct {
+	// RefuseSidecars refuses every spec.containers entry that is not a patch of the
+	// operator's own containers. Sidecars share the pod's network namespace, so they
+	// reach the server's unauthenticated cluster bus on localhost.
+	RefuseSidecars bool
+	// AllowedModules are the module paths (shipped in the image) that spec.config
+	// loadmodule may name. Empty: loadmodule is refused.
+	AllowedModules []string
+}
+
+var policy atomic.Pointer[Policy]
+
+// SetPolicy sets the policy every later validation applies (at start-up, from flags).
+func SetPolicy(p Policy) {
+	p.AllowedModules = slices.Clone(p.AllowedModules)
+	policy.Store(&p)
+}
+
+// CurrentPolicy is the policy in force: the defaults (sidecars allowed, no module)
+// until SetPolicy is called.
+func CurrentPolicy() Policy {
+	if p := policy.Load(); p != nil {
+		return *p
+	}
+	return Policy{}
+}
+
+// moduleAllowed reports whether a loadmodule value names an allowed module path (its
+// first word; the rest are the module's arguments).
+func (p Policy) moduleAllowed(value string) bool {
+	fields := strings.Fields(value)
+	return len(fields) > 0 && slices.Contains(p.AllowedModules, fields[0])
+}
+
+// ParseModules splits a comma-separated list of module paths, refusing relative ones.
+func ParseModules(s string) ([]string, error) {
+	var out []string
+	for _, m := range strings.Split(s, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			continue
+		}
+		if !strings.HasPrefix(m, "/") || strings.Contains(m, "..") {
+			return nil, errModulePath(m)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+type errModulePath string
+
+func (e errModulePath) Error() string {
+	return "module path " + string(e) + " must be absolute and without '..'"
+}
