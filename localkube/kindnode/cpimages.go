@@ -33,6 +33,10 @@ var kubeProxyTools = []string{
 	"/usr/sbin/ip6tables", "/usr/sbin/ip6tables-save", "/usr/sbin/ip6tables-restore",
 }
 
+// imagePath is the PATH of the control-plane images (kube-proxy runs nft and iptables
+// from /usr/sbin).
+const imagePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
 // cpSpec describes one control-plane image.
 type cpSpec struct {
 	name string
@@ -45,8 +49,9 @@ func (b *builder) controlPlaneSpecs() []cpSpec {
 	bin := func(name string) string { return filepath.Join(b.lk.BinDir(), name) }
 	static := func(name string) cpSpec {
 		return cpSpec{name: name, fi: images.FileImage{
-			Tags:  []string{"registry.k8s.io/" + name + ":" + KubernetesVersion},
-			Files: map[string]string{"/usr/local/bin/" + name: bin(name)},
+			Tags:   []string{"registry.k8s.io/" + name + ":" + KubernetesVersion},
+			Files:  map[string]string{"/usr/local/bin/" + name: bin(name)},
+			Config: v1.Config{Env: []string{imagePath}},
 		}}
 	}
 	proxy := static("kube-proxy")
@@ -57,13 +62,14 @@ func (b *builder) controlPlaneSpecs() []cpSpec {
 		static("kube-scheduler"),
 		proxy,
 		{name: "etcd", fi: images.FileImage{
-			Tags:  []string{"registry.k8s.io/etcd:" + EtcdImageTag},
-			Files: map[string]string{"/usr/local/bin/etcd": bin("etcd")},
+			Tags:   []string{"registry.k8s.io/etcd:" + EtcdImageTag},
+			Files:  map[string]string{"/usr/local/bin/etcd": bin("etcd")},
+			Config: v1.Config{Env: []string{imagePath}},
 		}},
 		{name: "coredns", fi: images.FileImage{
 			Tags:   []string{"registry.k8s.io/coredns/coredns:" + CoreDNSImageTag},
 			Files:  map[string]string{"/coredns": b.lk.CoreDNSBinary()},
-			Config: v1.Config{Entrypoint: []string{"/coredns"}, ExposedPorts: map[string]struct{}{"53/tcp": {}, "53/udp": {}}},
+			Config: v1.Config{Entrypoint: []string{"/coredns"}, Env: []string{imagePath}, ExposedPorts: map[string]struct{}{"53/tcp": {}, "53/udp": {}}},
 		}},
 	}
 }
