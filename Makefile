@@ -11,10 +11,14 @@ export PATH := $(TOOLS_BIN):$(CACHE)/k8s/v1.37.2/bin:$(PATH)
 export LOCALKUBE_CACHE := $(CACHE)
 export CGO_ENABLED ?= 0
 
+# One local Kubernetes runs on a machine at a time: e2e, bench and chaos runs from any
+# checkout take this lock (hack/e2e.sh too).
+E2E_LOCK ?= /tmp/valkey-operator-e2e.lock
+
 # Every Go module of the workspace; each builds and tests alone (GOWORK=off).
-MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller webhooks localkube hack/devtools e2e
+MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks localkube hack/devtools e2e
 # Binaries of the operator, one per controller.
-COMPONENTS := cluster-controller node-controller acl-controller tls-controller webhooks
+COMPONENTS := cluster-controller node-controller acl-controller tls-controller backup-controller webhooks
 
 # The release: the chart and the operator image are versioned together from VERSION.
 VERSION   ?= $(shell cat $(ROOT)/VERSION)
@@ -138,8 +142,9 @@ operator-binaries:
 		(cd $$c && GOWORK=off go build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/operator/$$c .); done
 
 .PHONY: images
-images: deps-demo $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator); load them into a running local cluster
-	$(LOCALKUBE) images --operator-binaries $(BIN)/operator --operator-image $(LOCAL_OPERATOR_IMAGE)
+images: deps-demo $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator, and the versitygw S3 server once make deps installed it); load them into a running local cluster
+	$(LOCALKUBE) images --operator-binaries $(BIN)/operator --operator-image $(LOCAL_OPERATOR_IMAGE) \
+		$(if $(wildcard $(TOOLS_BIN)/versitygw),--s3-binary $(TOOLS_BIN)/versitygw)
 
 .PHONY: local-up
 local-up: deps-demo local-build images ## Start the local Kubernetes (NODES=3); reports a running one, cleans leftovers
@@ -212,8 +217,8 @@ e2e-ci: deps ## The e2e suites that fit CI (see docs/testing.md)
 
 .PHONY: bench
 bench: deps local-build images ## Measure the operator on the local Kubernetes: one table of medians (BENCH_REPS=3, BENCH_ONLY=items), also in bench/results.json
-	cd e2e && GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-90m} ./bench/
+	cd e2e && flock $(E2E_LOCK) env GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-90m} ./bench/
 
 .PHONY: chaos
 chaos: deps local-build images ## Scale and roll a 3x1 cluster under writes while faults hit it (CHAOS_DURATION=5m, CHAOS_MAX_FAULTS=12); fails unless it converges
-	cd e2e && GOWORK=off go test -tags bench -count=1 -v -timeout $${CHAOS_TIMEOUT:-45m} ./chaos/
+	cd e2e && flock $(E2E_LOCK) env GOWORK=off go test -tags bench -count=1 -v -timeout $${CHAOS_TIMEOUT:-45m} ./chaos/

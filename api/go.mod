@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/valkey-operator/valkey-operator/valkeyconf => ../valkeyconf
 
 require (
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"flag"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,8 +19,14 @@ import (
 )
 
 func main() {
+	fastFailover := true
 	operator.Main(operator.Component{
 		Name: cluster.FieldManager,
+		AddFlags: func(fs *flag.FlagSet) {
+			fs.BoolVar(&fastFailover, "fast-failover", fastFailover,
+				"promote a primary's replica as soon as Kubernetes reports the primary's server exited (ValkeyNode ServerDown), "+
+					"instead of waiting for Valkey's own failure detection")
+		},
 		// Only the Secrets the operator created (the system users' passwords, certificates
 		// are read by the tls-controller): users' Secrets never enter this process.
 		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: operator.ManagedSecrets()},
@@ -35,6 +42,8 @@ func main() {
 				Recorder:  mgr.GetEventRecorder(cluster.FieldManager),
 				Pool:      pool,
 				Metrics:   cluster.NewMetrics(metrics.Registry),
+				// The flag is read once the manager runs: flags are parsed by then.
+				FastFailover: fastFailover,
 			}
 			return r.SetupWithManager(mgr, f.MaxConcurrentReconciles)
 		},

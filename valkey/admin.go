@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // ConfigGet returns the configuration parameters matching pattern.
@@ -143,4 +145,61 @@ func (c *Client) ACLWhoAmI(ctx context.Context) (string, error) {
 func ACLPasswordHash(password string) string {
 	sum := sha256.Sum256([]byte(password))
 	return hex.EncodeToString(sum[:])
+}
+
+// ClientConn is one connection of CLIENT LIST.
+type ClientConn struct {
+	ID   string
+	Addr string
+	User string
+	// Flags as the server lists them: "N" a normal client, "S" a replica, "M" its
+	// primary, ...
+	Flags string
+	// Idle is how long ago the connection last sent a command; Cmd is that command
+	// ("set", "cluster|nodes").
+	Idle time.Duration
+	Cmd  string
+}
+
+// ClientList returns the server's client connections (CLIENT LIST).
+func (c *Client) ClientList(ctx context.Context) ([]ClientConn, error) {
+	s, err := c.str(ctx, "CLIENT", "LIST")
+	if err != nil {
+		return nil, err
+	}
+	return ParseClientList(s), nil
+}
+
+// ParseClientList parses the reply of CLIENT LIST: one line per connection of
+// space-separated key=value fields.
+func ParseClientList(s string) []ClientConn {
+	var out []ClientConn
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		var cc ClientConn
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "id":
+				cc.ID = v
+			case "addr":
+				cc.Addr = v
+			case "user":
+				cc.User = v
+			case "flags":
+				cc.Flags = v
+			case "cmd":
+				cc.Cmd = v
+			case "idle":
+				if n, err := strconv.Atoi(v); err == nil {
+					cc.Idle = time.Duration(n) * time.Second
+				}
+			}
+		}
+		out = append(out, cc)
+	}
+	return out
 }

@@ -50,6 +50,13 @@ const (
 	// ConditionConfigApplied (ValkeyNode, node-controller): the live settings of the
 	// spec are in effect on the server.
 	ConditionConfigApplied = "ConfigApplied"
+	// ConditionServerDown (ValkeyNode, node-controller): the kubelet reported that the
+	// member's server process exited (its container terminated or restarted) and the
+	// server has not answered since. Only a report of the process's own end sets it: a
+	// node that stops reporting, a partition, a pod being deleted or a pod that is gone
+	// never do, as the process may still run. The cluster-controller promotes a dead
+	// primary's replica at once on it, instead of waiting for Valkey's gossip.
+	ConditionServerDown = "ServerDown"
 	// ConditionJoined (ValkeyNode, cluster-controller): the member is part of the Valkey
 	// cluster in its intended role.
 	ConditionJoined = "Joined"
@@ -133,6 +140,8 @@ const (
 	ReasonConfigApplied         = "Applied"
 	ReasonConfigRefused         = "Refused"
 	ReasonServerUnreachable     = "ServerUnreachable"
+	ReasonContainerExited       = "ContainerExited"
+	ReasonServing               = "Serving"
 
 	// Joined, Synced (cluster-controller).
 	ReasonJoined    = "Joined"

@@ -164,6 +164,12 @@ type ValkeyClusterSpec struct {
 	// +kubebuilder:default=StatefulSet
 	// +optional
 	WorkloadType WorkloadType `json:"workloadType,omitempty"`
+	// DataSource names a backup the cluster starts from (an addition): the cluster
+	// forms empty, the backup-controller writes every key of the backup into it, and
+	// only then are spec.users loaded and the cluster reported Ready. Set it at
+	// creation; it is immutable.
+	// +optional
+	DataSource *DataSource `json:"dataSource,omitempty"`
 }
 
 // ExporterSpec configures the metrics-exporter sidecar.

@@ -113,6 +113,11 @@ type ValkeyNodeStatus struct {
 	// subresource's status (node-controller).
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
+	// ServerRestarts is the restart count of the server container of pod podName when
+	// its server last answered (node-controller): a higher count means the process that
+	// answered then has exited since.
+	// +optional
+	ServerRestarts int32 `json:"serverRestarts,omitempty"`
 	// NodeID is the member's Valkey cluster node ID (cluster-controller).
 	// +optional
 	NodeID string `json:"nodeID,omitempty"`

@@ -91,6 +91,7 @@ func validateClusterSpec(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	errs = append(errs, validateScheduling(s.Scheduling, p.Child("scheduling"))...)
 	errs = append(errs, validateTLS(s.TLS, p.Child("tls"))...)
 	errs = append(errs, validateUsers(s.Users, p.Child("users"))...)
+	errs = append(errs, validateDataSource(s.DataSource, p.Child("dataSource"))...)
 	return errs
 }
 
@@ -100,5 +101,6 @@ func validateClusterSpecUpdate(old, s *v1alpha1.ValkeyClusterSpec, p *field.Path
 	errs = append(errs, validateWorkloadTypeUpdate(old.Workload(), s.Workload(), p.Child("workloadType"))...)
 	errs = append(errs, validatePersistenceUpdate(old.Persistence, s.Persistence, p.Child("persistence"))...)
 	errs = append(errs, validateTLSUpdate(old.TLS, s.TLS, p.Child("tls"))...)
+	errs = append(errs, validateDataSourceUpdate(old.DataSource, s.DataSource, p.Child("dataSource"))...)
 	return errs
 }

@@ -7,15 +7,18 @@
 //
 //  1. apply to Ready of 3x1 and 6x1 clusters, next to the floor: the same servers formed
 //     by a script without the operator (perf.Floor);
-//  2. a rolling image change 8.0 -> 9.1 on 3x1 under the write-checker;
-//  3. a primary's pod deleted with grace 0, and gracefully;
+//  2. a rolling image change 8.0 -> 9.1 on 3x1 under 2000 writes/s, with its phases;
+//  3. a primary's pod deleted with grace 0, gracefully, its node drained, and its server
+//     SIGKILLed on 8.0 and 9.1 with and without the operator's fast failover;
 //  4. scale 3 -> 4 shards holding 100k keys, under the write-checker;
 //  5. apply to Ready of a 3x1 cluster while another one is being deleted;
 //  6. the operator's CPU seconds and peak RSS per component over the run;
-//  7. the operator's API writes per minute at steady state.
+//  7. the operator's API writes per minute at steady state;
+//  8. a backup of a 3x1 cluster holding 1M keys (BENCH_BACKUP_KEYS) to the local S3
+//     server under latency-measuring writers, restored into 3 and into 5 shards.
 //
-// BENCH_ONLY=ready,steady,kill,roll,scale,interference runs some items only (steady is
-// item 7, kill item 3; items 6 and 7 are always measured over what runs).
+// BENCH_ONLY=ready,steady,kill,roll,scale,interference,backup runs some items only
+// (steady is item 7, kill item 3; items 6 and 7 are always measured over what runs).
 package bench
 
 import (

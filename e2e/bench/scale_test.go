@@ -24,6 +24,7 @@ type scaleRun struct {
 	Duration float64       `json:"duration_seconds"`
 	Gap      float64       `json:"longest_gap_seconds"`
 	Lost     int           `json:"lost"`
+	Failed   int           `json:"failed"`
 	Missing  int           `json:"keys_missing"`
 	Timeline perf.Timeline `json:"timeline"`
 }
@@ -40,15 +41,18 @@ func benchScale(ctx context.Context, t *testing.T, k *framework.Cluster, ns stri
 		deleteCluster(ctx, t, k, vc)
 	}
 	results.Detail("scale", runs)
-	var dur, gap, lost, missing []float64
+	var dur, gap, lost, missing, failed []float64
 	for _, r := range runs {
 		dur, gap = append(dur, r.Duration), append(gap, r.Gap)
 		lost, missing = append(lost, float64(r.Lost)), append(missing, float64(r.Missing))
+		failed = append(failed, float64(r.Failed))
 	}
 	l, m := perf.Summarize(lost), perf.Summarize(missing)
 	results.Add(
 		perf.Row{Key: "scale_duration", Item: "4", Name: "scale 3 → 4 shards with 100k keys: duration", Unit: perf.UnitSeconds, Stat: perf.Summarize(dur)},
 		perf.Row{Key: "scale_gap", Item: "4", Name: "scale: longest write gap (any shard)", Unit: perf.UnitSeconds, Stat: perf.Summarize(gap)},
+		perf.Row{Key: "scale_failed_writes", Item: "4", Name: "scale: writes failed for a client without retries", Unit: perf.UnitCount,
+			Stat: perf.Summarize(failed), Goal: "0"},
 		perf.Row{Key: "scale_lost", Item: "4", Name: "scale: acknowledged writes lost", Unit: perf.UnitCount, Stat: l, Goal: "0",
 			Note: map[bool]string{true: "LOST WRITES", false: ""}[l.Max > 0]},
 		perf.Row{Key: "scale_missing", Item: "4", Name: "scale: of the 100k keys, not readable after", Unit: perf.UnitCount, Stat: m, Goal: "0",
@@ -73,7 +77,7 @@ func scaleOut(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alp
 	}
 	d, tl := waitReady(ctx, t, k, vc, start, 10*time.Minute)
 	r := stopChecker(ctx, t, ch)
-	run := scaleRun{Duration: secs(d), Gap: secs(r.MaxGap()), Lost: r.Lost, Missing: missingKeys(ctx, c), Timeline: tl}
+	run := scaleRun{Duration: secs(d), Gap: secs(r.MaxGap()), Lost: r.Lost, Failed: r.Errors, Missing: missingKeys(ctx, c), Timeline: tl}
 	t.Logf("scale %s: %.2fs, longest gap %.2fs, %d lost, %d of %d keys missing; timeline %s",
 		vc.Name, run.Duration, run.Gap, run.Lost, run.Missing, scaleKeys, tl)
 	return run

@@ -27,6 +27,7 @@ var components = map[string]string{
 	"nodeController":    "node-controller",
 	"aclController":     "acl-controller",
 	"tlsController":     "tls-controller",
+	"backupController":  "backup-controller",
 	"webhooks":          "webhooks",
 }
 
@@ -179,7 +180,7 @@ func deploymentArgs(objs map[string]*unstructured.Unstructured, name string) str
 func TestCertificateModes(t *testing.T) {
 	t.Run("selfSigned", func(t *testing.T) {
 		objs := render(t)
-		if got := webhookPolicies(t, objs); strings.Join(got, ",") != "Fail,Fail" {
+		if got := webhookPolicies(t, objs); strings.Join(got, ",") != "Fail,Fail,Fail,Fail" {
 			t.Errorf("self-signed policies = %v: the chart owns them and fails closed (the rotator only injects the CA)", got)
 		}
 		if a := deploymentArgs(objs, "webhooks"); !strings.Contains(a, "--cert-mode=self-signed") || !strings.Contains(a, "--cert-secret=vko/vko-webhooks-cert") {
@@ -198,7 +199,7 @@ func TestCertificateModes(t *testing.T) {
 		if cfg.GetAnnotations()["cert-manager.io/inject-ca-from"] != "vko/vko-webhooks" {
 			t.Error("the CA must be injected by cert-manager")
 		}
-		if got := webhookPolicies(t, objs); strings.Join(got, ",") != "Fail,Fail" {
+		if got := webhookPolicies(t, objs); strings.Join(got, ",") != "Fail,Fail,Fail,Fail" {
 			t.Errorf("policies = %v", got)
 		}
 		withIssuer := render(t, "webhooks.certificates.mode=certManager", "webhooks.certificates.issuerRef.name=corp", "webhooks.certificates.issuerRef.kind=ClusterIssuer")
@@ -227,8 +228,11 @@ func TestCertificateModes(t *testing.T) {
 
 func TestWatchNamespacesAndImages(t *testing.T) {
 	objs := render(t, "watchNamespaces={a,b}", "image.tag=v1", "nodeController.image.repository=other/node")
-	if a := deploymentArgs(objs, "cluster-controller"); !strings.Contains(a, "--watch-namespaces=a,b") {
+	if a := deploymentArgs(objs, "cluster-controller"); !strings.Contains(a, "--watch-namespaces=a,b") || !strings.Contains(a, "--fast-failover=true") {
 		t.Errorf("args = %s", a)
+	}
+	if a := deploymentArgs(render(t, "clusterController.fastFailover=false"), "cluster-controller"); !strings.Contains(a, "--fast-failover=false") {
+		t.Errorf("fastFailover off: args = %s", a)
 	}
 	image := func(name string) string {
 		d := objs["Deployment/vko-"+name]
@@ -422,5 +426,29 @@ func TestWebhooksStayOffTheOperatorsPath(t *testing.T) {
 	}
 	if one := render(t, "webhooks.replicas=1"); one["PodDisruptionBudget/vko-webhooks"] != nil {
 		t.Error("a budget of minAvailable 1 over one replica would block every drain")
+	}
+}
+
+// TestBackupControllerRole: the backup-controller reads Secrets (the store's
+// credentials) but never lists, watches or changes them, creates Jobs but no pods, and
+// its Jobs run its own image.
+func TestBackupControllerRole(t *testing.T) {
+	objs := render(t, "backupController.image.tag=b1")
+	for _, r := range rules(t, objs["ClusterRole/vko-backup-controller"]) {
+		switch r {
+		case "/secrets:list", "/secrets:watch", "/pods:create", "/pods:delete", "batch/jobs:update", "batch/jobs:patch":
+			t.Errorf("backup-controller may %s", r)
+		}
+	}
+	a := deploymentArgs(objs, "backup-controller")
+	if !strings.Contains(a, "--job-image=valkey-operator:b1") || !strings.Contains(a, "--job-deadline=1h") {
+		t.Errorf("args = %s", a)
+	}
+	np := render(t, "networkPolicy.enabled=true")["NetworkPolicy/vko"]
+	if np == nil || !strings.Contains(fmt.Sprint(np.Object), "9000") {
+		t.Error("the network policy lets the backup-controller reach no object store")
+	}
+	if render(t, "backupController.enabled=false", "networkPolicy.enabled=true")["Deployment/vko-backup-controller"] != nil {
+		t.Error("backup-controller rendered while turned off")
 	}
 }

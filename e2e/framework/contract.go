@@ -94,7 +94,7 @@ func StatusOwners(obj metav1.Object) (map[string][]string, error) {
 			continue
 		}
 		var top map[string]json.RawMessage
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &top); err != nil {
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &top); err != nil {
 			return nil, fmt.Errorf("managed fields of %s: %w", mf.Manager, err)
 		}
 		status := map[string]json.RawMessage{}

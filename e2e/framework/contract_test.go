@@ -32,11 +32,11 @@ func TestStatusContract(t *testing.T) {
 	}
 
 	obj := &metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
-		{Manager: "cluster-controller", Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(
-			`{"f:status":{"f:readyShards":{},"f:shards":{},"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{},"f:type":{}},"k:{\"type\":\"InvalidSpec\"}":{}}}}`)}},
-		{Manager: "acl-controller", Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(
-			`{"f:status":{"f:conditions":{"k:{\"type\":\"InvalidSpec\"}":{},"k:{\"type\":\"Ready\"}":{}},"f:acl":{}}}`)}},
-		{Manager: "kubectl", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:shards":{}}}`)}},
+		{Manager: "cluster-controller", Subresource: "status", FieldsV1: metav1.NewFieldsV1(
+			`{"f:status":{"f:readyShards":{},"f:shards":{},"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{},"f:type":{}},"k:{\"type\":\"InvalidSpec\"}":{}}}}`)},
+		{Manager: "acl-controller", Subresource: "status", FieldsV1: metav1.NewFieldsV1(
+			`{"f:status":{"f:conditions":{"k:{\"type\":\"InvalidSpec\"}":{},"k:{\"type\":\"Ready\"}":{}},"f:acl":{}}}`)},
+		{Manager: "kubectl", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:shards":{}}}`)},
 	}}
 	owners, err := StatusOwners(obj)
 	if err != nil {

@@ -35,6 +35,9 @@ type Config struct {
 	OperatorBinaries map[string]string
 	// OperatorRef is the operator image's tag (DefaultOperatorRef if empty).
 	OperatorRef string
+	// S3Binary is the path of a static versitygw binary (hack/deps.sh installs it), put
+	// in the S3 server image (S3Ref) of the backup suites. Empty: no S3 image.
+	S3Binary string
 	// Refresh downloads the Debian package lists again and re-resolves the
 	// packages, picking up new versions. Without it the network is used only
 	// when a package is missing.

@@ -20,7 +20,7 @@ func TestLocalImages(t *testing.T) {
 	if err := goBuild(ctx, "../cmd/pause", opBin); err != nil { // any static binary does
 		t.Fatal(err)
 	}
-	b, err := newBuilder(Config{CacheDir: cache, OperatorBinaries: map[string]string{"manager": opBin}, ModuleDir: ".."})
+	b, err := newBuilder(Config{CacheDir: cache, OperatorBinaries: map[string]string{"manager": opBin}, S3Binary: opBin, ModuleDir: ".."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +52,14 @@ func TestLocalImages(t *testing.T) {
 	}
 	if fi, err := os.Stat(root.host("/tmp")); err != nil || fi.Mode()&os.ModeSticky == 0 || fi.Mode().Perm() != 0o777 {
 		t.Errorf("/tmp mode: %v %v", fi.Mode(), err)
+	}
+
+	s3 := buildSpec(t, b, b.s3Spec)
+	img = loadImage(t, s3.File)
+	assertConfig(t, img, "65532:65532", nil, []string{"/usr/local/bin/versitygw"})
+	assertFiles(t, layerFiles(t, img), map[string]byte{"/usr/local/bin/versitygw": tar.TypeReg, "/etc/passwd": tar.TypeReg})
+	if got := repoTags(t, s3.File); !slices.Equal(got, []string{S3Ref}) {
+		t.Errorf("S3 tags %v", got)
 	}
 
 	// Unchanged inputs: the tarball is reused.

@@ -17,6 +17,7 @@ const (
 	ComponentPause    = "pause"
 	ComponentToolbox  = "toolbox"
 	ComponentOperator = "operator"
+	ComponentS3       = "s3"
 )
 
 // Image is one built image: a docker-archive tarball holding one image under

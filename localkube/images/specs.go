@@ -78,6 +78,13 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 		return nil, err
 	}
 	specs = append(specs, exporter, toolbox, pause)
+	if b.c.S3Binary != "" {
+		s3, err := b.s3Spec()
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, s3)
+	}
 	if len(b.c.OperatorBinaries) > 0 {
 		op, err := b.operatorSpec()
 		if err != nil {

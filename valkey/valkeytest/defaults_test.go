@@ -46,8 +46,7 @@ func TestValkeyDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := valkeyconf.Version{Major: version.Major, Minor: version.Minor, Patch: version.Patch}
-	for _, key := range valkeyconf.LiveKeys(v) {
+	for _, key := range valkeyconf.LiveKeys(valkeyconf.Version(version)) {
 		want, _ := valkeyconf.ValkeyDefault(key)
 		if have, ok := got[key]; !ok || have != want {
 			t.Errorf("%s on %s: the server says %q, valkeyconf %q", key, version, have, want)

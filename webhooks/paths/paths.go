@@ -10,4 +10,10 @@ const (
 	// CREATE and UPDATE on valkeynodes; DELETE is always allowed, so it need not be
 	// registered).
 	ValidateValkeyNode = "/validate-valkey-io-v1alpha1-valkeynode"
+	// ValidateValkeyBackup is the path of the ValkeyBackup validating webhook
+	// (CREATE and UPDATE).
+	ValidateValkeyBackup = "/validate-valkey-io-v1alpha1-valkeybackup"
+	// ValidateValkeyBackupSchedule is the path of the ValkeyBackupSchedule validating
+	// webhook (CREATE and UPDATE).
+	ValidateValkeyBackupSchedule = "/validate-valkey-io-v1alpha1-valkeybackupschedule"
 )

@@ -117,7 +117,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	return builder.ControllerManagedBy(mgr).
 		Named("acl").
 		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, restoredChanged()))).
 		Owns(&corev1.Secret{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfSecret)).
 		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),
@@ -284,7 +284,8 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 	}
 	out := &s.outcome
 	*out = renderOutcome{Refused: Refusals{}, Kept: map[string]bool{}}
-	sys := SystemUsers(acceptedPasswords(s.system.Data, s.rotation.Phase), minVersion(s.conns))
+	accepted := acceptedPasswords(s.system.Data, s.rotation.Phase)
+	sys := append(SystemUsers(accepted, minVersion(s.conns)), backupUsers(accepted, v1alpha1.RestorePending(s.vc))...)
 	var users []User
 	for _, spec := range s.vc.Spec.Users {
 		pws, problem, err := r.userPasswords(ctx, s.vc.Namespace, spec)
@@ -315,7 +316,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	s.file = NewFile(sys, users)
+	s.file = NewFile(sys, withheldUntilRestored(s.vc, users))
 	out.Revision, out.Users = s.file.Revision, len(s.file.Users)
 	return nil
 }

@@ -408,7 +408,8 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 		}).WithTimeout(30*time.Second).Should(Succeed(), "the rotation completes")
 		h.waitSettled("demo", v1alpha1.ReasonACLRendered, "demo-a", "demo-b")
 		final = h.secret("demo-system-users")
-		Expect(final.Data).To(HaveLen(5), "keys of the Secret after the rotation")
+		// five passwords (_operator, _replication, _exporter, _backup, _restore), two derived keys
+		Expect(final.Data).To(HaveLen(7), "keys of the Secret after the rotation")
 		Expect(string(final.Data[v1alpha1.UserOperator])).To(Equal(newOp))
 		for name, s := range map[string]*valkeytest.Server{"demo-a": a, "demo-b": b} {
 			Expect(loginWorks(s, v1alpha1.UserOperator, opPW)).NotTo(Succeed(), "%s: the old operator password still works", name)

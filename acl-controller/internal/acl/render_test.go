@@ -137,7 +137,7 @@ func TestSystemUsersByVersion(t *testing.T) {
 	if got := find(v8, "default"); got != "user default off resetchannels -@all" {
 		t.Errorf("default: %s", got)
 	}
-	if got := find(v8, v1alpha1.UserReplication); got != "user _replication on #"+valkey.ACLPasswordHash("repl")+" resetchannels -@all +psync +replconf +ping +sync" {
+	if got := find(v8, v1alpha1.UserReplication); got != "user _replication on #"+valkey.ACLPasswordHash("repl")+" resetchannels -@all +psync +replconf +ping +sync +cluster|nodes" {
 		t.Errorf("replication on 8.x: %s", got)
 	}
 	if got := find(v9, v1alpha1.UserReplication); !strings.Contains(got, "+cluster|syncslots") {

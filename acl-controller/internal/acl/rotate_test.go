@@ -71,7 +71,8 @@ func TestRotationStateMachine(t *testing.T) {
 				}
 				// Adding and Propagating accept the same passwords: the same aclfile.
 				if fmt.Sprint(acceptedPasswords(d, PhasePropagating)) != fmt.Sprint(systemPasswords{
-					v1alpha1.UserOperator: {"new1", "op0"}, v1alpha1.UserReplication: {"new2", "repl0"}, v1alpha1.UserExporter: {"exp0", "new3"}}) {
+					v1alpha1.UserOperator: {"new1", "op0"}, v1alpha1.UserReplication: {"new2", "repl0"}, v1alpha1.UserExporter: {"exp0", "new3"},
+					v1alpha1.UserBackup: {"new4"}, v1alpha1.UserRestore: {"new5"}}) {
 					t.Fatalf("propagating accepts %v", acceptedPasswords(d, PhasePropagating))
 				}
 			}},
@@ -92,7 +93,7 @@ func TestRotationStateMachine(t *testing.T) {
 				if d["_operator.previous"] != nil || r.Completed != "t1" || r.Token != "" || !r.Finished.Equal(t0.Add(4*time.Minute)) {
 					t.Fatalf("after completion: %+v, previous %q", r, d["_operator.previous"])
 				}
-				if len(d) != 5 {
+				if len(d) != 7 { // five passwords, two derived keys
 					t.Fatalf("keys left: %d", len(d))
 				}
 			}},

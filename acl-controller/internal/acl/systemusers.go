@@ -26,14 +26,20 @@ var (
 		"+acl|load", "+acl|setuser", "+acl|deluser", "+acl|getuser", "+acl|list",
 		"+acl|users", "+acl|whoami",
 		"+multi", "+exec", "+discard",
+		// CLIENT LIST: a member leaving after its failover is let go once its clients
+		// have moved to the new primary (no connection that sent a command since).
+		"+client|list",
 	}
 	// operatorCommands90 are the atomic slot migration commands of Valkey 9.0.
 	operatorCommands90 = []string{
 		"+cluster|migrateslots", "+cluster|getslotmigrations", "+cluster|cancelslotmigrations",
 	}
 	// replicationCommands are what a replica sends to its primary (SYNC for
-	// dual-channel replication).
-	replicationCommands = []string{"+psync", "+replconf", "+ping", "+sync"}
+	// dual-channel replication), and CLUSTER NODES, with which a primary's server that
+	// restarted asks the other members whether a replica took its slots over before it
+	// starts again (the server container holds this user's password; the cluster's
+	// topology is all the command tells).
+	replicationCommands = []string{"+psync", "+replconf", "+ping", "+sync", "+cluster|nodes"}
 	// replicationCommands90: from 9.0 the source of an atomic slot migration logs in to
 	// the target as the primary user and replays the slots' keys as write commands;
 	// the dangerous ones (FLUSHALL, ...) stay denied. They come before
@@ -54,7 +60,7 @@ var (
 type systemPasswords map[string][]string
 
 // systemUserNames are the operator's users in aclfile order.
-var systemUserNames = []string{v1alpha1.UserOperator, v1alpha1.UserReplication, v1alpha1.UserExporter}
+var systemUserNames = []string{v1alpha1.UserOperator, v1alpha1.UserReplication, v1alpha1.UserExporter, v1alpha1.UserBackup, v1alpha1.UserRestore}
 
 // SystemUsers renders the default user (disabled, no permission) and the operator's
 // users for servers of at least version min (the zero version means 8.0).

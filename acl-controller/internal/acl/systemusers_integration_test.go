@@ -72,6 +72,7 @@ var _ = Describe("The system users", func() {
 		Expect(a.ConfigGet(ctx, "maxmemory")).Error().NotTo(HaveOccurred())
 		Expect(a.ConfigSet(ctx, map[string]string{"maxmemory": "0"})).To(Succeed())
 		Expect(a.ACLWhoAmI(ctx)).To(Equal(v1alpha1.UserOperator))
+		Expect(a.ClientList(ctx)).To(ContainElement(HaveField("User", v1alpha1.UserOperator)))
 		ids := make([]string, 3)
 		for i, cl := range []*valkey.Client{a, b, c} {
 			var err error
@@ -163,16 +164,18 @@ var _ = Describe("The system users", func() {
 				{"SAVE"}, {"BGSAVE"}, {"EVAL", "return 1", "0"}, {"CLIENT", "KILL", "ID", "1"}, {"MONITOR"},
 				{"REPLICAOF", "NO", "ONE"}, {"CLUSTER", "FLUSHSLOTS"}, {"FUNCTION", "FLUSH"}, {"SUBSCRIBE", "x"},
 			}),
-			commandEntries(v1alpha1.UserReplication, [][]string{{"INFO"}, {"GET", "k"}, {"CONFIG", "GET", "x"}, {"CLUSTER", "NODES"}, {"FLUSHALL"}}),
+			// CLUSTER NODES is allowed on purpose: a restarted server asks its peers with it.
+			commandEntries(v1alpha1.UserReplication, [][]string{{"INFO"}, {"GET", "k"}, {"CONFIG", "GET", "x"}, {"CLUSTER", "SHARDS"}, {"CLUSTER", "FAILOVER"}, {"FLUSHALL"}}),
 			commandEntries(v1alpha1.UserExporter, [][]string{
 				{"CONFIG", "SET", "maxmemory", "1"}, {"GET", "k"}, {"SET", "k", "v"}, {"FLUSHALL"}, {"CLIENT", "LIST"}, {"ACL", "LIST"}, {"SLOWLOG", "RESET"},
 			}),
 		)
 
-		It("lets _replication log in and ping", func() {
+		It("lets _replication log in, ping and read the cluster's nodes", func() {
 			repl, err := dialAs(s, v1alpha1.UserReplication, testPasswords[v1alpha1.UserReplication][0])
 			Expect(err).NotTo(HaveOccurred())
 			Expect(repl.Ping(testCtx())).To(Succeed())
+			wantAllowed("_replication", repl, "CLUSTER", "NODES")
 		})
 
 		DescribeTable("run by _exporter",

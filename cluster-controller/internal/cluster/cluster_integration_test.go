@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,6 +142,41 @@ var _ = Describe("The cluster-controller", func() {
 		Expect(back.Name).To(Equal(lost.Name))
 		Expect(back.Status.NodeID).NotTo(Equal(lost.Status.NodeID), "the pod came back empty, as a new node")
 		expectKeys(Default, e.anyServer("heal"), keys)
+	})
+
+	It("promotes a crashed primary's replica on Kubernetes' word, before Valkey notices", Label("slow"), func() {
+		// Valkey would need cluster-node-timeout (5 s here) to flag the primary failing.
+		e.createCluster("crash", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) {
+			s.Config = map[string]string{"cluster-node-timeout": "5000"}
+		})
+		e.expectReady("crash", time.Minute)
+		keys := writeKeys(e.anyServer("crash"), 300)
+		dead := e.member(Default, "crash", 2, true)
+		replica := e.member(Default, "crash", 2, false)
+		expectCaughtUp(e, dead.Name, replica.Name)
+
+		Expect(e.kubelet.crash(ctx, &dead)).To(Succeed())
+
+		By("promoting the replica with a forced failover that names Kubernetes' report")
+		Eventually(func(g Gomega) {
+			g.Expect(e.cluster(g, "crash").Status.Shards[2].Primary).To(Equal(replica.Name))
+		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		var evs eventsv1.EventList
+		Expect(k8s.List(ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
+		var notes []string
+		for _, ev := range evs.Items {
+			if ev.Reason == "Takeover" {
+				notes = append(notes, ev.Note)
+			}
+		}
+		Expect(notes).To(ContainElement(And(ContainSubstring("Kubernetes reports its server exited"), ContainSubstring("FORCE"))))
+		Eventually(func() []int { return e.failoversOf("crash", 3, kindForced) }).WithTimeout(10*time.Second).
+			Should(Equal([]int{0, 0, 1}), "forced failovers counted by the controller")
+
+		By("letting the server start again: it joins, empty, as the replica")
+		e.kubelet.release(dead.Name)
+		e.expectReady("crash", time.Minute)
+		expectKeys(Default, e.anyServer("crash"), keys)
 	})
 
 	It("rolls a spec that needs new pods with one failover per shard", Label("slow"), func() {

@@ -103,6 +103,7 @@ func (e *env) startController() {
 	r := &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder(FieldManager), Pool: pool, Metrics: e.metrics, Addr: e.kubelet.addr,
+		FastFailover: true,
 	}
 	Expect(r.SetupWithManager(mgr, 2)).To(Succeed())
 	stop := run(mgr)
@@ -347,9 +348,14 @@ func (e *env) anyServer(name string) *valkeytest.Server {
 
 // failovers returns the planned failovers the running controller counted per shard.
 func (e *env) failovers(name string, shards int32) []int {
+	return e.failoversOf(name, shards, kindPlanned)
+}
+
+// failoversOf is failovers of one kind (planned, forced).
+func (e *env) failoversOf(name string, shards int32, kind string) []int {
 	out := make([]int, shards)
 	for sh := range out {
-		out[sh] = int(testutil.ToFloat64(e.metrics.failovers.WithLabelValues(e.ns, name, strconv.Itoa(sh), "planned")))
+		out[sh] = int(testutil.ToFloat64(e.metrics.failovers.WithLabelValues(e.ns, name, strconv.Itoa(sh), kind)))
 	}
 	return out
 }

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
@@ -55,12 +57,19 @@ func (t *topology) lostPrimaries() []lostPrimary {
 			continue
 		}
 		e, ok := m.entry(m.self.PrimaryID)
-		if !ok || !(e.Fail || e.PFail || e.NoAddr) || len(e.Slots) == 0 {
+		if !ok || len(e.Slots) == 0 {
+			continue
+		}
+		dead := t.addressTakenFrom(e)
+		if dead == "" {
+			dead = t.serverExited(e.ID)
+		}
+		if !(e.Fail || e.PFail || e.NoAddr) && dead == "" {
 			continue
 		}
 		lp := byID[e.ID]
 		if lp == nil {
-			lp = &lostPrimary{id: e.ID, slots: e.Slots, dead: t.addressTakenFrom(e)}
+			lp = &lostPrimary{id: e.ID, slots: e.Slots, dead: dead}
 			byID[e.ID] = lp
 		}
 		lp.replicas = append(lp.replicas, m)
@@ -104,6 +113,24 @@ func (t *topology) addressTakenFrom(e valkey.ClusterNode) string {
 	return ""
 }
 
+// serverExited returns the proof that node id's process is gone from its member's
+// ServerDown condition (the kubelet saw the server container exit, and the server has
+// not answered since), or "".
+func (t *topology) serverExited(id string) string {
+	if t.ignoreServerDown {
+		return ""
+	}
+	for _, m := range t.members {
+		if m.node.Status.NodeID != id || m.reachable {
+			continue
+		}
+		if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionServerDown); c != nil && c.Status == metav1.ConditionTrue {
+			return "Kubernetes reports its server exited: " + c.Message
+		}
+	}
+	return ""
+}
+
 // primaryMajorityReachable reports whether the operator reaches more than half of the
 // primaries that serve slots: then a forced failover can win its election.
 func (t *topology) primaryMajorityReachable() bool {
@@ -135,6 +162,14 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 			wait = requeueWait
 			continue
 		}
+		if pending := s.failoverPending(best.shard()); pending != nil {
+			s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to complete its takeover of shard %d", pending.name(), best.shard())
+			wait = requeueFast
+			continue
+		}
+		if err := r.recordFailoverRequest(ctx, best, s.topo.now, kindForced); err != nil {
+			return 0, err
+		}
 		c, err := r.client(ctx, s, best)
 		if err != nil {
 			return 0, err
@@ -142,10 +177,10 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 		if err := c.Failover(ctx, t.mode); err != nil {
 			return 0, fmt.Errorf("forced failover by %s: %w", best.name(), err)
 		}
-		r.Metrics.failover(s.vc, best.shard(), "takeover")
-		r.event(s.vc, best.node, eventWarning, "Takeover", "Failover", "%s: %s took over the slots %s (%s)",
+		log.FromContext(ctx).Info("forced a failover", "member", best.name(), "shard", best.shard(), "mode", t.mode.String(), "why", t.why)
+		r.event(s.vc, best.node, eventWarning, "Takeover", "Failover", "%s: %s takes over the slots %s (%s)",
 			t.why, best.name(), valkey.FormatRanges(lp.slots), t.mode)
-		s.progress(v1alpha1.ReasonFailingOver, "%s took over the slots of a lost primary", best.name())
+		s.progress(v1alpha1.ReasonFailingOver, "%s takes over the slots of a lost primary", best.name())
 		wait = requeueFast
 	}
 	if wait > 0 {
@@ -185,10 +220,12 @@ func (s *scope) planTakeovers() []takeover {
 		t := takeover{lost: lp, mode: mode}
 		switch {
 		case lp.dead != "":
-			t.by, t.why = mostCaughtUp(lp.replicas), fmt.Sprintf("primary %s is gone (%s)", shortID(lp.id), lp.dead)
+			if by := mostCaughtUp(promotable(lp.replicas, limit)); by != nil {
+				t.by, t.why = by, fmt.Sprintf("primary %s is gone (%s)", shortID(lp.id), lp.dead)
+			}
 		case len(lp.reachedBy) == 0 && lp.silentFor >= limit:
 			t.by = mostCaughtUp(lp.replicas)
-			t.why = fmt.Sprintf("primary %s did not answer for %s, every member flags it as failing and no failover happened",
+			t.why = fmt.Sprintf("primary %s did not answer for %s, every member flags it as failing and no failover happened (quorum lost)",
 				shortID(lp.id), lp.silentFor.Round(time.Second))
 		}
 		out = append(out, t)
@@ -196,8 +233,28 @@ func (s *scope) planTakeovers() []takeover {
 	return out
 }
 
-// mostCaughtUp returns the replica with the highest replication offset.
+// promotable keeps the replicas fit to replace a primary the moment it is proven dead:
+// not in the middle of a full sync, and linked to it until at most within (the wait
+// Valkey's own failover would take): a replica that lost its primary long before holds
+// older data than the cluster's own failover would accept.
+func promotable(ms []*member, within time.Duration) []*member {
+	var out []*member
+	for _, m := range ms {
+		if m.repl.SyncInProgress {
+			continue
+		}
+		if m.repl.LinkUp || (m.repl.LinkDownSince >= 0 && time.Duration(m.repl.LinkDownSince)*time.Second <= within) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// mostCaughtUp returns the replica with the highest replication offset, nil for none.
 func mostCaughtUp(ms []*member) *member {
+	if len(ms) == 0 {
+		return nil
+	}
 	best := ms[0]
 	for _, m := range ms[1:] {
 		if m.repl.Offset > best.repl.Offset {

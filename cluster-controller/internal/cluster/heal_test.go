@@ -29,13 +29,40 @@ func TestPlanTakeovers(t *testing.T) {
 	a3 := fakeMember{name: "a3", shard: 0, ip: "10.0.0.7", id: "A3", primary: "A", offset: 100, linkUp: true}
 	// a's pod came back empty with a new ID; its replica still follows the old one.
 	restartedEmpty := with(healthyThreeByOne(), "a", func(f *fakeMember) { f.id, f.slots = "A-NEW", "" })
+	justDied := func(f *fakeMember) { f.down, f.silent, f.unflagged = true, time.Second, true }
+	exited := func(f *fakeMember) { justDied(f); f.serverDown = true }
 	cases := []struct {
 		name  string
 		vc    func(*v1alpha1.ValkeyClusterSpec)
 		fms   []fakeMember
 		extra []valkey.ClusterNode
+		mod   func(*scope)
 		want  string // "lost primary: the replica taking over, or wait", joined by "; "
 	}{
+		{
+			name: "Kubernetes saw the primary's server exit: its replica takes over at once, before anyone flags it",
+			fms:  with(healthyThreeByOne(), "a", exited),
+			want: "A: a2 FORCE",
+		},
+		{
+			name: "the same with --fast-failover=false: Valkey's own detection stands",
+			fms:  with(healthyThreeByOne(), "a", exited),
+			mod:  func(s *scope) { s.topo.ignoreServerDown = true },
+			want: "",
+		},
+		{
+			name: "a primary that just went silent without a report of its exit: nothing yet",
+			fms:  with(healthyThreeByOne(), "a", justDied),
+			want: "",
+		},
+		{
+			name: "a replica in the middle of a full sync is not promoted on a proof of death",
+			fms:  with(with(healthyThreeByOne(), "a", exited), "a2", func(f *fakeMember) { f.linkUp = false }),
+			mod: func(s *scope) {
+				memberNamed(t, s.topo, "a2").repl.SyncInProgress = true
+			},
+			want: "A: wait",
+		},
 		{name: "every primary answers: nothing to heal", fms: healthyThreeByOne(), want: ""},
 		{
 			name: "a primary silent for less than 2x node timeout (the operator's 5 s) + 2 s: Valkey's own failover may still come",
@@ -107,6 +134,9 @@ func TestPlanTakeovers(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := scopeFor(t, cluster(c.vc), c.fms, c.extra...)
+			if c.mod != nil {
+				c.mod(s)
+			}
 			var got []string
 			for _, to := range s.planTakeovers() {
 				by := "wait"

@@ -36,6 +36,7 @@ type kubelet struct {
 	pods    map[string]*pod // by ValkeyNode name
 	byIP    map[string]*valkeytest.Server
 	deleted map[string]bool // bare pods gone for good: never started again
+	held    map[string]bool // crashed servers not restarted yet (a restarted server's wait)
 }
 
 // pod is the server of one member.
@@ -66,7 +67,7 @@ func newIP() string {
 }
 
 func newKubelet(c client.Client, dir string) *kubelet {
-	return &kubelet{c: c, dir: dir, pods: map[string]*pod{}, byIP: map[string]*valkeytest.Server{}, deleted: map[string]bool{}}
+	return &kubelet{c: c, dir: dir, pods: map[string]*pod{}, byIP: map[string]*valkeytest.Server{}, deleted: map[string]bool{}, held: map[string]bool{}}
 }
 
 // addr is the Reconciler's Addr: the server at the member's pod IP.
@@ -94,6 +95,9 @@ func (k *kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
+	}
+	if k.isHeld(vn.Name) {
+		return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, nil
 	}
 	p, err := k.ensure(&vn)
 	if err != nil || p == nil {
@@ -141,13 +145,14 @@ type podStatus struct {
 func (k *kubelet) report(ctx context.Context, vn *v1alpha1.ValkeyNode, p *pod) error {
 	ready := conditions.New(v1alpha1.ConditionPodReady, true, v1alpha1.ReasonPodRunning,
 		fmt.Sprintf("the server of pod %s answers at %s", p.name, p.server.Addr()), vn.Generation)
-	return k.write(ctx, vn, podStatus{PodName: p.name, PodIP: p.server.Host, Revision: p.revision}, ready)
+	up := conditions.New(v1alpha1.ConditionServerDown, false, v1alpha1.ReasonServing, "it answers", vn.Generation)
+	return k.write(ctx, vn, podStatus{PodName: p.name, PodIP: p.server.Host, Revision: p.revision}, ready, up)
 }
 
-func (k *kubelet) write(ctx context.Context, vn *v1alpha1.ValkeyNode, want podStatus, ready metav1.Condition) error {
-	want.Conditions = conditions.Resolve(vn.Status.Conditions, time.Now(), ready)
+func (k *kubelet) write(ctx context.Context, vn *v1alpha1.ValkeyNode, want podStatus, conds ...metav1.Condition) error {
+	want.Conditions = conditions.Resolve(vn.Status.Conditions, time.Now(), conds...)
 	have := podStatus{PodName: vn.Status.PodName, PodIP: vn.Status.PodIP, Revision: vn.Status.Revision,
-		Conditions: conditions.Owned(vn.Status.Conditions, v1alpha1.ConditionPodReady)}
+		Conditions: conditions.Owned(vn.Status.Conditions, v1alpha1.ConditionPodReady, v1alpha1.ConditionServerDown)}
 	if status.Equal(have, want) {
 		return nil
 	}
@@ -176,6 +181,34 @@ func (k *kubelet) kill(name string) {
 		p.server.Stop()
 		delete(k.pods, name)
 	}
+}
+
+// crash SIGKILLs a member's server and reports what the node-controller would once the
+// kubelet saw the container exit: ServerDown=True, the pod in place. The server is not
+// started again until release (a restarted server waits).
+func (k *kubelet) crash(ctx context.Context, vn *v1alpha1.ValkeyNode) error {
+	k.mu.Lock()
+	k.held[vn.Name] = true
+	k.mu.Unlock()
+	k.kill(vn.Name)
+	silent := conditions.New(v1alpha1.ConditionPodReady, false, v1alpha1.ReasonServerUnreachable,
+		fmt.Sprintf("pod %s runs but its server does not answer", vn.Status.PodName), vn.Generation)
+	down := conditions.New(v1alpha1.ConditionServerDown, true, v1alpha1.ReasonContainerExited,
+		fmt.Sprintf("container server of pod %s exited with code 137 after signal 9", vn.Status.PodName), vn.Generation)
+	return k.write(ctx, vn, podStatus{PodName: vn.Status.PodName, PodIP: vn.Status.PodIP, Revision: vn.Status.Revision}, silent, down)
+}
+
+// release lets a crashed member's server start again, empty.
+func (k *kubelet) release(name string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.held, name)
+}
+
+func (k *kubelet) isHeld(name string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.held[name]
 }
 
 // deletePod kills a bare pod's server (workloadType Pod): nothing brings it back, and

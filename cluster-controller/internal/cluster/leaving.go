@@ -91,6 +91,9 @@ func (r *Reconciler) leaveReachable(ctx context.Context, s *scope, m *member) (t
 	if err != nil {
 		return 0, err
 	}
+	if wait := r.drain(ctx, s, m, c); wait > 0 {
+		return wait, nil
+	}
 	// The member forgets the cluster first, so it cannot gossip itself back in.
 	if _, err := c.Do(ctx, "CLUSTER", "RESET", "SOFT"); err != nil {
 		log.FromContext(ctx).Info("reset of leaving member failed; forgetting it anyway", "member", m.name(), "error", err.Error())
@@ -126,6 +129,16 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, p *member) (time.Du
 // take over, so a pass that comes before the failover completed does not ask again (and a
 // failover is counted once), even across an operator restart.
 const annotationFailoverAt = "valkey.io/failover-requested-at"
+
+// annotationFailoverKind records, next to annotationFailoverAt, a failover the operator
+// forced (kindForced); a planned one has none.
+const annotationFailoverKind = "valkey.io/failover-kind"
+
+// The kinds of failovers the operator counts.
+const (
+	kindPlanned = "planned"
+	kindForced  = "forced"
+)
 
 // failoverPending returns the member of shard sh asked to take over less than the manual
 // failover timeout (plus a margin) ago, if any.
@@ -167,7 +180,7 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, wh
 		s.recheck = true
 		return nil
 	}
-	if err := r.recordFailoverRequest(ctx, replica, s.topo.now); err != nil {
+	if err := r.recordFailoverRequest(ctx, replica, s.topo.now, kindPlanned); err != nil {
 		return err
 	}
 	c, err := r.client(ctx, s, replica)
@@ -199,11 +212,15 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 		// The request is closed first, on the version of the member this pass read: a
 		// pass that read it from a cache not yet updated by the previous close conflicts
 		// and reports nothing, so each failover is counted once.
+		kind := m.node.Annotations[annotationFailoverKind]
+		if kind == "" {
+			kind = kindPlanned
+		}
 		if closed, err := r.closeFailoverRequest(ctx, m); err != nil || !closed {
 			return 0, err
 		}
 		if completed {
-			r.Metrics.failover(s.vc, m.shard(), "planned")
+			r.Metrics.failover(s.vc, m.shard(), kind)
 			log.FromContext(ctx).Info("failover completed", "member", m.name(), "shard", m.shard(), "after", s.topo.now.Sub(at).String())
 			r.event(s.vc, m.node, eventNormal, "FailoverCompleted", "Failover", "%s serves shard %d", m.name(), m.shard())
 			continue
@@ -219,6 +236,7 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 func (r *Reconciler) closeFailoverRequest(ctx context.Context, m *member) (bool, error) {
 	patch := client.MergeFromWithOptions(m.node.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	delete(m.node.Annotations, annotationFailoverAt)
+	delete(m.node.Annotations, annotationFailoverKind)
 	if err := r.Patch(ctx, m.node, patch); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			log.FromContext(ctx).V(1).Info("failover request closed or changed since this pass read it", "member", m.name())
@@ -231,14 +249,75 @@ func (r *Reconciler) closeFailoverRequest(ctx context.Context, m *member) (bool,
 
 // recordFailoverRequest notes on a replica when it was asked to take over (closed by
 // closeFailoverRequest).
-func (r *Reconciler) recordFailoverRequest(ctx context.Context, m *member, at time.Time) error {
+func (r *Reconciler) recordFailoverRequest(ctx context.Context, m *member, at time.Time, kind string) error {
 	patch := client.MergeFrom(m.node.DeepCopy())
 	if m.node.Annotations == nil {
 		m.node.Annotations = map[string]string{}
 	}
 	m.node.Annotations[annotationFailoverAt] = at.UTC().Format(time.RFC3339Nano)
+	if kind != kindPlanned {
+		m.node.Annotations[annotationFailoverKind] = kind
+	}
 	if err := r.Patch(ctx, m.node, patch); err != nil {
 		return fmt.Errorf("record failover on %s: %w", m.name(), err)
 	}
 	return nil
+}
+
+// drainBudget bounds how long a leaving member waits for its clients to move away.
+const drainBudget = 5 * time.Second
+
+// drainIdle: a client connection that sent a command less than this long ago is in use.
+const drainIdle = time.Second
+
+// drain holds a leaving member (a replica by now: a primary hands over first) until no
+// application connection sent it a data command within drainIdle, at most drainBudget
+// from the first pass that asked: clients that were still routed to it (a primary a
+// moment ago) get MOVED from it and follow the shard's new primary, instead of a reset
+// connection when its server stops. It returns how soon to look again, or 0 to go on.
+func (r *Reconciler) drain(ctx context.Context, s *scope, m *member, c *valkey.Client) time.Duration {
+	conns, err := c.ClientList(ctx)
+	if err != nil {
+		log.FromContext(ctx).Info("cannot list the clients of a leaving member; letting it go", "member", m.name(), "error", err.Error())
+		r.draining.Delete(m.node.UID)
+		return 0
+	}
+	busy := inUse(conns, drainIdle)
+	if busy == 0 {
+		r.draining.Delete(m.node.UID)
+		return 0
+	}
+	first, _ := r.draining.LoadOrStore(m.node.UID, s.topo.now)
+	if s.topo.now.Sub(first.(time.Time)) >= drainBudget {
+		log.FromContext(ctx).Info("leaving member still has clients in use; letting it go", "member", m.name(), "connections", busy)
+		r.draining.Delete(m.node.UID)
+		return 0
+	}
+	s.progress(v1alpha1.ReasonReplacingMember, "waiting for %d client connections of leaving %s to move to the shard's primary", busy, m.name())
+	return 250 * time.Millisecond
+}
+
+// controlCommands are what client libraries send on their own (health checks, topology
+// refreshes, handshakes): a connection that last sent one of them carries no request of
+// the application.
+var controlCommands = map[string]bool{
+	"ping": true, "hello": true, "auth": true, "readonly": true, "readwrite": true, "info": true,
+	"cluster|nodes": true, "cluster|slots": true, "cluster|shards": true, "cluster|info": true, "cluster|myid": true,
+	"command": true, "command|docs": true, "command|count": true, "client|setinfo": true, "client|setname": true,
+	"client|list": true, "select": true, "quit": true,
+}
+
+// inUse counts the application connections (not a replication link, not a system
+// user's) that sent a data command less than idle ago.
+func inUse(conns []valkey.ClientConn, idle time.Duration) int {
+	n := 0
+	for _, cc := range conns {
+		if strings.ContainsAny(cc.Flags, "SM") || strings.HasPrefix(cc.User, "_") || controlCommands[cc.Cmd] {
+			continue
+		}
+		if cc.Idle < idle {
+			n++
+		}
+	}
+	return n
 }

@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"testing"
+	"time"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 func TestHoldDeparture(t *testing.T) {
@@ -52,5 +54,21 @@ func TestHoldDeparture(t *testing.T) {
 				t.Errorf("reason = %q (%s), want %q", reason, msg, c.want)
 			}
 		})
+	}
+}
+
+func TestInUse(t *testing.T) {
+	conns := []valkey.ClientConn{
+		{User: "app", Flags: "N", Idle: 0, Cmd: "set"},                         // in use
+		{User: "app", Flags: "N", Idle: 3 * time.Second, Cmd: "get"},           // idle since before
+		{User: "app", Flags: "N", Idle: 0, Cmd: "ping"},                        // a library's health check
+		{User: "app", Flags: "N", Idle: 0, Cmd: "cluster|slots"},               // a topology refresh
+		{User: "_operator", Flags: "N", Idle: 0, Cmd: "client|list"},           // the operator itself
+		{User: "_replication", Flags: "S", Idle: 0, Cmd: "replconf"},           // a replica's link
+		{User: "default", Flags: "M", Idle: 0, Cmd: "ping"},                    // its own primary's link
+		{User: "reader", Flags: "r", Idle: 500 * time.Millisecond, Cmd: "get"}, // in use
+	}
+	if got := inUse(conns, time.Second); got != 2 {
+		t.Errorf("%d connections in use, want 2 (the set and the recent get)", got)
 	}
 }

@@ -67,6 +67,12 @@ type Reconciler struct {
 	// Addr returns the client address of a member's server (default: its pod IP, port
 	// 6379). The integration suite maps members to servers on loopback addresses.
 	Addr func(*v1alpha1.ValkeyNode) string
+	// FastFailover promotes a primary's replica as soon as the primary's ValkeyNode says
+	// Kubernetes saw its server exit (ServerDown), without waiting for Valkey's gossip.
+	FastFailover bool
+
+	// draining remembers, per leaving member (UID), when its wait for its clients began.
+	draining sync.Map
 }
 
 // addr is the client address of a member's server.

@@ -67,14 +67,7 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope) (time.Duration
 	case rollBlocked:
 		s.block(p.member.name(), "%s", p.message)
 	case rollAddSuccessor:
-		live, err := r.countMembers(ctx, s.vc)
-		if err != nil {
-			return 0, err
-		}
-		if live[p.shard] > int(1+s.replicas()) {
-			return requeueFast, nil // the successor exists; the cache has not seen it yet
-		}
-		if _, err := r.createMember(ctx, s.vc, p.shard, "successor for a rolling update"); err != nil {
+		if err := r.addSuccessors(ctx, s, p.shard, p.count); err != nil {
 			return 0, err
 		}
 		s.progress(v1alpha1.ReasonRolling, "%s", p.message)
@@ -92,7 +85,67 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope) (time.Duration
 			return 0, err
 		}
 	}
+	if p.step != rollBlocked && p.step != rollSettleFirst && !s.inPlace() {
+		// The next shards' successors start now, so that their sync overlaps this
+		// shard's roll; their old members are retired in turn, one shard at a time.
+		for _, ahead := range s.shardsAhead(p.shard, rollSurgeShards) {
+			if err := r.addSuccessors(ctx, s, ahead.shard, ahead.count); err != nil {
+				return 0, err
+			}
+		}
+	}
 	return p.after, nil
+}
+
+// rollSurgeShards is how many shards after the one rolling get their successors ahead
+// of their turn: enough to hide the pod starts of a small cluster's roll, few enough that
+// a large cluster does not double its pods at once.
+const rollSurgeShards = 2
+
+// successorsAhead is a shard that will roll later, with the successors it still needs.
+type successorsAhead struct {
+	shard int32
+	count int
+}
+
+// shardsAhead lists, after shard, up to n shards with outdated members (by replacement)
+// and how many successors each still lacks (none when a successor of theirs is stuck).
+func (s *scope) shardsAhead(shard int32, n int) []successorsAhead {
+	var out []successorsAhead
+	for sh := shard + 1; sh < s.shards() && n > 0; sh++ {
+		members := s.active(sh)
+		outdated, stuck := 0, false
+		for _, m := range members {
+			if out, _ := s.outdated(m); out {
+				outdated++
+			} else if m.cannotRun() != nil {
+				stuck = true
+			}
+		}
+		if outdated == 0 {
+			continue
+		}
+		n--
+		if missing := outdated - (len(members) - int(1+s.replicas())); missing > 0 && !stuck {
+			out = append(out, successorsAhead{shard: sh, count: missing})
+		}
+	}
+	return out
+}
+
+// addSuccessors creates count up-to-date members in shard, counting the members on the
+// API server first: a successor created by the previous pass may not be in the cache yet.
+func (r *Reconciler) addSuccessors(ctx context.Context, s *scope, shard int32, count int) error {
+	live, err := r.countMembers(ctx, s.vc)
+	if err != nil {
+		return err
+	}
+	for have := live[shard]; have < len(s.active(shard))+count; have++ {
+		if _, err := r.createMember(ctx, s.vc, shard, "successor for a rolling update"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rollStep is what the roll does next.
@@ -130,6 +183,8 @@ type rollPlan struct {
 	// after is how soon the next pass should come once the step is taken (0: the pass
 	// goes on).
 	after time.Duration
+	// count is how many successors rollAddSuccessor creates.
+	count int
 }
 
 // planRoll picks the shard to roll and its next step: by replacement, or in place when
@@ -207,12 +262,22 @@ func (s *scope) planRollByReplacement(sh int32) rollPlan {
 			freshWaiting = append(freshWaiting, m)
 		}
 	}
+	outdated := len(outdatedReplicas)
+	if primaryOutdated {
+		outdated++
+	}
+	// Every successor the shard needs starts at once (one per outdated member), so their
+	// pods start and sync together.
+	if missing := outdated - (len(members) - int(1+s.replicas())); missing > 0 {
+		what := "a successor"
+		if missing > 1 {
+			what = fmt.Sprintf("%d successors", missing)
+		}
+		return rollPlan{step: rollAddSuccessor, shard: sh, count: missing, after: requeueWait,
+			message: fmt.Sprintf("shard %d: creating %s with the new spec", sh, what)}
+	}
 	if len(freshWaiting) > 0 {
 		return waitForSuccessor(sh, freshWaiting[0])
-	}
-	if len(members) <= int(1+s.replicas()) {
-		return rollPlan{step: rollAddSuccessor, shard: sh, after: requeueWait,
-			message: fmt.Sprintf("shard %d: creating a successor with the new spec", sh)}
 	}
 	if len(outdatedReplicas) > 0 {
 		m := outdatedReplicas[0]
@@ -234,7 +299,11 @@ func waitForSuccessor(sh int32, m *member) rollPlan {
 			message: fmt.Sprintf("shard %d: the roll is blocked: successor %s cannot run (%s: %s); the old members keep serving",
 				sh, m.name(), c.Reason, c.Message)}
 	}
-	return rollPlan{step: rollWait, shard: sh, member: m, after: requeueWait,
+	after := requeueWait // its pod starting: its status brings the next pass
+	if m.reachable {
+		after = requeueSync // syncing: only the servers can tell when it is done
+	}
+	return rollPlan{step: rollWait, shard: sh, member: m, after: after,
 		message: fmt.Sprintf("shard %d: waiting for successor %s to sync", sh, m.name())}
 }
 

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,7 +110,12 @@ func TestPlanRoll(t *testing.T) {
 		{
 			name: "by replacement: a successor not in sync yet is waited for",
 			fms:  append(with(healthyThreeByOne(), "b2", outdated), b3Syncing),
-			step: rollWait, member: "b3", message: "shard 1: waiting for successor b3 to sync", after: requeueWait,
+			step: rollWait, member: "b3", message: "shard 1: waiting for successor b3 to sync", after: requeueSync,
+		},
+		{
+			name: "by replacement: a shard whose members are all outdated gets all its successors at once",
+			fms:  with(with(healthyThreeByOne(), "b", outdated), "b2", outdated),
+			step: rollAddSuccessor, message: "shard 1: creating 2 successors with the new spec", after: requeueWait,
 		},
 		{
 			name: "by replacement: a successor whose image does not pull blocks the roll, the old members keep serving",
@@ -189,6 +196,45 @@ func TestPlanRoll(t *testing.T) {
 			if p.step != c.step || member != c.member || p.message != c.message || p.after != c.after {
 				t.Errorf("plan = %s %q %q after %s\nwant   %s %q %q after %s",
 					rollStepNames[p.step], member, p.message, p.after, rollStepNames[c.step], c.member, c.message, c.after)
+			}
+		})
+	}
+}
+
+func TestShardsAhead(t *testing.T) {
+	outdated := func(f *fakeMember) { f.outdated = true }
+	all := with(with(with(with(with(with(healthyThreeByOne(), "a", outdated), "a2", outdated), "b", outdated), "b2", outdated),
+		"c", outdated), "c2", outdated)
+	cases := []struct {
+		name string
+		fms  []fakeMember
+		n    int
+		want string
+	}{
+		{name: "every member outdated: the next two shards get their two successors each", fms: all, n: 2, want: "1:2 2:2"},
+		{name: "one shard ahead only", fms: all, n: 1, want: "1:2"},
+		{name: "shards with nothing outdated are skipped", fms: with(with(healthyThreeByOne(), "a", outdated), "c2", outdated), n: 1, want: "2:1"},
+		{
+			name: "a shard whose successor is already there needs no more",
+			fms:  append(with(healthyThreeByOne(), "b2", outdated), fakeMember{name: "b3", shard: 1, ip: "10.0.0.7", id: "B3", primary: "B", joining: true}),
+			n:    2, want: "",
+		},
+		{
+			name: "a shard whose successor cannot run gets no more",
+			fms: append(with(with(healthyThreeByOne(), "b2", outdated), "b", outdated),
+				fakeMember{name: "b3", shard: 1, ip: "10.0.0.7", joining: true, down: true, podNotReady: v1alpha1.ReasonImagePullBackOff}),
+			n: 2, want: "",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := scopeFor(t, cluster(nil), c.fms)
+			var got []string
+			for _, a := range s.shardsAhead(0, c.n) {
+				got = append(got, fmt.Sprintf("%d:%d", a.shard, a.count))
+			}
+			if g := strings.Join(got, " "); g != c.want {
+				t.Errorf("ahead = %q, want %q", g, c.want)
 			}
 		})
 	}

@@ -454,7 +454,14 @@ func (s *scope) surplusReplicas() []retirement {
 				replicas = append(replicas, m)
 			}
 		}
+		// Outdated ones first (a roll's successors are the surplus of their shard until
+		// the old members are retired), then those not in sync, then the newest.
 		sort.SliceStable(replicas, func(i, j int) bool {
+			oi, _ := s.outdated(replicas[i])
+			oj, _ := s.outdated(replicas[j])
+			if oi != oj {
+				return oi
+			}
 			si, sj := synced(replicas[i], p), synced(replicas[j], p)
 			if si != sj {
 				return !si

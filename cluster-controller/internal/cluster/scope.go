@@ -80,6 +80,7 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 		}
 	}
 	s.topo = newTopology(members, r.Clock())
+	s.topo.ignoreServerDown = !r.FastFailover
 	return s, nil
 }
 

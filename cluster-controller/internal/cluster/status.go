@@ -138,6 +138,7 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 		graceCondition(vc, gen), unschedulableCondition(s, gen), s.guard.Condition,
 	}
 	st.State = clusterState(s, applied, degraded)
+	holdForRestore(vc, &st)
 	return st
 }
 

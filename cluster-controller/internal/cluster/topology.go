@@ -115,6 +115,9 @@ type topology struct {
 	// shards maps a shard index to its members, oldest first.
 	shards map[int32][]*member
 	now    time.Time
+	// ignoreServerDown: the members' ServerDown conditions are not proof of death (the
+	// cluster-controller's --fast-failover=false), so only Valkey's own view counts.
+	ignoreServerDown bool
 }
 
 func newTopology(members []*member, now time.Time) *topology {

@@ -30,8 +30,11 @@ type fakeMember struct {
 	silent time.Duration
 	// seenBy names the members that, for a member that is down, still reach it (a
 	// partition between the operator and the member, not a death).
-	seenBy  []string
-	leaving bool
+	seenBy []string
+	// unflagged: the member is down but nobody flags it yet (it died less than the node
+	// timeout ago); serverDown: its ValkeyNode says Kubernetes saw its server exit.
+	unflagged, serverDown bool
+	leaving               bool
 	// joining: the member never became active (a new member); the others were.
 	joining bool
 	// podNotReady is the reason of a PodReady condition that is False: the member's pod
@@ -65,7 +68,7 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 			n.Slots = rs
 		}
 		if f.down {
-			n.PFail, n.Connected = true, false
+			n.PFail, n.Connected = !f.unflagged, false
 			silent := f.silent
 			if silent == 0 {
 				silent = time.Minute
@@ -98,6 +101,10 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 		}
 		if !f.joining {
 			vn.Status.Lifecycle = v1alpha1.LifecycleActive
+		}
+		if f.serverDown {
+			vn.Status.Conditions = append(vn.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionServerDown,
+				Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonContainerExited, Message: "container server of pod p exited with code 137"})
 		}
 		if f.podNotReady != "" {
 			vn.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionPodReady, Status: metav1.ConditionFalse,

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,18 +52,6 @@ func withImage(t *testing.T, major, minor int) func(*framework.Cluster, *v1alpha
 	}
 }
 
-// member returns the member of shard sh with the given role.
-func member(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, sh int32, role v1alpha1.Role) v1alpha1.ValkeyNode {
-	t.Helper()
-	for _, m := range k.Members(ctx, t, vc) {
-		if m.Spec.ShardIndex == sh && m.Status.Role == role {
-			return m
-		}
-	}
-	t.Fatalf("no %s in shard %d", role, sh)
-	return v1alpha1.ValkeyNode{}
-}
-
 // getMember reads a member again.
 func getMember(ctx context.Context, t *testing.T, k *framework.Cluster, ns, name string) *v1alpha1.ValkeyNode {
 	t.Helper()
@@ -73,18 +60,6 @@ func getMember(ctx context.Context, t *testing.T, k *framework.Cluster, ns, name
 		t.Fatal(err)
 	}
 	return vn
-}
-
-// podOf returns the pod of a member.
-func podOf(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, name string) *corev1.Pod {
-	t.Helper()
-	for _, p := range k.Pods(ctx, t, vc) {
-		if p.Labels[v1alpha1.LabelNode] == name {
-			return &p
-		}
-	}
-	t.Fatalf("no pod for member %s", name)
-	return nil
 }
 
 // shardSlots returns the first slot of each shard, as the cluster's status lists them.
@@ -158,133 +133,6 @@ func checkOwnerChanges(t *testing.T, changes map[int]int, slots map[int32]int, w
 	}
 }
 
-// admin connects to one member as the operator's user; the caller closes it.
-func admin(ctx context.Context, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, addr string) (*valkey.Client, error) {
-	var s corev1.Secret
-	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: v1alpha1.SystemUsersSecretName(vc.Name)}, &s); err != nil {
-		return nil, err
-	}
-	return valkey.Dial(ctx, valkey.Options{Addr: addr, Username: v1alpha1.UserOperator,
-		Password: string(s.Data[v1alpha1.UserOperator]), DialTimeout: time.Second, CommandTimeout: 2 * time.Second})
-}
-
-// ownerOf returns the node ID that serves slot, as the first member that answers says.
-func ownerOf(ctx context.Context, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, slot int) (string, error) {
-	c, err := k.AnyAdmin(ctx, vc)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	nodes, err := c.ClusterNodes(ctx)
-	if err != nil {
-		return "", err
-	}
-	for _, n := range nodes {
-		if n.Primary && !n.Fail && valkey.ContainsSlot(n.Slots, slot) {
-			return n.ID, nil
-		}
-	}
-	return "", nil
-}
-
-// waitOwnerChange waits until slot is served by a node other than from and returns it.
-func waitOwnerChange(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, slot int, from string, timeout time.Duration) string {
-	t.Helper()
-	var owner string
-	err := framework.Until(ctx, timeout, fmt.Sprintf("slot %d served by another node than %.8s", slot, from), func(ctx context.Context) (bool, string, error) {
-		id, err := ownerOf(ctx, k, vc, slot)
-		owner = id
-		return err == nil && id != "" && id != from, "owner " + id, err
-	})
-	if err != nil {
-		t.Logf("the members' view of %.8s: %s", from, viewOf(ctx, t, k, vc, from))
-		if k.Client.Get(ctx, client.ObjectKeyFromObject(vc), vc) == nil {
-			for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionDegraded, v1alpha1.ConditionProgressing} {
-				logCondition(t, vc, typ)
-			}
-		}
-		t.Fatal(err)
-	}
-	return owner
-}
-
-// viewOf says how each member's server sees node id (its flags, address and slots).
-func viewOf(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, id string) string {
-	t.Helper()
-	var out []string
-	for _, addr := range k.MemberAddrs(ctx, t, vc) {
-		c, err := admin(ctx, k, vc, addr)
-		if err != nil {
-			out = append(out, addr+": "+err.Error())
-			continue
-		}
-		nodes, err := c.ClusterNodes(ctx)
-		c.Close()
-		if err != nil {
-			out = append(out, addr+": "+err.Error())
-			continue
-		}
-		line := "unknown"
-		for _, n := range nodes {
-			if n.ID == id {
-				line = fmt.Sprintf("flags %s addr %q slots %s", strings.Join(n.Flags, ","), n.Addr(), valkey.FormatRanges(n.Slots))
-			}
-		}
-		out = append(out, addr+": "+line)
-	}
-	return strings.Join(out, "; ")
-}
-
-// forgottenEverywhere waits until no member's server knows node id.
-func forgottenEverywhere(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, id string) {
-	t.Helper()
-	err := framework.Until(ctx, time.Minute, fmt.Sprintf("node %.8s forgotten by every member", id), func(ctx context.Context) (bool, string, error) {
-		addrs := k.MemberAddrs(ctx, t, vc)
-		for _, addr := range addrs {
-			c, err := admin(ctx, k, vc, addr)
-			if err != nil {
-				return false, "", err
-			}
-			nodes, err := c.ClusterNodes(ctx)
-			c.Close()
-			if err != nil {
-				return false, "", err
-			}
-			for _, n := range nodes {
-				if n.ID == id {
-					return false, addr + " still knows it", nil
-				}
-			}
-		}
-		return len(addrs) > 0, fmt.Sprintf("%d members asked", len(addrs)), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitNotReadyThenReady waits (briefly) for the cluster to notice a loss, then for it
-// to be Ready again, and returns the time since start.
-func waitNotReadyThenReady(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, start time.Time, timeout time.Duration) time.Duration {
-	t.Helper()
-	if err := framework.WaitFor(ctx, k.Client, vc, 30*time.Second, "notice the loss",
-		framework.ConditionIs(v1alpha1.ConditionReady, metav1.ConditionFalse, "")); err != nil {
-		t.Logf("Ready never turned False: %v", err)
-	} else {
-		logCondition(t, vc, v1alpha1.ConditionDegraded)
-	}
-	k.WaitClusterReady(ctx, t, vc, timeout)
-	return time.Since(start)
-}
-
-// logCondition logs one condition of the cluster as a user would read it.
-func logCondition(t *testing.T, vc *v1alpha1.ValkeyCluster, typ string) {
-	t.Helper()
-	if c := meta.FindStatusCondition(vc.Status.Conditions, typ); c != nil {
-		t.Logf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
-	}
-}
-
 // condition returns one condition of the cluster (the zero value when absent).
 func condition(vc *v1alpha1.ValkeyCluster, typ string) metav1.Condition {
 	if c := meta.FindStatusCondition(vc.Status.Conditions, typ); c != nil {
@@ -327,16 +175,6 @@ func waitEvent(ctx context.Context, t *testing.T, k *framework.Cluster, ns, reas
 	}
 	t.Logf("event %s %s: %s", found.Type, found.Reason, found.Note)
 	return found
-}
-
-// containerRestarts returns the restart count of a container of the pod.
-func containerRestarts(p *corev1.Pod, container string) int32 {
-	for _, cs := range p.Status.ContainerStatuses {
-		if cs.Name == container {
-			return cs.RestartCount
-		}
-	}
-	return -1
 }
 
 // conditionLog records every distinct state of some conditions of a cluster, in order,

@@ -41,14 +41,14 @@ func testShardWithoutReplicaLost(t *testing.T, shards int32) {
 				keys[sh] = "{" + tagIn(slotRanges(t, vc, sh)) + "}:before"
 			}
 			setKeys(ctx, t, k.MemberAddrs(ctx, t, vc), keys)
-			p := member(ctx, t, k, vc, 0, v1alpha1.RolePrimary)
-			pod := podOf(ctx, t, k, vc, p.Name)
+			p := k.Member(ctx, t, vc, 0, v1alpha1.RolePrimary)
+			pod := k.PodOf(ctx, t, vc, p.Name)
 			start := time.Now()
 			rec := recordConditions(k, vc, v1alpha1.ConditionReady, v1alpha1.ConditionDegraded, v1alpha1.ConditionProgressing)
 			if err := k.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 				t.Fatal(err)
 			}
-			took := waitNotReadyThenReady(ctx, t, k, vc, start, 3*time.Minute)
+			took := k.WaitNotReadyThenReady(ctx, t, vc, start, 3*time.Minute)
 			t.Logf("Ready %s after the pod was killed", took.Round(100*time.Millisecond))
 			time.Sleep(5 * time.Second) // what comes after Ready
 			k.WaitClusterReady(ctx, t, vc, 2*time.Minute)
@@ -89,7 +89,7 @@ func testShardWithoutReplicaLost(t *testing.T, shards int32) {
 					t.Errorf("key %s of shard %d is gone: only shard 0 lost its data", key, sh)
 				}
 			}
-			forgottenEverywhere(ctx, t, k, vc, p.Status.NodeID)
+			k.ForgottenEverywhere(ctx, t, vc, p.Status.NodeID)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
@@ -108,13 +108,13 @@ func TestShardWithoutReplicaPersistence(t *testing.T) {
 			keys := map[int32]string{0: "{p}:before"}
 			setKeys(ctx, t, k.MemberAddrs(ctx, t, vc), keys)
 			time.Sleep(1500 * time.Millisecond) // appendfsync everysec
-			p := member(ctx, t, k, vc, 0, v1alpha1.RolePrimary)
-			pod := podOf(ctx, t, k, vc, p.Name)
+			p := k.Member(ctx, t, vc, 0, v1alpha1.RolePrimary)
+			pod := k.PodOf(ctx, t, vc, p.Name)
 			start := time.Now()
 			if err := k.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 				t.Fatal(err)
 			}
-			waitNotReadyThenReady(ctx, t, k, vc, start, 3*time.Minute)
+			k.WaitNotReadyThenReady(ctx, t, vc, start, 3*time.Minute)
 			t.Logf("Ready %s after the pod was killed", time.Since(start).Round(100*time.Millisecond))
 			if now := getMember(ctx, t, k, vc.Namespace, p.Name); now.Status.NodeID != p.Status.NodeID {
 				t.Errorf("member %s: node %.8s -> %.8s, want the same node from its volume", p.Name, p.Status.NodeID, now.Status.NodeID)

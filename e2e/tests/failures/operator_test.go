@@ -44,7 +44,7 @@ func TestOperatorDownDuringRoll(t *testing.T) {
 				t.Fatal(err)
 			}
 			slots := shardSlots(t, vc)
-			before, err := ownerOf(ctx, k, vc, slots[0])
+			before, err := k.OwnerOf(ctx, vc, slots[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +54,7 @@ func TestOperatorDownDuringRoll(t *testing.T) {
 
 			start := time.Now()
 			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) { s.Image = next.Ref })
-			waitOwnerChange(ctx, t, k, vc, slots[0], before, 5*time.Minute)
+			k.WaitOwnerChange(ctx, t, vc, slots[0], before, 5*time.Minute)
 			t.Logf("shard 0 failed over %s after the change; stopping the cluster-controller", time.Since(start).Round(100*time.Millisecond))
 			t.Cleanup(func() { ensureClusterController(t, k) })
 			k.ScaleOperator(ctx, t, "cluster-controller", 0)
@@ -132,7 +132,7 @@ func waitSlotsMoving(ctx context.Context, t *testing.T, k *framework.Cluster, vc
 			if m.Spec.ShardIndex != 3 || m.Status.PodIP == "" {
 				continue
 			}
-			c, err := admin(ctx, k, vc, m.Status.PodIP+":6379")
+			c, err := k.AdminClient(ctx, vc, m.Status.PodIP+":6379")
 			if err != nil {
 				continue
 			}
@@ -162,7 +162,7 @@ func slotState(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1al
 	t.Helper()
 	var open []string
 	for _, addr := range k.MemberAddrs(ctx, t, vc) {
-		c, err := admin(ctx, k, vc, addr)
+		c, err := k.AdminClient(ctx, vc, addr)
 		if err != nil {
 			continue
 		}

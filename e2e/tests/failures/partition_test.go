@@ -41,7 +41,7 @@ func TestNodeCutOff(t *testing.T) {
 			slots := shardSlots(t, vc)
 			old := map[int32]v1alpha1.ValkeyNode{}
 			for _, sh := range shards {
-				old[sh] = member(ctx, t, k, vc, sh, v1alpha1.RolePrimary)
+				old[sh] = k.Member(ctx, t, vc, sh, v1alpha1.RolePrimary)
 			}
 			sh := shards[0]
 			p := old[sh]
@@ -60,7 +60,7 @@ func TestNodeCutOff(t *testing.T) {
 			}
 			t.Cleanup(func() { restoreNode(t, k, victim) })
 			for _, s := range shards {
-				owner := waitOwnerChange(ctx, t, k, vc, slots[s], old[s].Status.NodeID, 2*time.Minute)
+				owner := k.WaitOwnerChange(ctx, t, vc, slots[s], old[s].Status.NodeID, 2*time.Minute)
 				t.Logf("shard %d served by %.8s on the majority side %s after the cut", s, owner, time.Since(start).Round(10*time.Millisecond))
 			}
 			promoted := uptime(t) - cutAt
@@ -143,7 +143,7 @@ func waitReplicaOf(ctx context.Context, t *testing.T, k *framework.Cluster, vc *
 	t.Helper()
 	err := framework.Until(ctx, 3*time.Minute, name+" a replica of shard "+strconv.Itoa(int(sh))+"'s new primary", func(ctx context.Context) (bool, string, error) {
 		vn := getMember(ctx, t, k, vc.Namespace, name)
-		c, err := admin(ctx, k, vc, vn.Status.PodIP+":6379")
+		c, err := k.AdminClient(ctx, vc, vn.Status.PodIP+":6379")
 		if err != nil {
 			return false, "", err
 		}
@@ -162,7 +162,7 @@ func waitReplicaOf(ctx context.Context, t *testing.T, k *framework.Cluster, vc *
 				primary = n.PrimaryID
 			}
 		}
-		owner, err := ownerOf(ctx, k, vc, shardSlots(t, vc)[sh])
+		owner, err := k.OwnerOf(ctx, vc, shardSlots(t, vc)[sh])
 		if err != nil {
 			return false, "", err
 		}
@@ -289,8 +289,8 @@ func TestAsymmetricPartition(t *testing.T) {
 		Assess("no failover is forced while other members reach the primary", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			k, vc := newCluster(ctx, t, 3, 1, nil)
 			const sh = 0
-			p := member(ctx, t, k, vc, sh, v1alpha1.RolePrimary)
-			r := member(ctx, t, k, vc, sh, v1alpha1.RoleReplica)
+			p := k.Member(ctx, t, vc, sh, v1alpha1.RolePrimary)
+			r := k.Member(ctx, t, vc, sh, v1alpha1.RoleReplica)
 			var ops corev1.PodList
 			if err := k.Client.List(ctx, &ops, client.InNamespace(framework.OperatorNamespace)); err != nil {
 				t.Fatal(err)
@@ -308,7 +308,7 @@ func TestAsymmetricPartition(t *testing.T) {
 			time.Sleep(2 * time.Second)
 
 			t.Logf("cutting primary %s off from its replica %s and the operator's pods %v", p.Name, r.Name, cut[1:])
-			lift, err := framework.Partition(ctx, podOf(ctx, t, k, vc, p.Name), "server", cut)
+			lift, err := framework.Partition(ctx, k.PodOf(ctx, t, vc, p.Name), "server", cut)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -346,7 +346,7 @@ func TestAsymmetricPartition(t *testing.T) {
 			logSeen(t, rec.Stop())
 			checkOwnerChanges(t, owners.Stop(), slots, map[int32]int{})
 			framework.StopChecker(ctx, t, ch, "from the host, which reaches every member", true)
-			if got := member(ctx, t, k, vc, sh, v1alpha1.RolePrimary); got.Name != p.Name {
+			if got := k.Member(ctx, t, vc, sh, v1alpha1.RolePrimary); got.Name != p.Name {
 				t.Errorf("shard %d is served by %s, want %s as before the partition", sh, got.Name, p.Name)
 			}
 			return ctx

@@ -40,8 +40,8 @@ func TestUnschedulableAtCreation(t *testing.T) {
 			if !strings.Contains(c.Message, "vk-") || !strings.Contains(c.Message, "node(s) didn't match") {
 				t.Errorf("the message names no member or not the scheduler's reason: %s", c.Message)
 			}
-			logCondition(t, vc, v1alpha1.ConditionReady)
-			logCondition(t, vc, v1alpha1.ConditionProgressing)
+			framework.LogCondition(t, vc, v1alpha1.ConditionReady)
+			framework.LogCondition(t, vc, v1alpha1.ConditionProgressing)
 			if ready := condition(vc, v1alpha1.ConditionReady); ready.Status != metav1.ConditionFalse {
 				t.Errorf("Ready=%s while no pod can run", ready.Status)
 			}

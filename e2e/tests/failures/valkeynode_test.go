@@ -21,8 +21,8 @@ func TestValkeyNodeDeleted(t *testing.T) {
 	f := framework.NewFeature(suite, "ValkeyNode of a primary deleted").
 		Assess("one planned failover, a successor, the old node forgotten", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			k, vc := newCluster(ctx, t, 3, 1, nil)
-			p := member(ctx, t, k, vc, 0, v1alpha1.RolePrimary)
-			r := member(ctx, t, k, vc, 0, v1alpha1.RoleReplica)
+			p := k.Member(ctx, t, vc, 0, v1alpha1.RolePrimary)
+			r := k.Member(ctx, t, vc, 0, v1alpha1.RoleReplica)
 			slots := shardSlots(t, vc)
 			owners := watchOwners(k, vc, slots)
 			ch := k.StartChecker(ctx, t, vc)
@@ -32,7 +32,7 @@ func TestValkeyNodeDeleted(t *testing.T) {
 			if err := k.Client.Delete(ctx, &p); err != nil {
 				t.Fatal(err)
 			}
-			owner := waitOwnerChange(ctx, t, k, vc, slots[0], p.Status.NodeID, time.Minute)
+			owner := k.WaitOwnerChange(ctx, t, vc, slots[0], p.Status.NodeID, time.Minute)
 			t.Logf("shard 0 served by %.8s %s after the delete", owner, time.Since(start).Round(10*time.Millisecond))
 			if owner != r.Status.NodeID {
 				t.Errorf("shard 0 is served by %.8s, want its replica %s (%.8s)", owner, r.Name, r.Status.NodeID)
@@ -41,7 +41,7 @@ func TestValkeyNodeDeleted(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("ValkeyNode %s gone %s after the delete", p.Name, time.Since(start).Round(100*time.Millisecond))
-			took := waitNotReadyThenReady(ctx, t, k, vc, start, 4*time.Minute)
+			took := k.WaitNotReadyThenReady(ctx, t, vc, start, 4*time.Minute)
 			t.Logf("full redundancy back %s after the delete", took.Round(100*time.Millisecond))
 			time.Sleep(500 * time.Millisecond)
 
@@ -60,7 +60,7 @@ func TestValkeyNodeDeleted(t *testing.T) {
 			}
 			waitEvent(ctx, t, k, vc.Namespace, "MemberLeft", "Normal", 10*time.Second, p.Name)
 			waitEvent(ctx, t, k, vc.Namespace, "MemberCreated", "Normal", 10*time.Second, "shard 0 has 1 of 2 members")
-			forgottenEverywhere(ctx, t, k, vc, p.Status.NodeID)
+			k.ForgottenEverywhere(ctx, t, vc, p.Status.NodeID)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)

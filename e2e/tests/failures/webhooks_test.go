@@ -31,7 +31,7 @@ func TestWebhooksDownDuringRoll(t *testing.T) {
 		Assess("the roll completes; user writes are refused until the webhooks are back", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			k, vc := newCluster(ctx, t, 3, 1, nil)
 			slots := shardSlots(t, vc)
-			before, err := ownerOf(ctx, k, vc, slots[0])
+			before, err := k.OwnerOf(ctx, vc, slots[0])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,7 +43,7 @@ func TestWebhooksDownDuringRoll(t *testing.T) {
 			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) {
 				s.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("72Mi")}}
 			})
-			waitOwnerChange(ctx, t, k, vc, slots[0], before, 5*time.Minute)
+			k.WaitOwnerChange(ctx, t, vc, slots[0], before, 5*time.Minute)
 			t.Logf("shard 0 failed over %s after the change; taking the webhooks down", time.Since(start).Round(100*time.Millisecond))
 			t.Cleanup(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -44,6 +44,7 @@ var Rules = []Rule{
 	{Module: "node-controller", May: controllers, Why: "controllers talk only through status"},
 	{Module: "acl-controller", May: controllers, Why: "controllers talk only through status"},
 	{Module: "tls-controller", May: controllers, Why: "controllers talk only through status"},
+	{Module: "backup-controller", May: controllers, Why: "controllers talk only through status"},
 	{Module: "webhooks", May: []string{"api", "valkeyconf", "internal"},
 		Why: "admission needs the API and its rules, never a controller or a Valkey connection"},
 	{Module: "localkube", Why: "the local Kubernetes and image builder are independent of the operator"},

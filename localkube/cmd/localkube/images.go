@@ -14,14 +14,15 @@ import (
 // (the Makefile names the one the chart defaults to: valkey-operator:<VERSION>).
 const defaultOperatorImage = images.DefaultOperatorRef
 
-// buildImages builds every image into the cache; with binDir, the operator image too. When
+// buildImages builds every image into the cache; with binDir, the operator image too,
+// and with s3Binary the S3 server image. When
 // the cluster runs, images that changed are imported into its nodes.
-func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref string) error {
+func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref, s3Binary string) error {
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return err
 	}
-	ic := images.Config{CacheDir: cfg.CacheDir, OperatorRef: ref, Log: cfg.Log}
+	ic := images.Config{CacheDir: cfg.CacheDir, OperatorRef: ref, S3Binary: s3Binary, Log: cfg.Log}
 	if binDir != "" {
 		entries, err := os.ReadDir(binDir)
 		if err != nil {

@@ -49,6 +49,7 @@ func run(args []string) error {
 	opRef := fs.String("operator-image", defaultOperatorImage, "reference of the operator image (images)")
 	kindOut := fs.String("out", "", "also write the node image as a docker-archive to this file (kind-image)")
 	kindNoLoad := fs.Bool("no-load", false, "build the node image without loading it into Docker (kind-image)")
+	s3Bin := fs.String("s3-binary", "", "static versitygw binary to build the S3 server image from (images)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func run(args []string) error {
 	case "build":
 		return localkube.Build(ctx, cfg)
 	case "images":
-		return buildImages(ctx, cfg, *opBins, *opRef)
+		return buildImages(ctx, cfg, *opBins, *opRef, *s3Bin)
 	case "up":
 		return localkube.Up(ctx, cfg, self)
 	case "down":

@@ -438,7 +438,7 @@ var _ = It("reports an invalid node and does not act on it", func() {
 	te.newNode(ns, name, withWorkload(v1alpha1.WorkloadDeployment), withPersistence("1Gi", ""))
 	te.waitCondition(ns, name, v1alpha1.ConditionInvalidSpec, metav1.ConditionTrue, v1alpha1.ReasonInvalid, contains("persistence requires workloadType StatefulSet"))
 	vn := te.waitCondition(ns, name, v1alpha1.ConditionPodReady, metav1.ConditionUnknown, v1alpha1.ReasonInvalid, nil)
-	Expect(vn.Status.Conditions).To(HaveLen(4))
+	Expect(vn.Status.Conditions).To(HaveLen(len(ownedConditions)))
 	te.absent(ns, name, &corev1.ConfigMap{})
 	te.absent(ns, name, &appsv1.Deployment{})
 })

@@ -1,11 +1,15 @@
 package node
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
 )
 
@@ -35,7 +39,8 @@ func TestRepairNodesConf(t *testing.T) {
 	env := stubServer(t, "8.0.1")
 	defaults, include := startFiles(t)
 	command := func(nodesConf string) []string {
-		return shell(versionSh+startSh+serverPersistentSh, "server", ConfigPath, "-", "-", defaults, include, nodesConf)
+		return shell(versionSh+startSh+takeoverSh+serverPersistentSh, "server", ConfigPath, "-", "-", defaults, include, nodesConf,
+			"12", v1alpha1.UserReplication, PrimaryAuthPath)
 	}
 	started := "valkey-server " + ConfigPath + " --cluster-announce-ip 10.88.1.5\n"
 	repair := func() string {
@@ -98,5 +103,78 @@ func TestRepairedNodesConfStartsValkey(t *testing.T) {
 	}
 	if _, err := valkeytest.Launch(t, valkeytest.Options{NodesConf: string(repaired)}); err != nil {
 		t.Errorf("the repaired file does not start valkey-server: %v", err)
+	}
+}
+
+// TestWaitForTakeover runs wait_for_takeover with the host's sh and valkey-cli against a
+// real server: "me" held slots 0-100 with a replica and died; the other member still
+// lists it as their owner, so the wait runs to its end; once that member's view has the
+// slots elsewhere (here: no longer assigned to it), the wait ends at once.
+func TestWaitForTakeover(t *testing.T) {
+	servers := valkeytest.Start(t, 2, valkeytest.Options{})
+	peer, me := servers[0], servers[1]
+	ctx := context.Background()
+	pc, mc := peer.Dial(t), me.Dial(t)
+	if err := mc.Meet(ctx, peer.Host, peer.Port, peer.Port+10000); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.AddSlotsRange(ctx, []valkey.SlotRange{{Start: 0, End: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	var myID string
+	for i := 0; ; i++ {
+		nodes, err := pc.ClusterNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes {
+			if !n.Myself && len(n.Slots) > 0 {
+				myID = n.ID
+			}
+		}
+		if myID != "" {
+			break
+		}
+		if i > 100 {
+			t.Fatal("the peer never learnt the slots of the other server")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// me's cluster state file as it left it, with a replica of it, then me dies.
+	raw, err := mc.Do(ctx, "CLUSTER", "NODES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(t.TempDir(), "nodes.conf")
+	state := raw + "\n" + strings.Repeat("e", 40) + " 127.0.0.99:6379@16379 slave " + myID + " 0 0 1 connected\nvars currentEpoch 1 lastVoteEpoch 0\n"
+	if err := os.WriteFile(conf, []byte(state), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auth := filepath.Join(t.TempDir(), "primaryauth.conf")
+	if err := os.WriteFile(auth, []byte("primaryauth "+peer.AdminPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	me.Stop()
+	wait := func(max string) string {
+		t.Helper()
+		out, _ := runCommand(t, os.Environ(), shell(takeoverSh+`wait_for_takeover "$1" "$2" "$3" "$4"; echo "rc=$?"`,
+			"wait", conf, max, valkeytest.AdminUser, auth))
+		return out
+	}
+	if out := wait("2"); !strings.Contains(out, "no takeover seen within 2s") || !strings.HasSuffix(out, "rc=1\n") {
+		t.Errorf("while the peer lists it as the owner: %q", out)
+	}
+	if err := pc.DelSlotsRange(ctx, []valkey.SlotRange{{Start: 0, End: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	if out := wait("30"); !strings.Contains(out, "no longer lists "+myID) || !strings.HasSuffix(out, "rc=0\n") {
+		t.Errorf("once the peer lists it without slots: %q", out)
+	}
+	// Nothing to wait for: a replica's file.
+	if err := os.WriteFile(conf, []byte(divergentNodesConf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := wait("30"); out != "rc=1\n" {
+		t.Errorf("a replica's file: %q", out)
 	}
 }

@@ -232,11 +232,18 @@ func handoverHook(vn *v1alpha1.ValkeyNode) *corev1.Lifecycle {
 // written for the version found.
 func serverCommand(vn *v1alpha1.ValkeyNode) []string {
 	start := startArgs(vn)
-	if vn.Spec.Persistence != nil {
-		return shell(versionSh+startSh+serverPersistentSh, "server", append(start, DataDir+"/"+ClusterConfigFile)...)
+	wait := strconv.Itoa(int(restartWaitSeconds(vn)))
+	// Who asks the other members whether a replica took over (takeover.sh).
+	peers := []string{v1alpha1.UserReplication, PrimaryAuthPath}
+	if vn.Spec.TLSSecretName != "" {
+		peers = append(peers, TLSDir+"/ca.crt")
 	}
-	return shell(versionSh+startSh+serverEphemeralSh, "server", append(start, DataDir, ClusterConfigFile, startedMarker,
-		strconv.Itoa(int(restartWaitSeconds(vn))))...)
+	if vn.Spec.Persistence != nil {
+		args := append(append(start, DataDir+"/"+ClusterConfigFile, wait), peers...)
+		return shell(versionSh+startSh+takeoverSh+serverPersistentSh, "server", args...)
+	}
+	args := append(append(start, DataDir, ClusterConfigFile, startedMarker, wait), peers...)
+	return shell(versionSh+startSh+takeoverSh+serverEphemeralSh, "server", args...)
 }
 
 // startArgs are the arguments of prepare_start: the config file, the version the
@@ -254,9 +261,11 @@ func startArgs(vn *v1alpha1.ValkeyNode) []string {
 // server already ran in this pod.
 const startedMarker = ".server-started"
 
-// restartWaitSeconds is how long a server restarted in its pod waits: twice the node
-// timeout (one to flag the old identity as failing, one for the election and its retry)
-// and two seconds, as long as the operator gives Valkey before it forces a takeover.
+// restartWaitSeconds is the longest a restarted primary waits for a replica to take its
+// slots over (takeover.sh): twice the node timeout (one to flag the old identity as
+// failing, one for the election and its retry) and two seconds, as long as the operator
+// gives Valkey before it forces a takeover. With the operator's fast failover the wait
+// ends within a second or two.
 func restartWaitSeconds(vn *v1alpha1.ValkeyNode) int32 {
 	return int32((2*valkeyconf.NodeTimeout(vn.Spec.Config) + 2*time.Second + time.Second - 1) / time.Second)
 }

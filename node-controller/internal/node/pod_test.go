@@ -593,20 +593,24 @@ func TestHandoverLeavesNineToTheServer(t *testing.T) {
 	}
 }
 
-// TestServerCommand: without persistence a server restarted in its pod waits for the
-// cluster to fail its old identity over, then starts as a new, empty node.
+// TestServerCommand: without persistence a server restarted in its pod (its marker in
+// the data directory) starts as a new, empty node, once a replica took over when it held
+// slots (wait_for_takeover: TestWaitForTakeover).
 func TestServerCommand(t *testing.T) {
 	vn := &v1alpha1.ValkeyNode{}
 	cmd := serverCommand(vn)
 	start := ConfigPath + " - - " + VersionedDefaultsPath + " " + VersionedIncludePath
-	if args := strings.Join(cmd[3:], " "); args != "server "+start+" "+DataDir+" "+ClusterConfigFile+" "+startedMarker+" 12" {
-		t.Errorf("without persistence, arguments %q, want a 12 s restart wait", args)
+	peers := v1alpha1.UserReplication + " " + PrimaryAuthPath
+	if args := strings.Join(cmd[3:], " "); args != "server "+start+" "+DataDir+" "+ClusterConfigFile+" "+startedMarker+" 12 "+peers {
+		t.Errorf("without persistence, arguments %q, want a restart wait of at most 12 s and who asks the peers", args)
 	}
-	// Run it with the host's sh in a data directory of its own (no wait, for the test).
+	// Run it with the host's sh in a data directory of its own: a cluster state file of a
+	// replica, so a restart has nothing to wait for.
 	data := t.TempDir()
 	env := stubServer(t, "8.0.1")
 	defaults, include := startFiles(t)
-	run := shell(versionSh+startSh+serverEphemeralSh, "server", ConfigPath, "-", "-", defaults, include, data, ClusterConfigFile, startedMarker, "0")
+	run := shell(versionSh+startSh+takeoverSh+serverEphemeralSh, "server", ConfigPath, "-", "-", defaults, include, data,
+		ClusterConfigFile, startedMarker, "0", v1alpha1.UserReplication, filepath.Join(data, "auth"))
 	for _, f := range []string{ClusterConfigFile, "dump.rdb", "keep.me"} {
 		if err := os.WriteFile(filepath.Join(data, f), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
@@ -621,8 +625,11 @@ func TestServerCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "dump.rdb"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := mustRun(t, env, run); !strings.Contains(out, "\nrestarted in its pod: waiting 0s") {
-		t.Errorf("a restart in the pod does not wait: %q", out)
+	if err := os.WriteFile(filepath.Join(data, ClusterConfigFile), []byte(divergentNodesConf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustRun(t, env, run); strings.Contains(out, "waiting") {
+		t.Errorf("a replica restarted in its pod waits: %q", out)
 	}
 	if _, err := os.Stat(filepath.Join(data, "dump.rdb")); !os.IsNotExist(err) {
 		t.Error("a restart kept the old data")
@@ -639,9 +646,9 @@ func TestServerCommand(t *testing.T) {
 	}
 	vn.Spec.Persistence = &v1alpha1.PersistenceSpec{}
 	cmd = serverCommand(vn)
-	if strings.Contains(cmd[2], "rm -rf") || strings.Contains(cmd[2], "sleep") || !strings.Contains(cmd[2], `exec valkey-server "$config"`) ||
-		strings.Join(cmd[3:], " ") != "server "+start+" "+DataDir+"/"+ClusterConfigFile {
-		t.Errorf("with persistence the data stays and the server starts at once: %q", cmd)
+	if !strings.Contains(cmd[2], `exec valkey-server "$config"`) ||
+		strings.Join(cmd[3:], " ") != "server "+start+" "+DataDir+"/"+ClusterConfigFile+" 32 "+peers {
+		t.Errorf("with persistence the server starts on its volume, unless a replica took its slots over: %q", cmd)
 	}
 	// The kubelet replaces $(NAME) in commands with the container's variable NAME: the
 	// scripts must hold no such reference (a user's env patch could set one).

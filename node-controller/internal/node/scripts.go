@@ -20,6 +20,8 @@ var (
 	startSh string
 	//go:embed scripts/liveness.sh
 	livenessSh string
+	//go:embed scripts/takeover.sh
+	takeoverSh string
 )
 
 // shell is the command that runs script with sh, as $0 name and the arguments after. The

@@ -19,18 +19,20 @@ import (
 // they are sent.
 var ownedConditions = []string{
 	v1alpha1.ConditionPodReady, v1alpha1.ConditionStorageReady,
-	v1alpha1.ConditionConfigApplied, v1alpha1.ConditionInvalidSpec,
+	v1alpha1.ConditionConfigApplied, v1alpha1.ConditionServerDown, v1alpha1.ConditionInvalidSpec,
 }
 
 // ownedStatus holds exactly the ValkeyNode status fields the node-controller owns.
 type ownedStatus struct {
-	PodName    string             `json:"podName,omitempty"`
-	PodIP      string             `json:"podIP,omitempty"`
-	Role       v1alpha1.Role      `json:"role,omitempty"`
-	Version    string             `json:"version,omitempty"`
-	Revision   int64              `json:"revision,omitempty"`
-	Replicas   int32              `json:"replicas,omitempty"`
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	PodName  string        `json:"podName,omitempty"`
+	PodIP    string        `json:"podIP,omitempty"`
+	Role     v1alpha1.Role `json:"role,omitempty"`
+	Version  string        `json:"version,omitempty"`
+	Revision int64         `json:"revision,omitempty"`
+	Replicas int32         `json:"replicas,omitempty"`
+	// ServerRestarts: see v1alpha1.ValkeyNodeStatus.
+	ServerRestarts int32              `json:"serverRestarts,omitempty"`
+	Conditions     []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // currentStatus is the owned part of a node's status as stored.
@@ -38,7 +40,7 @@ func currentStatus(vn *v1alpha1.ValkeyNode) ownedStatus {
 	st := vn.Status
 	return ownedStatus{
 		PodName: st.PodName, PodIP: st.PodIP, Role: st.Role, Version: st.Version, Revision: st.Revision, Replicas: st.Replicas,
-		Conditions: conditions.Owned(st.Conditions, ownedConditions...),
+		ServerRestarts: st.ServerRestarts, Conditions: conditions.Owned(st.Conditions, ownedConditions...),
 	}
 }
 
@@ -68,10 +70,13 @@ func desiredStatus(s *scope, now time.Time) ownedStatus {
 	case serverRunning(s.pod):
 		out.Role = vn.Status.Role // transiently unreachable: keep the last known role
 	}
+	answered := s.server != nil
+	out.ServerRestarts = serverRestarts(vn, s.pod, answered)
 	out.Conditions = conditions.Resolve(vn.Status.Conditions, now,
 		podReadyCondition(s.podObservation()),
 		storageCondition(s.storage, vn.Generation),
 		s.configCond,
+		serverDownCondition(vn, s.pod, answered, vn.Status.ServerRestarts, vn.Generation),
 		s.validity,
 	)
 	return out
@@ -280,8 +285,8 @@ func waitingMessage(p *corev1.Pod, st *corev1.ContainerStatus) string {
 	return msg
 }
 
-// exitText is "exited with code N (Reason)" plus the container's own message.
-func exitText(t *corev1.ContainerStateTerminated) string {
+// exitCause is "exited with code N after signal S (Reason)".
+func exitCause(t *corev1.ContainerStateTerminated) string {
 	s := fmt.Sprintf("exited with code %d", t.ExitCode)
 	if t.Signal != 0 {
 		s += fmt.Sprintf(" after signal %d", t.Signal)
@@ -289,6 +294,12 @@ func exitText(t *corev1.ContainerStateTerminated) string {
 	if t.Reason != "" {
 		s += " (" + t.Reason + ")"
 	}
+	return s
+}
+
+// exitText is "exited with code N (Reason)" plus the container's own message.
+func exitText(t *corev1.ContainerStateTerminated) string {
+	s := exitCause(t)
 	if m := strings.TrimSpace(t.Message); m != "" {
 		s += ": " + truncate(m, 200)
 	}

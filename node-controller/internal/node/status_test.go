@@ -140,7 +140,7 @@ func TestDesiredStatus(t *testing.T) {
 	if got.PodName != "p" || got.PodIP != "10.0.0.7" || got.Role != v1alpha1.RolePrimary || got.Version != "8.1.1" {
 		t.Errorf("answered: %+v", got)
 	}
-	if len(got.Conditions) != 4 || got.Conditions[0].Type != v1alpha1.ConditionPodReady || !got.Conditions[0].LastTransitionTime.Equal(&metav1.Time{Time: now}) {
+	if len(got.Conditions) != len(ownedConditions) || got.Conditions[0].Type != v1alpha1.ConditionPodReady || !got.Conditions[0].LastTransitionTime.Equal(&metav1.Time{Time: now}) {
 		t.Errorf("conditions = %+v", got.Conditions)
 	}
 
@@ -162,7 +162,7 @@ func TestInvalidStatus(t *testing.T) {
 	vn.Status.Conditions = []metav1.Condition{conditions.New(v1alpha1.ConditionPodReady, true, v1alpha1.ReasonPodRunning, "runs", 1)}
 	invalid := conditions.New(v1alpha1.ConditionInvalidSpec, true, v1alpha1.ReasonInvalid, "spec.image: Required value", 1)
 	got := invalidStatus(vn, invalid, time.Now())
-	if len(got.Conditions) != 4 {
+	if len(got.Conditions) != len(ownedConditions) {
 		t.Fatalf("conditions = %+v", got.Conditions)
 	}
 	byType := map[string]metav1.Condition{}

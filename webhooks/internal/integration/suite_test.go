@@ -112,6 +112,8 @@ func webhookConfiguration() *admissionregistrationv1.ValidatingWebhookConfigurat
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{
 			hook("valkeycluster.validate.valkey.io", paths.ValidateValkeyCluster, "valkeyclusters"),
 			hook("valkeynode.validate.valkey.io", paths.ValidateValkeyNode, "valkeynodes", "valkeynodes/status"),
+			hook("valkeybackup.validate.valkey.io", paths.ValidateValkeyBackup, "valkeybackups"),
+			hook("valkeybackupschedule.validate.valkey.io", paths.ValidateValkeyBackupSchedule, "valkeybackupschedules"),
 		},
 	}
 }

@@ -1,7 +1,7 @@
 # shellcheck shell=sh
 # The server container of a member without persistence.
 #
-#   sh -c "$(cat version.sh start.sh server-ephemeral.sh)" server CONFIG REQUIRED KEYS DEFAULTS INCLUDE DATA_DIR NODES_CONF STARTED_MARKER RESTART_WAIT
+#   sh -c "$(cat version.sh start.sh takeover.sh server-ephemeral.sh)" server CONFIG REQUIRED KEYS DEFAULTS INCLUDE DATA_DIR NODES_CONF STARTED_MARKER RESTART_WAIT USER AUTH_FILE [TLS_CA]
 #
 # (REQUIRED to INCLUDE: see prepare_start in start.sh.)
 #
@@ -12,21 +12,23 @@
 # replica would copy that. So the cluster state and data files are removed first, and the
 # new node joins as a replica.
 #
-# It must not come back at once either. Its replicas keep reconnecting to the pod's
-# address: an empty primary there would give them a full resync of nothing, and the other
-# nodes, finding another identity at the old one's address, stop probing it, so Valkey
-# never fails it over. A restart therefore waits RESTART_WAIT seconds (marked by a file
-# the liveness probe's delay accounts for) while the cluster sees the old identity fail
-# and promotes a replica. The first start of a pod does not wait: its directory is new.
+# A primary must not come back before its slots have a new owner either: its replicas
+# keep reconnecting to the pod's address, and an empty primary there would give them a
+# full resync of nothing. So a restart first waits (wait_for_takeover, at most
+# RESTART_WAIT seconds, which the liveness probe's delay accounts for) until a replica
+# took over; a replica, or a primary without slots or replicas, starts at once. The first
+# start of a pod does not wait: its directory is new (STARTED_MARKER marks a later one).
 config=$1
 data=$6
 nodes_conf=$7
 marker=$8
 wait=$9
+user=${10}
+auth=${11}
+ca=${12:-}
 prepare_start "$2" "$3" "$4" "$5"
 if [ -e "$data/$marker" ]; then
-  echo "restarted in its pod: waiting ${wait}s for the cluster to fail over the old identity"
-  sleep "$wait"
+  wait_for_takeover "$data/$nodes_conf" "$wait" "$user" "$auth" "$ca" || true
 fi
 touch "$data/$marker"
 rm -rf "${data:?}/$nodes_conf" "$data/dump.rdb" "$data/appendonlydir"

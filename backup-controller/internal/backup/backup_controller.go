@@ -1,0 +1,544 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/api/validation"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
+	"github.com/valkey-operator/valkey-operator/internal/status"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// FieldOwner is the field manager of everything this controller writes.
+const FieldOwner = "backup-controller"
+
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups,verbs=get;list;watch;create;delete;update;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups/status,verbs=get;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups/finalizers,verbs=update
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackupschedules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackupschedules/status,verbs=get;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
+// Timing of the backup controller.
+const (
+	// pendingTimeout is how long a backup waits for its cluster to have every shard
+	// served with slots assigned before it fails (ClusterNotReady).
+	pendingTimeout = 10 * time.Minute
+	// requeueWait is the next look while something is expected without an event (a
+	// replica to sync).
+	requeueWait = 5 * time.Second
+	// requeueStore is the retry of a store that fails a deletion.
+	requeueStore = 30 * time.Second
+)
+
+// Env is what the reconcilers share.
+type Env struct {
+	Client client.Client
+	// APIReader reads Secrets and pods from the API server, uncached.
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	Jobs      JobSettings
+	// Now is the clock (tests replace it).
+	Now func() time.Time
+}
+
+func (e *Env) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Env) event(obj runtime.Object, warning bool, reason, action, format string, args ...any) {
+	typ := corev1.EventTypeNormal
+	if warning {
+		typ = corev1.EventTypeWarning
+	}
+	e.Recorder.Eventf(obj, nil, typ, reason, action, format, args...)
+}
+
+// BackupReconciler runs ValkeyBackups.
+type BackupReconciler struct{ *Env }
+
+// SetupWithManager registers the controller: backups and their Jobs.
+func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("backup").
+		For(&v1alpha1.ValkeyBackup{}).
+		Owns(&batchv1.Job{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// backupScope is what one pass read and decided.
+type backupScope struct {
+	vb    *v1alpha1.ValkeyBackup
+	vc    *v1alpha1.ValkeyCluster
+	nodes []v1alpha1.ValkeyNode
+	jobs  []batchv1.Job
+	want  v1alpha1.ValkeyBackupStatus
+	// reason, message explain a backup that is not finished yet.
+	reason, message string
+	// stop ends the pass without a requeue: a watched change wakes the next.
+	stop bool
+}
+
+// fail ends the backup.
+func (s *backupScope) fail(reason, format string, args ...any) {
+	s.want.Phase, s.reason, s.message = v1alpha1.BackupFailed, reason, fmt.Sprintf(format, args...)
+}
+
+func (s *backupScope) waiting(reason, format string, args ...any) {
+	s.reason, s.message = reason, fmt.Sprintf(format, args...)
+}
+
+func (s *backupScope) done() bool {
+	return s.want.Phase == v1alpha1.BackupCompleted || s.want.Phase == v1alpha1.BackupFailed
+}
+
+// Reconcile is one pass over a backup: deletion, finalizer, then the phases.
+func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	vb := &v1alpha1.ValkeyBackup{}
+	if err := r.Client.Get(ctx, req.NamespacedName, vb); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("backup", req.NamespacedName.String()))
+	if !vb.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, vb)
+	}
+	if vb.Spec.DeletionPolicyOrDefault() == v1alpha1.BackupDelete && !controllerutil.ContainsFinalizer(vb, v1alpha1.FinalizerBackupObjects) {
+		controllerutil.AddFinalizer(vb, v1alpha1.FinalizerBackupObjects)
+		if err := r.Client.Update(ctx, vb); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	if vb.Status.Phase == v1alpha1.BackupCompleted || vb.Status.Phase == v1alpha1.BackupFailed {
+		return ctrl.Result{}, nil
+	}
+	s := &backupScope{vb: vb, want: *vb.Status.DeepCopy()}
+	if s.want.Phase == "" {
+		s.want.Phase = v1alpha1.BackupPending
+	}
+	wait, runErr := r.run(ctx, s)
+	if err := r.writeBackupStatus(ctx, s); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	if runErr != nil {
+		return ctrl.Result{}, runErr
+	}
+	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// run executes the phases in order; one that must wait stops the pass.
+func (r *BackupReconciler) run(ctx context.Context, s *backupScope) (time.Duration, error) {
+	phases := []struct {
+		name string
+		fn   func(context.Context, *backupScope) (time.Duration, error)
+	}{
+		{"validate", r.validate},
+		{"cluster", r.readCluster},
+		{"store", r.checkStore},
+		{"plan", r.plan},
+		{"transfers", r.transfers},
+		{"manifest", r.writeManifest},
+	}
+	for _, p := range phases {
+		wait, err := p.fn(ctx, s)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", p.name, err)
+		}
+		if wait > 0 || s.done() || s.stop {
+			return wait, nil
+		}
+	}
+	return 0, nil
+}
+
+func (r *BackupReconciler) validate(_ context.Context, s *backupScope) (time.Duration, error) {
+	if errs := validation.ValidateBackup(s.vb); len(errs) > 0 {
+		s.fail(v1alpha1.ReasonInvalid, "the spec is invalid: %s", errs.ToAggregate().Error())
+	}
+	return 0, nil
+}
+
+func (r *BackupReconciler) readCluster(ctx context.Context, s *backupScope) (time.Duration, error) {
+	vc := &v1alpha1.ValkeyCluster{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.vb.Namespace, Name: s.vb.Spec.ClusterName}, vc)
+	if apierrors.IsNotFound(err) {
+		s.fail(v1alpha1.ReasonClusterNotFound, "ValkeyCluster %s does not exist", s.vb.Spec.ClusterName)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	s.vc = vc
+	nodes, err := membership.Of(ctx, r.Client, vc)
+	if err != nil {
+		return 0, err
+	}
+	s.nodes = nodes
+	var jobs batchv1.JobList
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelBackup: s.vb.Name}); err != nil {
+		return 0, fmt.Errorf("list Jobs: %w", err)
+	}
+	for _, j := range jobs.Items {
+		if metav1.IsControlledBy(&j, s.vb) {
+			s.jobs = append(s.jobs, j)
+		}
+	}
+	return 0, nil
+}
+
+// checkStore fails a backup whose store cannot be reached before any Job starts.
+func (r *BackupReconciler) checkStore(ctx context.Context, s *backupScope) (time.Duration, error) {
+	if len(s.jobs) > 0 || len(s.want.Shards) > 0 {
+		return 0, nil
+	}
+	cfg, err := storeConfig(ctx, r.APIReader, s.vb.Namespace, &s.vb.Spec.ObjectStore)
+	var se *storeError
+	if errors.As(err, &se) {
+		s.fail(se.reason, "%s", se.Error())
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	bucket, err := objstore.Open(ctx, cfg)
+	if err == nil {
+		defer bucket.Close()
+		err = objstore.Probe(ctx, bucket, s.vb.Spec.ObjectStore.Prefix)
+	}
+	if err != nil {
+		reason := failedReason(objstore.Reason(err))
+		s.fail(reason, "the object store refused or did not answer: %s", storeMessage(err))
+	}
+	return 0, nil
+}
+
+// storeMessage keeps a store error short for a condition.
+func storeMessage(err error) string {
+	msg := err.Error()
+	if len(msg) > 400 {
+		msg = msg[:400] + "..."
+	}
+	return msg
+}
+
+// plan fixes the shards to back up, from the cluster's status, once every shard has
+// a primary and the slots are settled. The plan lives in status.shards.
+func (r *BackupReconciler) plan(_ context.Context, s *backupScope) (time.Duration, error) {
+	if len(s.want.Shards) > 0 {
+		return 0, nil
+	}
+	vc := s.vc
+	ready := len(vc.Status.Shards) == int(vc.Spec.ShardCount()) && conditions.IsTrue(vc.Status.Conditions, v1alpha1.ConditionSlotsAssigned)
+	for _, sh := range vc.Status.Shards {
+		ready = ready && sh.Primary != "" && len(sh.Slots) > 0
+	}
+	if !ready {
+		if r.now().Sub(s.vb.CreationTimestamp.Time) > pendingTimeout {
+			s.fail(v1alpha1.ReasonClusterNotReady, "ValkeyCluster %s has not had every shard served with its slots settled for %s", vc.Name, pendingTimeout)
+			return 0, nil
+		}
+		s.waiting(v1alpha1.ReasonClusterNotReady, "waiting for every shard of %s to have a primary and the slots to be settled", vc.Name)
+		return requeueWait, nil
+	}
+	s.want.Path = objstore.BackupPath(s.vb.Spec.ObjectStore.Prefix, s.vb.Namespace, vc.Name, s.vb.Name, string(s.vb.UID))
+	for _, sh := range vc.Status.Shards {
+		s.want.Shards = append(s.want.Shards, v1alpha1.BackupShardStatus{
+			Index: sh.Index, Object: objstore.ShardObject(sh.Index), Slots: slices.Clone(sh.Slots), Phase: v1alpha1.BackupPending,
+		})
+	}
+	s.want.Phase = v1alpha1.BackupRunning
+	s.waiting(v1alpha1.ReasonBackupInProgress, "planned %d shards", len(s.want.Shards))
+	// The plan is written first; the next pass starts the Jobs.
+	return time.Millisecond, nil
+}
+
+// transfers starts, watches and retries each shard's Job.
+func (r *BackupReconciler) transfers(ctx context.Context, s *backupScope) (time.Duration, error) {
+	byShard := map[int32][]attempt{}
+	for i := range s.jobs {
+		j := &s.jobs[i]
+		sh, err := strconv.Atoi(j.Labels[v1alpha1.LabelShardIndex])
+		if err != nil {
+			continue
+		}
+		a, err := r.readAttempt(ctx, j)
+		if err != nil {
+			return 0, err
+		}
+		if s.want.StartTime == nil || j.CreationTimestamp.Before(s.want.StartTime) {
+			t := j.CreationTimestamp
+			s.want.StartTime = &t
+		}
+		byShard[int32(sh)] = append(byShard[int32(sh)], a)
+	}
+	var waiting, done int
+	var notes []string
+	for i := range s.want.Shards {
+		sh := &s.want.Shards[i]
+		d := decideShard(byShard[sh.Index])
+		if d.last != nil {
+			sh.Attempts, sh.Source, sh.SourceRole = int32(d.last.n), d.last.node, d.last.role
+		}
+		switch d.action {
+		case actDone:
+			r.recordShard(sh, d)
+			done++
+		case actWait:
+			sh.Phase = v1alpha1.BackupRunning
+			waiting++
+		case actFail:
+			sh.Phase, sh.Message = v1alpha1.BackupFailed, d.message
+			s.fail(d.reason, "shard %d failed after %d attempts: %s", sh.Index, sh.Attempts, d.message)
+			r.event(s.vb, true, "Failed", "Backup", "shard %d: %s", sh.Index, d.message)
+			return 0, nil
+		case actStart:
+			if d.last != nil {
+				sh.Message = d.message
+				r.event(s.vb, true, "Retrying", "Backup", "shard %d attempt %d failed (%s: %s); trying another member", sh.Index, d.last.n, d.reason, d.message)
+			}
+			started, note, err := r.startAttempt(ctx, s, sh, d)
+			if err != nil {
+				return 0, err
+			}
+			if started {
+				sh.Phase = v1alpha1.BackupRunning
+			} else {
+				notes = append(notes, note)
+			}
+			waiting++
+		}
+	}
+	if done == len(s.want.Shards) {
+		return 0, nil
+	}
+	msg := fmt.Sprintf("%d of %d shards in the store", done, len(s.want.Shards))
+	if len(notes) > 0 {
+		msg += "; " + strings.Join(notes, "; ")
+		s.waiting(v1alpha1.ReasonBackupInProgress, "%s", msg)
+		return requeueWait, nil
+	}
+	s.waiting(v1alpha1.ReasonBackupInProgress, "%s", msg)
+	// Jobs report through their own status changes (watched).
+	s.stop = true
+	return 0, nil
+}
+
+func (r *BackupReconciler) recordShard(sh *v1alpha1.BackupShardStatus, d shardDecision) {
+	res := d.result
+	sh.Phase, sh.Message = v1alpha1.BackupCompleted, ""
+	sh.Size, sh.Checksum, sh.Keys = res.Size, "sha256:"+res.SHA256, res.Keys
+	sh.RDBVersion, sh.ValkeyVersion = int32(res.RDBVersion), res.ValkeyVersion
+	if res.Role != "" {
+		sh.SourceRole = res.Role
+	}
+}
+
+// startAttempt creates the Job of a shard's next attempt on a member other than the
+// failed ones; it returns false with a note when no member fits yet.
+func (r *BackupReconciler) startAttempt(ctx context.Context, s *backupScope, sh *v1alpha1.BackupShardStatus, d shardDecision) (bool, string, error) {
+	src, fromPrimary, ok := chooseSource(s.nodes, sh.Index, s.vc.Spec.ReplicaCount(), d.exclude)
+	if !ok {
+		return false, fmt.Sprintf("shard %d waits for a replica in sync", sh.Index), nil
+	}
+	j := backupJob(r.Jobs, s.vb, s.vc, sh.Index, d.next, src, s.want.Path)
+	if err := controllerutil.SetControllerReference(s.vb, j, r.Scheme); err != nil {
+		return false, "", err
+	}
+	if err := r.Client.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
+		return false, "", fmt.Errorf("create Job %s: %w", j.Name, err)
+	}
+	sh.Attempts, sh.Source, sh.SourceRole = int32(d.next), src.node, string(src.role)
+	log.FromContext(ctx).Info("started a shard transfer", "shard", sh.Index, "attempt", d.next, "source", src.node, "role", src.role)
+	if fromPrimary {
+		r.event(s.vb, true, "BackupFromPrimary", "Backup",
+			"shard %d has no replica: its snapshot is taken from primary %s, which forks and sends it while serving", sh.Index, src.node)
+	}
+	return true, "", nil
+}
+
+// readAttempt reads a shard Job and, once it finished, its pod's Result.
+func (r *BackupReconciler) readAttempt(ctx context.Context, j *batchv1.Job) (attempt, error) {
+	n, _ := strconv.Atoi(j.Annotations[annotationAttempt])
+	a := attempt{n: n, node: j.Annotations[annotationSource], role: j.Annotations[annotationSourceRole], state: stateOf(j)}
+	if a.state == jobRunning {
+		return a, nil
+	}
+	pods, err := jobPods(ctx, r.APIReader, j)
+	if err != nil {
+		return a, err
+	}
+	a.result, a.hasResult = resultOf(pods, containerBackup)
+	if a.state == jobFailed {
+		a.failReason, a.failMessage = failureMessage(j)
+	}
+	return a, nil
+}
+
+// jobPods lists a Job's pods from the API server.
+func jobPods(ctx context.Context, r client.Reader, j *batchv1.Job) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err != nil {
+		return nil, fmt.Errorf("list pods of Job %s: %w", j.Name, err)
+	}
+	return pods.Items, nil
+}
+
+// writeManifest completes a backup whose shards are all in the store.
+func (r *BackupReconciler) writeManifest(ctx context.Context, s *backupScope) (time.Duration, error) {
+	m := objstore.Manifest{Namespace: s.vb.Namespace, Cluster: s.vc.Name, Backup: s.vb.Name, CompletedAt: r.now().UTC()}
+	if s.want.StartTime != nil {
+		m.StartedAt = s.want.StartTime.UTC()
+	}
+	var size, keys int64
+	var version valkey.Version
+	for _, sh := range s.want.Shards {
+		m.Shards = append(m.Shards, objstore.ManifestShard{
+			Index: sh.Index, Object: sh.Object, Size: sh.Size, SHA256: strings.TrimPrefix(sh.Checksum, "sha256:"), Keys: sh.Keys,
+			Slots: sh.Slots, RDBVersion: int(sh.RDBVersion), ValkeyVersion: sh.ValkeyVersion, Source: sh.Source, SourceRole: sh.SourceRole,
+		})
+		size += sh.Size
+		keys += sh.Keys
+		if v, err := valkey.ParseVersion(sh.ValkeyVersion); err == nil && versionLess(version, v) {
+			version = v
+		}
+	}
+	if version.Major > 0 {
+		m.ValkeyVersion = version.String()
+	}
+	cfg, err := storeConfig(ctx, r.APIReader, s.vb.Namespace, &s.vb.Spec.ObjectStore)
+	var se *storeError
+	if errors.As(err, &se) {
+		s.fail(se.reason, "the snapshots are in the store, but the manifest cannot be written: %s", se.Error())
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	bucket, err := objstore.Open(ctx, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer bucket.Close()
+	if err := objstore.WriteManifest(ctx, bucket, s.want.Path, m); err != nil {
+		s.waiting(v1alpha1.ReasonBackupInProgress, "writing the manifest: %s", storeMessage(err))
+		return requeueWait, nil
+	}
+	now := metav1.NewTime(r.now())
+	s.want.Phase, s.want.CompletionTime = v1alpha1.BackupCompleted, &now
+	s.want.Size, s.want.Keys, s.want.ValkeyVersion = size, keys, m.ValkeyVersion
+	s.message = fmt.Sprintf("%d shards, %d keys, %d bytes in %s", len(m.Shards), keys, size, s.want.Path)
+	r.event(s.vb, false, "Completed", "Backup", "backup of %s completed: %s", s.vc.Name, s.message)
+	return 0, nil
+}
+
+func versionLess(a, b valkey.Version) bool {
+	if a.Major != b.Major {
+		return a.Major < b.Major
+	}
+	if a.Minor != b.Minor {
+		return a.Minor < b.Minor
+	}
+	return a.Patch < b.Patch
+}
+
+// writeBackupStatus applies the status when it changed.
+func (r *BackupReconciler) writeBackupStatus(ctx context.Context, s *backupScope) error {
+	st := s.want
+	if st.Phase == v1alpha1.BackupFailed && st.CompletionTime == nil {
+		now := metav1.NewTime(r.now())
+		st.CompletionTime = &now
+		r.event(s.vb, true, "Failed", "Backup", "%s", s.message)
+	}
+	st.ObservedGeneration = s.vb.Generation
+	st.Conditions = conditions.Resolve(s.vb.Status.Conditions, r.now(), backupConditions(st.Phase, s.reason, s.message, s.vb.Generation)...)
+	if status.Equal(s.vb.Status, st) {
+		return nil
+	}
+	return status.Apply(ctx, r.Client, FieldOwner, s.vb, v1alpha1.GroupVersion.WithKind("ValkeyBackup"), st)
+}
+
+// finalize deletes a Delete-policy backup's objects, manifest first, then lets go.
+func (r *BackupReconciler) finalize(ctx context.Context, vb *v1alpha1.ValkeyBackup) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(vb, v1alpha1.FinalizerBackupObjects) {
+		return ctrl.Result{}, nil
+	}
+	if vb.Spec.DeletionPolicyOrDefault() == v1alpha1.BackupDelete && vb.Status.Path != "" {
+		cfg, err := storeConfig(ctx, r.APIReader, vb.Namespace, &vb.Spec.ObjectStore)
+		var se *storeError
+		switch {
+		case errors.As(err, &se):
+			r.event(vb, true, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted (%s): they stay in the store", vb.Status.Path, se.Error())
+		case err != nil:
+			return ctrl.Result{}, err
+		default:
+			if err := deleteObjects(ctx, cfg, vb.Status.Path); err != nil {
+				if !r.namespaceDeleted(ctx, vb.Namespace) {
+					r.event(vb, true, "DeleteFailed", "Delete", "deleting the objects of %s failed, retrying: %s", vb.Status.Path, storeMessage(err))
+					return ctrl.Result{RequeueAfter: requeueStore}, nil
+				}
+				// The namespace goes (perhaps with the store): do not hold it forever.
+				r.event(vb, true, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted while the namespace goes (%s): they stay in the store", vb.Status.Path, storeMessage(err))
+				break
+			}
+			r.event(vb, false, "Deleted", "Delete", "the objects of %s were deleted", vb.Status.Path)
+		}
+	}
+	controllerutil.RemoveFinalizer(vb, v1alpha1.FinalizerBackupObjects)
+	if err := r.Client.Update(ctx, vb); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// namespaceDeleted reports whether namespace is being deleted.
+func (r *BackupReconciler) namespaceDeleted(ctx context.Context, namespace string) bool {
+	var ns corev1.Namespace
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: namespace}, &ns); err != nil {
+		return apierrors.IsNotFound(err)
+	}
+	return !ns.DeletionTimestamp.IsZero()
+}
+
+func deleteObjects(ctx context.Context, cfg objstore.Config, dir string) error {
+	bucket, err := objstore.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer bucket.Close()
+	return objstore.DeleteBackup(ctx, bucket, dir)
+}

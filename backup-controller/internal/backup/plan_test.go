@@ -1,0 +1,358 @@
+package backup
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/api/validation"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/job"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
+)
+
+func member(name string, shard int32, role v1alpha1.Role, synced bool, mutate ...func(*v1alpha1.ValkeyNode)) v1alpha1.ValkeyNode {
+	vn := v1alpha1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	vn.Spec.ShardIndex = shard
+	vn.Status.Role, vn.Status.PodIP, vn.Status.Lifecycle = role, "10.0.0."+name[len(name)-1:], v1alpha1.LifecycleActive
+	cond := func(t string, ok bool) metav1.Condition {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: t, Status: s}
+	}
+	vn.Status.Conditions = []metav1.Condition{cond(v1alpha1.ConditionPodReady, true), cond(v1alpha1.ConditionJoined, true), cond(v1alpha1.ConditionSynced, synced)}
+	for _, m := range mutate {
+		m(&vn)
+	}
+	return vn
+}
+
+func TestChooseSource(t *testing.T) {
+	leaving := func(vn *v1alpha1.ValkeyNode) { vn.Status.Lifecycle = v1alpha1.LifecycleLeaving }
+	cases := []struct {
+		name        string
+		nodes       []v1alpha1.ValkeyNode
+		replicas    int32
+		exclude     []string
+		want        string
+		fromPrimary bool
+		ok          bool
+	}{
+		{name: "a replica in sync", replicas: 1, want: "r1", ok: true,
+			nodes: []v1alpha1.ValkeyNode{member("p0", 0, v1alpha1.RolePrimary, true), member("r1", 0, v1alpha1.RoleReplica, true)}},
+		{name: "replicas sorted by name", replicas: 2, want: "a2", ok: true,
+			nodes: []v1alpha1.ValkeyNode{member("p0", 0, v1alpha1.RolePrimary, true), member("r1", 0, v1alpha1.RoleReplica, true), member("a2", 0, v1alpha1.RoleReplica, true)}},
+		{name: "a replica behind is not used, nor the primary while replicas are expected", replicas: 1,
+			nodes: []v1alpha1.ValkeyNode{member("p0", 0, v1alpha1.RolePrimary, true), member("r1", 0, v1alpha1.RoleReplica, false)}},
+		{name: "a leaving replica is not used", replicas: 1,
+			nodes: []v1alpha1.ValkeyNode{member("p0", 0, v1alpha1.RolePrimary, true), member("r1", 0, v1alpha1.RoleReplica, true, leaving)}},
+		{name: "a replica that failed an attempt is skipped", replicas: 2, exclude: []string{"r1"}, want: "r2", ok: true,
+			nodes: []v1alpha1.ValkeyNode{member("p0", 0, v1alpha1.RolePrimary, true), member("r1", 0, v1alpha1.RoleReplica, true), member("r2", 0, v1alpha1.RoleReplica, true)}},
+		{name: "no replica in the spec: the primary", replicas: 0, want: "p0", fromPrimary: true, ok: true,
+			nodes: []v1alpha1.ValkeyNode{member("p0", 0, v1alpha1.RolePrimary, true)}},
+		{name: "other shards do not count", replicas: 1,
+			nodes: []v1alpha1.ValkeyNode{member("p0", 0, v1alpha1.RolePrimary, true), member("r1", 1, v1alpha1.RoleReplica, true)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ex := map[string]bool{}
+			for _, e := range c.exclude {
+				ex[e] = true
+			}
+			src, fromPrimary, ok := chooseSource(c.nodes, 0, c.replicas, ex)
+			if ok != c.ok || src.node != c.want || fromPrimary != c.fromPrimary {
+				t.Errorf("got %q primary=%v ok=%v, want %q primary=%v ok=%v", src.node, fromPrimary, ok, c.want, c.fromPrimary, c.ok)
+			}
+		})
+	}
+}
+
+func TestDecideShard(t *testing.T) {
+	okResult := job.Result{SHA256: "ab", Size: 10}
+	lost := job.Result{Reason: job.ReasonSourceLost, Message: "link broke"}
+	denied := job.Result{Reason: objstore.ReasonAccessDenied, Message: "403"}
+	cases := []struct {
+		name     string
+		attempts []attempt
+		action   shardAction
+		next     int
+		reason   string
+		exclude  string
+	}{
+		{name: "nothing yet: start attempt 1", action: actStart, next: 1},
+		{name: "running: wait", attempts: []attempt{{n: 1, node: "r1", state: jobRunning}}, action: actWait},
+		{name: "succeeded with a result: done", attempts: []attempt{{n: 1, state: jobSucceeded, result: okResult, hasResult: true}}, action: actDone},
+		{name: "succeeded without a result: retried", attempts: []attempt{{n: 1, node: "r1", state: jobSucceeded}},
+			action: actStart, next: 2, reason: v1alpha1.ReasonTransferFailed},
+		{name: "source lost: another member", attempts: []attempt{{n: 1, node: "r1", state: jobFailed, result: lost, hasResult: true}},
+			action: actStart, next: 2, reason: v1alpha1.ReasonSourceLost, exclude: "r1"},
+		{name: "source lost three times: failed", action: actFail, reason: v1alpha1.ReasonSourceLost, attempts: []attempt{
+			{n: 3, node: "r3", state: jobFailed, result: lost, hasResult: true},
+			{n: 1, node: "r1", state: jobFailed, result: lost, hasResult: true},
+			{n: 2, node: "r2", state: jobFailed, result: lost, hasResult: true}}},
+		{name: "access denied: failed at once", attempts: []attempt{{n: 1, state: jobFailed, result: denied, hasResult: true}},
+			action: actFail, reason: v1alpha1.ReasonAccessDenied},
+		{name: "deadline: failed", attempts: []attempt{{n: 1, state: jobFailed, failReason: v1alpha1.ReasonDeadlineExceeded}},
+			action: actFail, reason: v1alpha1.ReasonDeadlineExceeded},
+		{name: "pod gone without a result: retried", attempts: []attempt{{n: 1, node: "r1", state: jobFailed, failReason: v1alpha1.ReasonTransferFailed}},
+			action: actStart, next: 2, reason: v1alpha1.ReasonTransferFailed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := decideShard(c.attempts)
+			if d.action != c.action || d.next != c.next || d.reason != c.reason {
+				t.Errorf("got action %d next %d reason %q, want %d %d %q", d.action, d.next, d.reason, c.action, c.next, c.reason)
+			}
+			if c.exclude != "" && !d.exclude[c.exclude] {
+				t.Errorf("%s not excluded: %v", c.exclude, d.exclude)
+			}
+		})
+	}
+}
+
+func TestNextTick(t *testing.T) {
+	hourly, _ := validation.ParseSchedule("0 * * * *")
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name               string
+		since, now         time.Time
+		running, suspended bool
+		create             string
+		skipped            bool
+		next               string
+	}{
+		{name: "not due", since: t0, now: t0.Add(30 * time.Minute), next: "11:00"},
+		{name: "due", since: t0, now: t0.Add(61 * time.Minute), create: "11:00", next: "12:00"},
+		{name: "missed ticks: only the newest", since: t0, now: t0.Add(5*time.Hour + time.Minute), create: "15:00", next: "16:00"},
+		{name: "previous still runs: skipped", since: t0, now: t0.Add(61 * time.Minute), running: true, skipped: true, next: "12:00"},
+		{name: "suspended", since: t0, now: t0.Add(61 * time.Minute), suspended: true, next: "12:00"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := nextTick(hourly, c.since, c.now, c.running, c.suspended)
+			create := ""
+			if got.create != nil {
+				create = got.create.Format("15:04")
+			}
+			if create != c.create || got.skipped != c.skipped || got.next.Format("15:04") != c.next {
+				t.Errorf("create %q skipped %v next %s, want %q %v %s", create, got.skipped, got.next.Format("15:04"), c.create, c.skipped, c.next)
+			}
+		})
+	}
+	every, _ := validation.ParseSchedule("@every 20s")
+	if got := nextTick(every, t0, t0.Add(45*time.Second), false, false); got.create == nil || !got.create.Equal(t0.Add(40*time.Second)) {
+		t.Errorf("@every 20s after 45 s: %+v", got)
+	}
+}
+
+func TestRetentionVictims(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	b := func(name string, age time.Duration, phase v1alpha1.BackupPhase) v1alpha1.ValkeyBackup {
+		return v1alpha1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-age))},
+			Status: v1alpha1.ValkeyBackupStatus{Phase: phase}}
+	}
+	all := []v1alpha1.ValkeyBackup{
+		b("c1", 5*time.Hour, v1alpha1.BackupCompleted), b("c2", 4*time.Hour, v1alpha1.BackupCompleted),
+		b("f1", 3*time.Hour+30*time.Minute, v1alpha1.BackupFailed), b("c3", 3*time.Hour, v1alpha1.BackupCompleted),
+		b("f2", 2*time.Hour, v1alpha1.BackupFailed), b("run", time.Minute, v1alpha1.BackupRunning),
+	}
+	cases := []struct {
+		name string
+		r    v1alpha1.BackupRetention
+		want string
+	}{
+		{name: "none: only failed ones older than the newest completed", want: "f1"},
+		{name: "keep 2", r: v1alpha1.BackupRetention{KeepLast: ptr.To[int32](2)}, want: "f1,c1"},
+		{name: "keep 1", r: v1alpha1.BackupRetention{KeepLast: ptr.To[int32](1)}, want: "f1,c2,c1"},
+		{name: "max age 4h30m", r: v1alpha1.BackupRetention{MaxAge: &metav1.Duration{Duration: 4*time.Hour + 30*time.Minute}}, want: "f1,c1"},
+		{name: "max age 1h: the newest completed stays", r: v1alpha1.BackupRetention{MaxAge: &metav1.Duration{Duration: time.Hour}}, want: "f1,c2,c1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := strings.Join(retentionVictims(all, c.r, now), ","); got != c.want {
+				t.Errorf("got %s, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestRestoreOutcome(t *testing.T) {
+	m := objstore.Manifest{Shards: []objstore.ManifestShard{{Index: 0, Keys: 10}, {Index: 1, Keys: 5}}}
+	done := func(n int64) restoreJobView {
+		return restoreJobView{state: jobSucceeded, hasResult: true, result: job.Result{Restored: n}}
+	}
+	cases := []struct {
+		name   string
+		views  map[int32]restoreJobView
+		status bool
+		reason string
+		final  bool
+	}{
+		{name: "running", views: map[int32]restoreJobView{0: done(10), 1: {state: jobRunning}}, reason: v1alpha1.ReasonRestoreInProgress},
+		{name: "all done", views: map[int32]restoreJobView{0: done(10), 1: done(5)}, status: true, reason: v1alpha1.ReasonRestored, final: true},
+		{name: "checksum", final: true, reason: v1alpha1.ReasonChecksumMismatch, views: map[int32]restoreJobView{0: done(10),
+			1: {state: jobFailed, hasResult: true, result: job.Result{Reason: job.ReasonChecksumMismatch, Message: "bad"}}}},
+		{name: "missing object", final: true, reason: v1alpha1.ReasonNotFound, views: map[int32]restoreJobView{0: done(10),
+			1: {state: jobFailed, hasResult: true, result: job.Result{Reason: objstore.ReasonNotFound}}}},
+		{name: "failed without result", final: true, reason: v1alpha1.ReasonRestoreFailed, views: map[int32]restoreJobView{0: done(10),
+			1: {state: jobFailed, message: "deadline"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := restoreOutcome(m, c.views, "b", 3)
+			if got.status != c.status || got.reason != c.reason || got.final != c.final {
+				t.Errorf("got %+v", got)
+			}
+		})
+	}
+}
+
+func TestVersionsLoad(t *testing.T) {
+	node := func(v string) v1alpha1.ValkeyNode {
+		vn := v1alpha1.ValkeyNode{}
+		vn.Status.Version = v
+		return vn
+	}
+	m9 := objstore.Manifest{Shards: []objstore.ManifestShard{{Index: 0, RDBVersion: 80, ValkeyVersion: "9.1.2"}}}
+	m8 := objstore.Manifest{Shards: []objstore.ManifestShard{{Index: 0, RDBVersion: 11, ValkeyVersion: "8.1.1"}}}
+	if ok, msg := versionsLoad(m9, []v1alpha1.ValkeyNode{node("8.0.1"), node("9.1.2")}); ok || !strings.Contains(msg, "loads RDB formats up to 11") {
+		t.Errorf("9.1 backup into a cluster with an 8.0 member: %v %s", ok, msg)
+	}
+	if ok, _ := versionsLoad(m9, []v1alpha1.ValkeyNode{node("9.1.2")}); !ok {
+		t.Error("9.1 into 9.1 refused")
+	}
+	if ok, _ := versionsLoad(m8, []v1alpha1.ValkeyNode{node("8.0.1")}); !ok {
+		t.Error("8.1 (RDB 11) into 8.0 refused")
+	}
+}
+
+// A backup Job mounts only the _backup key and the TLS CA, and never reaches the API.
+func TestBackupJobMountsOnlyWhatItNeeds(t *testing.T) {
+	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+	vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "user-cert"}}
+	vb := &v1alpha1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}
+	vb.Spec.ObjectStore = v1alpha1.ObjectStoreSpec{S3: &v1alpha1.S3Spec{Bucket: "bkt", Endpoint: "https://s3:9000", ForcePathStyle: true,
+		Credentials: v1alpha1.S3Credentials{SecretName: "creds"}, CABundle: &v1alpha1.SecretKeySelector{SecretName: "s3ca"}}}
+	j := backupJob(JobSettings{Image: "op:1", DeadlineSeconds: 60}, vb, vc, 2, 1, source{node: "demo-x", ip: "10.0.0.9", role: v1alpha1.RoleReplica}, "p/ns/demo/b-1")
+	pod := j.Spec.Template.Spec
+	if j.Spec.Template.Labels[v1alpha1.LabelName] == v1alpha1.AppName {
+		t.Error("a Job's pod has the members' labels: the cluster's Services would select it")
+	}
+	if j.Name != "b-s2-1" || *pod.AutomountServiceAccountToken || *j.Spec.BackoffLimit != 0 {
+		t.Fatalf("job %s automount %v backoff %d", j.Name, *pod.AutomountServiceAccountToken, *j.Spec.BackoffLimit)
+	}
+	secrets := map[string][]string{}
+	for _, v := range pod.Volumes {
+		if v.Secret != nil {
+			for _, it := range v.Secret.Items {
+				secrets[v.Secret.SecretName] = append(secrets[v.Secret.SecretName], it.Key)
+			}
+			if len(v.Secret.Items) == 0 {
+				t.Errorf("Secret %s is mounted whole", v.Secret.SecretName)
+			}
+		}
+	}
+	want := map[string]string{"demo-system-users": v1alpha1.UserBackup, "demo-tls-accepted": "ca.crt", "s3ca": "ca.crt"}
+	for s, k := range want {
+		if got := strings.Join(secrets[s], ","); got != k {
+			t.Errorf("Secret %s: keys %q, want %q", s, got, k)
+		}
+	}
+	if len(secrets) != len(want) {
+		t.Errorf("mounted Secrets %v", secrets)
+	}
+	args := strings.Join(pod.Containers[0].Args, " ")
+	for _, w := range []string{"backup ", "--addr=10.0.0.9:6379", "--role=replica", "--object=p/ns/demo/b-1/shard-2.rdb", "--path-style", "--tls-ca-file=", "--ca-bundle-file="} {
+		if !strings.Contains(args, w) {
+			t.Errorf("args %q lack %q", args, w)
+		}
+	}
+	for _, e := range pod.Containers[0].Env {
+		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil || e.ValueFrom.SecretKeyRef.Name != "creds" {
+			t.Errorf("env %s is not from the credentials Secret", e.Name)
+		}
+	}
+}
+
+func TestRestoreJob(t *testing.T) {
+	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+	vc.Spec.Image = "valkey/valkey:8.0.1"
+	store := &v1alpha1.ObjectStoreSpec{S3: &v1alpha1.S3Spec{Bucket: "bkt", Credentials: v1alpha1.S3Credentials{SecretName: "creds"}}}
+	j := restoreJob(JobSettings{Image: "op:1", DeadlineSeconds: 60}, vc, store, "p/b-1", objstore.ManifestShard{Index: 1, Object: "shard-1.rdb", Size: 1 << 30, SHA256: strings.Repeat("a", 64)})
+	pod := j.Spec.Template.Spec
+	if j.Spec.Template.Labels[v1alpha1.LabelName] == v1alpha1.AppName {
+		t.Error("a restore Job's pod has the members' labels")
+	}
+	if j.Name != "demo-restore-1" || len(pod.InitContainers) != 2 || len(pod.Containers) != 1 {
+		t.Fatalf("job %s: %d init, %d containers", j.Name, len(pod.InitContainers), len(pod.Containers))
+	}
+	server := pod.InitContainers[1]
+	if server.Image != vc.Spec.Image || server.RestartPolicy == nil || *server.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Errorf("the private server is not a sidecar of the cluster's image: %+v", server)
+	}
+	if got := server.Resources.Requests.Memory().Value(); got != 2<<30 {
+		t.Errorf("private server memory request %d, want twice the snapshot", got)
+	}
+	if !strings.Contains(strings.Join(server.Args, " "), "--bind 127.0.0.1") {
+		t.Errorf("the private server listens beyond loopback: %v", server.Args)
+	}
+	for _, v := range pod.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == "demo-system-users" && (len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != v1alpha1.UserRestore) {
+			t.Errorf("system users mounted as %+v", v.Secret.Items)
+		}
+	}
+	if args := strings.Join(pod.Containers[0].Args, " "); !strings.Contains(args, "--cluster=demo.ns.svc:6379") {
+		t.Errorf("load args %s", args)
+	}
+}
+
+func TestClusterReadyForRestore(t *testing.T) {
+	cond := func(typ string) metav1.Condition { return metav1.Condition{Type: typ, Status: metav1.ConditionTrue} }
+	formed := func() *v1alpha1.ValkeyCluster {
+		vc := &v1alpha1.ValkeyCluster{}
+		vc.Status.Conditions = []metav1.Condition{cond(v1alpha1.ConditionClusterFormed), cond(v1alpha1.ConditionSlotsAssigned)}
+		vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: "a"}
+		return vc
+	}
+	applied := func(version string) v1alpha1.ValkeyNode {
+		vn := v1alpha1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "m"}}
+		vn.Status.Version = version
+		vn.Status.Conditions = []metav1.Condition{cond(v1alpha1.ConditionACLApplied)}
+		return vn
+	}
+	if ok, msg := clusterReadyForRestore(formed(), []v1alpha1.ValkeyNode{applied("8.0.1")}); !ok {
+		t.Errorf("formed cluster not ready: %s", msg)
+	}
+	notFormed := formed()
+	notFormed.Status.Conditions = notFormed.Status.Conditions[1:]
+	if ok, _ := clusterReadyForRestore(notFormed, []v1alpha1.ValkeyNode{applied("8.0.1")}); ok {
+		t.Error("a cluster not formed is ready")
+	}
+	if ok, _ := clusterReadyForRestore(formed(), []v1alpha1.ValkeyNode{applied("")}); ok {
+		t.Error("a member without a version is ready")
+	}
+	pendingACL := applied("8.0.1")
+	pendingACL.Status.Conditions = nil
+	if ok, _ := clusterReadyForRestore(formed(), []v1alpha1.ValkeyNode{pendingACL}); ok {
+		t.Error("a member without the restore user is ready")
+	}
+}
+
+func TestFinalRestored(t *testing.T) {
+	for reason, final := range map[string]bool{
+		v1alpha1.ReasonRestoreInProgress: false, v1alpha1.ReasonNotFound: false, v1alpha1.ReasonWaitingForCluster: false,
+		v1alpha1.ReasonChecksumMismatch: true, v1alpha1.ReasonVersionTooNew: true, v1alpha1.ReasonRestoreFailed: true,
+	} {
+		vc := &v1alpha1.ValkeyCluster{}
+		vc.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionRestored, Status: metav1.ConditionFalse, Reason: reason}}
+		if finalRestored(vc) != final {
+			t.Errorf("Restored=False %s: final %v, want %v", reason, !final, final)
+		}
+	}
+}

@@ -1,0 +1,386 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/job"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/rdb"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/guard"
+	"github.com/valkey-operator/valkey-operator/internal/membership"
+	"github.com/valkey-operator/valkey-operator/internal/status"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// RestoreReconciler restores the data source of new ValkeyClusters.
+type RestoreReconciler struct{ *Env }
+
+// SetupWithManager registers the controller: clusters with a data source, their
+// restore Jobs, and their members (whose ACL and versions gate the start).
+func (r *RestoreReconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager, workers int) error {
+	hasSource := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		vc, ok := o.(*v1alpha1.ValkeyCluster)
+		return ok && vc.Spec.DataSource != nil
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("restore").
+		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(hasSource)).
+		Owns(&batchv1.Job{}).
+		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(r)
+}
+
+// restoredStatus is the part of a ValkeyCluster's status this controller owns.
+type restoredStatus struct {
+	Conditions []metav1.Condition `json:"conditions"`
+}
+
+// restoreState is the Restored condition a pass decided, and whether it is final.
+type restoreState struct {
+	status  bool
+	reason  string
+	message string
+	// final: nothing will change it (restored, or failed for good).
+	final bool
+	wait  time.Duration
+}
+
+func pending(reason, format string, args ...any) restoreState {
+	return restoreState{reason: reason, message: fmt.Sprintf(format, args...), wait: requeueWait}
+}
+
+func failed(reason, format string, args ...any) restoreState {
+	return restoreState{reason: reason, message: fmt.Sprintf(format, args...), final: true}
+}
+
+// finalRestored reports whether a cluster's Restored condition can no longer change.
+func finalRestored(vc *v1alpha1.ValkeyCluster) bool {
+	c := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionRestored)
+	if c == nil {
+		return false
+	}
+	if c.Status == metav1.ConditionTrue {
+		return true
+	}
+	switch c.Reason {
+	case v1alpha1.ReasonChecksumMismatch, v1alpha1.ReasonVersionTooNew, v1alpha1.ReasonRestoreFailed, v1alpha1.ReasonNotAtCreation:
+		return true
+	}
+	return false
+}
+
+// Reconcile is one pass over a cluster with a data source.
+func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	vc := &v1alpha1.ValkeyCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, vc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if vc.Spec.DataSource == nil || !vc.DeletionTimestamp.IsZero() || finalRestored(vc) {
+		return ctrl.Result{}, nil
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", req.NamespacedName.String()))
+	st, err := r.pass(ctx, vc)
+	if err != nil {
+		st = pending(v1alpha1.ReasonRestoreInProgress, "the restore could not read its inputs: %s", err.Error())
+	}
+	if werr := r.writeRestored(ctx, vc, st); werr != nil {
+		err = errors.Join(err, werr)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: st.wait}, nil
+}
+
+// pass decides the Restored condition and starts what is due.
+func (r *RestoreReconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster) (restoreState, error) {
+	if g := guard.Check(vc); !g.Valid() {
+		return restoreState{reason: v1alpha1.ReasonInvalid, message: "the spec is invalid (see InvalidSpec): nothing is restored"}, nil
+	}
+	if conditions.Get(vc.Status.Conditions, v1alpha1.ConditionRestored) == nil && conditions.IsTrue(vc.Status.Conditions, v1alpha1.ConditionReady) {
+		return failed(v1alpha1.ReasonNotAtCreation, "the data source was added to a cluster that already served: a data source is restored only into a new cluster"), nil
+	}
+	store, dir, st := r.resolveSource(ctx, vc)
+	if st != nil {
+		return *st, nil
+	}
+	cfg, err := storeConfig(ctx, r.APIReader, vc.Namespace, store)
+	var se *storeError
+	if errors.As(err, &se) {
+		return pending(se.reason, "%s", se.Error()), nil
+	}
+	if err != nil {
+		return restoreState{}, err
+	}
+	m, err := readManifest(ctx, cfg, dir)
+	switch {
+	case errors.Is(err, objstore.ErrCorrupt):
+		return failed(v1alpha1.ReasonChecksumMismatch, "the manifest of %s is unreadable: %s", dir, storeMessage(err)), nil
+	case err != nil:
+		reason := objstore.Reason(err)
+		if reason == objstore.ReasonNotFound {
+			return pending(v1alpha1.ReasonNotFound, "no complete backup at %s (its manifest is missing): %s", dir, storeMessage(err)), nil
+		}
+		return pending(reason, "cannot read the manifest of %s: %s", dir, storeMessage(err)), nil
+	}
+	nodes, err := membership.Of(ctx, r.Client, vc)
+	if err != nil {
+		return restoreState{}, err
+	}
+	if ok, msg := clusterReadyForRestore(vc, nodes); !ok {
+		return pending(v1alpha1.ReasonWaitingForCluster, "%s", msg), nil
+	}
+	if ok, msg := versionsLoad(m, nodes); !ok {
+		return failed(v1alpha1.ReasonVersionTooNew, "%s", msg), nil
+	}
+	jobs, err := r.restoreJobs(ctx, vc)
+	if err != nil {
+		return restoreState{}, err
+	}
+	views := map[int32]restoreJobView{}
+	for _, sh := range m.Shards {
+		j, ok := jobs[sh.Index]
+		if !ok {
+			j = restoreJob(r.Jobs, vc, store, dir, sh)
+			if err := controllerutil.SetControllerReference(vc, j, r.Scheme); err != nil {
+				return restoreState{}, err
+			}
+			if err := r.Client.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
+				return restoreState{}, fmt.Errorf("create Job %s: %w", j.Name, err)
+			}
+			log.FromContext(ctx).Info("started a shard restore", "shard", sh.Index, "job", j.Name)
+			views[sh.Index] = restoreJobView{state: jobRunning}
+			continue
+		}
+		v := restoreJobView{state: stateOf(j)}
+		if v.state != jobRunning {
+			pods, err := jobPods(ctx, r.APIReader, j)
+			if err != nil {
+				return restoreState{}, err
+			}
+			v.result, v.hasResult = resultOf(pods, containerFetch, containerLoad)
+			if !v.hasResult && v.state == jobFailed {
+				_, v.message = failureMessage(j)
+			}
+		}
+		views[sh.Index] = v
+	}
+	out := restoreOutcome(m, views, sourceName(vc), vc.Spec.ShardCount())
+	switch {
+	case out.status:
+		r.event(vc, false, "Restored", "Restore", "%s", out.message)
+	case out.final:
+		r.event(vc, true, out.reason, "Restore", "%s", out.message)
+	}
+	return out, nil
+}
+
+// resolveSource finds the store and folder of the data source.
+func (r *RestoreReconciler) resolveSource(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*v1alpha1.ObjectStoreSpec, string, *restoreState) {
+	ds := vc.Spec.DataSource
+	if ds.BackupName == "" {
+		return ds.ObjectStore, ds.Path, nil
+	}
+	vb := &v1alpha1.ValkeyBackup{}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: ds.BackupName}, vb)
+	var st restoreState
+	switch {
+	case apierrors.IsNotFound(err):
+		st = pending(v1alpha1.ReasonNotFound, "ValkeyBackup %s does not exist", ds.BackupName)
+	case err != nil:
+		st = pending(v1alpha1.ReasonRestoreInProgress, "cannot read ValkeyBackup %s: %s", ds.BackupName, err.Error())
+	case vb.Status.Phase == v1alpha1.BackupFailed:
+		st = failed(v1alpha1.ReasonRestoreFailed, "ValkeyBackup %s failed: there is nothing to restore", ds.BackupName)
+	case vb.Status.Phase != v1alpha1.BackupCompleted:
+		st = pending(v1alpha1.ReasonBackupNotReady, "ValkeyBackup %s is %s, not Completed", ds.BackupName, orPending(vb.Status.Phase))
+	default:
+		return &vb.Spec.ObjectStore, vb.Status.Path, nil
+	}
+	return nil, "", &st
+}
+
+func orPending(p v1alpha1.BackupPhase) v1alpha1.BackupPhase {
+	if p == "" {
+		return v1alpha1.BackupPending
+	}
+	return p
+}
+
+func sourceName(vc *v1alpha1.ValkeyCluster) string {
+	if vc.Spec.DataSource.BackupName != "" {
+		return "ValkeyBackup " + vc.Spec.DataSource.BackupName
+	}
+	return vc.Spec.DataSource.Path
+}
+
+func readManifest(ctx context.Context, cfg objstore.Config, dir string) (objstore.Manifest, error) {
+	bucket, err := objstore.Open(ctx, cfg)
+	if err != nil {
+		return objstore.Manifest{}, err
+	}
+	defer bucket.Close()
+	return objstore.ReadManifest(ctx, bucket, dir)
+}
+
+// restoreJobs returns the cluster's restore Jobs by backed-up shard.
+func (r *RestoreReconciler) restoreJobs(ctx context.Context, vc *v1alpha1.ValkeyCluster) (map[int32]*batchv1.Job, error) {
+	var list batchv1.JobList
+	if err := r.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelRestore: vc.Name}); err != nil {
+		return nil, fmt.Errorf("list restore Jobs: %w", err)
+	}
+	out := map[int32]*batchv1.Job{}
+	for i := range list.Items {
+		j := &list.Items[i]
+		if !metav1.IsControlledBy(j, vc) {
+			continue
+		}
+		var idx int32
+		if _, err := fmt.Sscanf(j.Labels[v1alpha1.LabelShardIndex], "%d", &idx); err == nil {
+			out[idx] = j
+		}
+	}
+	return out, nil
+}
+
+// clusterReadyForRestore: the cluster is formed with every slot assigned, and every
+// member runs the aclfile that enables the restore user.
+func clusterReadyForRestore(vc *v1alpha1.ValkeyCluster, nodes []v1alpha1.ValkeyNode) (bool, string) {
+	switch {
+	case !conditions.IsTrue(vc.Status.Conditions, v1alpha1.ConditionClusterFormed):
+		return false, "waiting for the cluster to form"
+	case !conditions.IsTrue(vc.Status.Conditions, v1alpha1.ConditionSlotsAssigned):
+		return false, "waiting for every slot to be assigned"
+	case vc.Status.ACL == nil:
+		return false, "waiting for the acl-controller to publish the users"
+	case len(nodes) == 0:
+		return false, "waiting for members"
+	}
+	for _, vn := range nodes {
+		if !vn.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if !conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionACLApplied) {
+			return false, fmt.Sprintf("waiting for member %s to run the current users (with the restore user)", vn.Name)
+		}
+		if vn.Status.Version == "" {
+			return false, fmt.Sprintf("waiting for member %s to report its version", vn.Name)
+		}
+	}
+	return true, ""
+}
+
+// versionsLoad refuses a backup whose snapshots are of a newer RDB format than the
+// oldest member (and so the restore's private server, of the cluster's image) loads.
+func versionsLoad(m objstore.Manifest, nodes []v1alpha1.ValkeyNode) (bool, string) {
+	var oldest *valkey.Version
+	for _, vn := range nodes {
+		v, err := valkey.ParseVersion(vn.Status.Version)
+		if err != nil {
+			continue
+		}
+		if oldest == nil || versionLess(v, *oldest) {
+			oldest = &v
+		}
+	}
+	if oldest == nil {
+		return true, ""
+	}
+	max := rdb.MaxLoadableVersion(oldest.Major, oldest.Minor)
+	for _, sh := range m.Shards {
+		if sh.RDBVersion > max {
+			return false, fmt.Sprintf("shard %d was taken by Valkey %s (RDB format %d); this cluster runs Valkey %s, which loads RDB formats up to %d: restore into a cluster of Valkey %s or later",
+				sh.Index, sh.ValkeyVersion, sh.RDBVersion, oldest, max, sh.ValkeyVersion)
+		}
+	}
+	return true, ""
+}
+
+// restoreJobView is a restore Job as a pass reads it.
+type restoreJobView struct {
+	state     jobState
+	result    job.Result
+	hasResult bool
+	message   string
+}
+
+// restoreOutcome decides Restored from the shard Jobs.
+func restoreOutcome(m objstore.Manifest, views map[int32]restoreJobView, source string, shards int32) restoreState {
+	idx := make([]int32, 0, len(m.Shards))
+	for _, sh := range m.Shards {
+		idx = append(idx, sh.Index)
+	}
+	sort.Slice(idx, func(i, j int) bool { return idx[i] < idx[j] })
+	var done int
+	var restored, expired, keys int64
+	for _, sh := range m.Shards {
+		keys += sh.Keys
+	}
+	for _, i := range idx {
+		v := views[i]
+		switch v.state {
+		case jobRunning:
+			continue
+		case jobSucceeded:
+			if v.hasResult && v.result.Reason == "" {
+				done++
+				restored += v.result.Restored
+				expired += v.result.Expired
+				continue
+			}
+			return failed(v1alpha1.ReasonRestoreFailed, "the restore of shard %d ended without a result", i)
+		default:
+			reason, msg := v1alpha1.ReasonRestoreFailed, v.message
+			if v.hasResult {
+				msg = v.result.Message
+				switch v.result.Reason {
+				case job.ReasonChecksumMismatch:
+					reason = v1alpha1.ReasonChecksumMismatch
+				case objstore.ReasonNotFound:
+					reason = v1alpha1.ReasonNotFound
+				}
+			}
+			return failed(reason, "the restore of shard %d failed: %s (the cluster keeps what was restored and is not reported Ready; delete it and create it again)", i, msg)
+		}
+	}
+	if done < len(idx) {
+		st := pending(v1alpha1.ReasonRestoreInProgress, "%d of %d shards of %s restored", done, len(idx), source)
+		st.wait = 0 // the Jobs' changes wake the next pass
+		return st
+	}
+	return restoreState{status: true, reason: v1alpha1.ReasonRestored, final: true,
+		message: fmt.Sprintf("%d keys of %s (%d shards) restored into %d shards; %d expired meanwhile; the backup counted %d", restored, source, len(idx), shards, expired, keys)}
+}
+
+// writeRestored applies the Restored condition when it changed.
+func (r *RestoreReconciler) writeRestored(ctx context.Context, vc *v1alpha1.ValkeyCluster, st restoreState) error {
+	c := conditions.New(v1alpha1.ConditionRestored, st.status, st.reason, st.message, vc.Generation)
+	if st.reason == v1alpha1.ReasonInvalid {
+		c = conditions.Unknown(v1alpha1.ConditionRestored, st.reason, st.message, vc.Generation)
+	}
+	want := restoredStatus{Conditions: conditions.Resolve(vc.Status.Conditions, r.now(), c)}
+	have := conditions.Owned(vc.Status.Conditions, v1alpha1.ConditionRestored)
+	if !conditions.Changed(have, want.Conditions) {
+		return nil
+	}
+	return status.Apply(ctx, r.Client, FieldOwner, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want)
+}

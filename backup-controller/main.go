@@ -1,0 +1,60 @@
+// Command backup-controller runs the backups, backup schedules and restores of
+// ValkeyClusters. The same binary, from the operator image, is the program of the
+// backup and restore Jobs it creates (its backup, restore-fetch and restore-load
+// subcommands).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/backup"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/job"
+	"github.com/valkey-operator/valkey-operator/internal/operator"
+)
+
+const name = "backup-controller"
+
+func main() {
+	if job.IsJob(os.Args[1:]) {
+		job.Main(os.Args[1:])
+		return
+	}
+	var image string
+	var deadline time.Duration
+	operator.Main(operator.Component{
+		Name: name,
+		AddFlags: func(fs *flag.FlagSet) {
+			fs.StringVar(&image, "job-image", os.Getenv("OPERATOR_IMAGE"), "image of the backup and restore Jobs (the operator image, which holds this binary)")
+			fs.DurationVar(&deadline, "job-deadline", time.Hour, "how long one backup or restore Job may run")
+		},
+		// Only the Jobs this controller made are cached; Secrets and pods are read
+		// uncached, when needed, and never watched.
+		ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: operator.ManagedSecrets()},
+		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
+			if image == "" {
+				return errors.New("--job-image (or OPERATOR_IMAGE) is required")
+			}
+			env := &backup.Env{
+				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+				Recorder: mgr.GetEventRecorder(name),
+				Jobs:     backup.JobSettings{Image: image, DeadlineSeconds: int64(deadline.Seconds())},
+			}
+			if err := (&backup.BackupReconciler{Env: env}).SetupWithManager(mgr, f.MaxConcurrentReconciles); err != nil {
+				return err
+			}
+			if err := (&backup.ScheduleReconciler{Env: env}).SetupWithManager(mgr, f.MaxConcurrentReconciles); err != nil {
+				return err
+			}
+			return (&backup.RestoreReconciler{Env: env}).SetupWithManager(ctx, mgr, f.MaxConcurrentReconciles)
+		},
+	})
+}

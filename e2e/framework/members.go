@@ -1,0 +1,179 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// Member returns the member of shard sh with the given role.
+func (k *Cluster) Member(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, sh int32, role v1alpha1.Role) v1alpha1.ValkeyNode {
+	t.Helper()
+	for _, m := range k.Members(ctx, t, vc) {
+		if m.Spec.ShardIndex == sh && m.Status.Role == role {
+			return m
+		}
+	}
+	t.Fatalf("no %s in shard %d", role, sh)
+	return v1alpha1.ValkeyNode{}
+}
+
+// PodOf returns the pod of the member called name.
+func (k *Cluster) PodOf(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, name string) *corev1.Pod {
+	t.Helper()
+	for _, p := range k.Pods(ctx, t, vc) {
+		if p.Labels[v1alpha1.LabelNode] == name {
+			return &p
+		}
+	}
+	t.Fatalf("no pod for member %s", name)
+	return nil
+}
+
+// ContainerRestarts is the restart count of one container of a pod.
+func ContainerRestarts(p *corev1.Pod, container string) int32 {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == container {
+			return cs.RestartCount
+		}
+	}
+	return 0
+}
+
+// OwnerOf returns the node ID that serves slot, as the first member that answers says.
+func (k *Cluster) OwnerOf(ctx context.Context, vc *v1alpha1.ValkeyCluster, slot int) (string, error) {
+	c, err := k.AnyAdmin(ctx, vc)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	nodes, err := c.ClusterNodes(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, n := range nodes {
+		if n.Primary && !n.Fail && valkey.ContainsSlot(n.Slots, slot) {
+			return n.ID, nil
+		}
+	}
+	return "", nil
+}
+
+// WaitOwnerChange waits until slot is served by another node than from and returns that
+// node; on a timeout it logs how the members see from and the cluster's conditions.
+func (k *Cluster) WaitOwnerChange(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, slot int, from string, timeout time.Duration) string {
+	t.Helper()
+	var owner string
+	err := Until(ctx, timeout, fmt.Sprintf("slot %d served by another node than %.8s", slot, from), func(ctx context.Context) (bool, string, error) {
+		id, err := k.OwnerOf(ctx, vc, slot)
+		owner = id
+		return err == nil && id != "" && id != from, "owner " + id, err
+	})
+	if err != nil {
+		t.Logf("the members' view of %.8s: %s", from, k.ViewOf(ctx, t, vc, from))
+		if k.Client.Get(ctx, client.ObjectKeyFromObject(vc), vc) == nil {
+			for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionDegraded, v1alpha1.ConditionProgressing} {
+				LogCondition(t, vc, typ)
+			}
+		}
+		t.Fatal(err)
+	}
+	return owner
+}
+
+// ViewOf says how each member's server sees node id (its flags, address and slots).
+func (k *Cluster) ViewOf(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, id string) string {
+	t.Helper()
+	var out []string
+	for _, addr := range k.MemberAddrs(ctx, t, vc) {
+		nodes, err := k.clusterNodes(ctx, vc, addr)
+		if err != nil {
+			out = append(out, addr+": "+err.Error())
+			continue
+		}
+		line := "unknown"
+		for _, n := range nodes {
+			if n.ID == id {
+				line = fmt.Sprintf("flags %s addr %q slots %s", strings.Join(n.Flags, ","), n.Addr(), valkey.FormatRanges(n.Slots))
+			}
+		}
+		out = append(out, addr+": "+line)
+	}
+	return strings.Join(out, "; ")
+}
+
+// ForgottenEverywhere waits until no member's server knows node id.
+func (k *Cluster) ForgottenEverywhere(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, id string) {
+	t.Helper()
+	err := Until(ctx, time.Minute, fmt.Sprintf("node %.8s forgotten by every member", id), func(ctx context.Context) (bool, string, error) {
+		addrs := k.MemberAddrs(ctx, t, vc)
+		for _, addr := range addrs {
+			nodes, err := k.clusterNodes(ctx, vc, addr)
+			if err != nil {
+				return false, "", err
+			}
+			for _, n := range nodes {
+				if n.ID == id {
+					return false, addr + " still knows it", nil
+				}
+			}
+		}
+		return len(addrs) > 0, fmt.Sprintf("%d members asked", len(addrs)), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WaitNotReadyThenReady waits (briefly) for the cluster to notice a loss, then for it to
+// be Ready again, and returns the time since start.
+func (k *Cluster) WaitNotReadyThenReady(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, start time.Time, timeout time.Duration) time.Duration {
+	t.Helper()
+	if err := WaitFor(ctx, k.Client, vc, 30*time.Second, "notice the loss",
+		ConditionIs(v1alpha1.ConditionReady, metav1.ConditionFalse, "")); err != nil {
+		t.Logf("Ready never turned False: %v", err)
+	} else {
+		LogCondition(t, vc, v1alpha1.ConditionDegraded)
+	}
+	k.WaitClusterReady(ctx, t, vc, timeout)
+	return time.Since(start)
+}
+
+// LogCondition logs one condition of the cluster as a user would read it.
+func LogCondition(t testing.TB, vc *v1alpha1.ValkeyCluster, typ string) {
+	t.Helper()
+	if c := meta.FindStatusCondition(vc.Status.Conditions, typ); c != nil {
+		t.Logf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+}
+
+// AdminClient connects to one member as the operator's user, or says why it cannot; the
+// caller closes the client.
+func (k *Cluster) AdminClient(ctx context.Context, vc *v1alpha1.ValkeyCluster, addr string) (*valkey.Client, error) {
+	var s corev1.Secret
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: v1alpha1.SystemUsersSecretName(vc.Name)}, &s); err != nil {
+		return nil, err
+	}
+	return valkey.Dial(ctx, valkey.Options{Addr: addr, Username: v1alpha1.UserOperator,
+		Password: string(s.Data[v1alpha1.UserOperator]), DialTimeout: time.Second, CommandTimeout: 2 * time.Second})
+}
+
+// clusterNodes asks one member for CLUSTER NODES.
+func (k *Cluster) clusterNodes(ctx context.Context, vc *v1alpha1.ValkeyCluster, addr string) ([]valkey.ClusterNode, error) {
+	c, err := k.AdminClient(ctx, vc, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.ClusterNodes(ctx)
+}
