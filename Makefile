@@ -36,7 +36,7 @@ REGISTRY  ?=
 HELM_PUSH_FLAGS ?=
 
 # Shell scripts kept as files that the Go code embeds (shellcheck'd by make lint).
-SCRIPTS := $(wildcard node-controller/internal/node/scripts/*.sh)
+SCRIPTS := $(wildcard node-controller/internal/node/scripts/*.sh localkube/kindnode/files/*.sh)
 
 # Build tags of the test programs that plain builds leave out (e2e suites, benchmarks):
 # vet and lint see every file in one pass.
@@ -196,6 +196,10 @@ KIND_CLUSTER ?= kind
 .PHONY: docker-build
 docker-build: deps-kind images ## Load the images into the local Docker engine (built without Docker by make images)
 	@for f in $$($(LOCALKUBE) images-list); do docker load -i "$$f"; done
+
+.PHONY: kind-image
+kind-image: deps-kind local-build images ## Build the kind node image (Kubernetes v1.37.2, no registry: localkube/kindnode) into .cache/kind; load it into Docker
+	$(LOCALKUBE) kind-image
 
 .PHONY: kind-load
 kind-load: deps-kind images ## Load the images into the kind cluster KIND_CLUSTER (default kind)

@@ -11,6 +11,9 @@
 # hack/tools/bin anywhere Go runs. DEPS=check never installs. What cannot be installed is
 # listed with how to get it, before anything is built, and the script exits 1. With
 # everything present it only looks (well under a second).
+#
+# The kind profile also needs a running Docker engine: when none answers, it starts
+# dockerd (see start_dockerd) and waits until it serves.
 set -euo pipefail
 here=${BASH_SOURCE[0]%/*}
 [[ $here == "${BASH_SOURCE[0]}" ]] && here=.
@@ -165,9 +168,62 @@ install_go() {
 	done
 }
 
+# docker_ok: a Docker engine answers.
+docker_ok() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+
+# start_dockerd starts Debian's dockerd in the background, for kind, so that it changes
+# nothing the local Kubernetes relies on: the host keeps not forwarding (ip_forward 0, so
+# the FORWARD policy stays ACCEPT) and masquerades nothing, no default bridge, and the
+# containers' embedded DNS forwards to nothing (127.0.0.1), so no name a node looks up
+# leaves the machine. Where the capability bounding set lacks capabilities the kernel
+# has, kind's --privileged nodes need hack/bounded-runc.sh as the runtime. It closes the
+# descriptors it was given, so that no lock (hack/e2e.sh's) stays held by the daemon.
+start_dockerd() {
+	local log=/var/log/valkey-operator-dockerd.log last bounding all
+	local -a args=(--ip-forward=false --ip-masq=false --bridge=none --dns 127.0.0.1)
+	last=$(</proc/sys/kernel/cap_last_cap)
+	bounding=$((16#$(awk '/^CapBnd:/ {print $2}' /proc/self/status)))
+	all=$(((1 << (last + 1)) - 1))
+	if (((bounding & all) != all)); then
+		local runtime=/usr/local/libexec/valkey-operator/bounded-runc
+		mkdir -p "${runtime%/*}"
+		cp "$ROOT/hack/bounded-runc.sh" "$runtime.tmp"
+		chmod 0755 "$runtime.tmp"
+		mv "$runtime.tmp" "$runtime"
+		args+=(--add-runtime "bounded-runc=$runtime" --default-runtime bounded-runc)
+	fi
+	echo "deps: starting dockerd ${args[*]} (log $log)"
+	(
+		for fd in /proc/self/fd/*; do
+			fd=${fd##*/}
+			((fd > 2)) && eval "exec $fd>&-"
+		done
+		exec setsid dockerd "${args[@]}" </dev/null >>"$log" 2>&1
+	) &
+	local i
+	for ((i = 0; i < 60; i++)); do
+		docker_ok && return 0
+		sleep 0.5
+	done
+	echo "deps: dockerd did not answer within 30 s; see $log" >&2
+	return 1
+}
+
+# ensure_docker: for the kind profile, a Docker engine runs (started here when root).
+ensure_docker() {
+	[[ $PROFILE == kind ]] || return 0
+	docker_ok && return 0
+	if [[ $MODE == check || $(id -u) -ne 0 ]]; then
+		echo "deps: no Docker engine answers: start dockerd (or run hack/deps.sh kind as root)" >&2
+		return 1
+	fi
+	start_dockerd
+}
+
 scan
 if ((${#missing_apt[@]} + ${#missing_go[@]} + ${#missing_manual[@]} == 0)); then
-	exit 0
+	ensure_docker
+	exit
 fi
 # Debian packages need root on Debian 12; Go programs only need Go (they go into
 # hack/tools/bin). Whatever cannot be installed is reported before anything is built.
@@ -197,4 +253,5 @@ if ((${#missing_apt[@]} + ${#missing_go[@]} + ${#missing_manual[@]})); then
 	echo "deps: still missing after installing" >&2
 	exit 1
 fi
+ensure_docker
 echo "deps: everything for '$PROFILE' is installed"

@@ -54,12 +54,15 @@ if ! flock -n 9; then
 	flock 9
 fi
 
-# The binaries of the local cluster (kind needs only the localkube program, which
-# builds the images) and the images both providers load. Warm, this only checks the
-# caches (and imports the images into a running local cluster).
+# The binaries of the local cluster (kind needs the localkube program, which builds the
+# images, and the project's node image unless E2E_KIND_IMAGE names another) and the
+# images both providers load. Warm, this only checks the caches (and imports the images
+# into a running local cluster).
 echo "e2e: checking binaries and images"
 if [[ ${E2E_PROVIDER:-local} == local ]]; then
 	make -s -C "$ROOT" local-build
+elif [[ -z ${E2E_KIND_IMAGE:-} ]]; then
+	make -s -C "$ROOT" kind-image
 else
 	make -s -C "$ROOT" "$ROOT/bin/localkube"
 fi

@@ -29,10 +29,7 @@ func Build(ctx context.Context, c Config) error {
 			missing = append(missing, "k8s.io/kubernetes/cmd/"+name)
 		}
 	}
-	ld := "-s -w"
-	for _, p := range []string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"} {
-		ld += fmt.Sprintf(" -X %[1]s.gitVersion=%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=37 -X %[1]s.gitTreeState=clean", p, KubernetesVersion)
-	}
+	ld := KubeLDFlags()
 	if len(missing) > 0 {
 		c.Log("building %s (a cold build takes about 8 minutes)", strings.Join(missing, " "))
 		args := append([]string{"build", "-trimpath", "-ldflags=" + ld, "-o", c.BinDir() + "/"}, missing...)
@@ -56,6 +53,16 @@ func Build(ctx context.Context, c Config) error {
 		}
 	}
 	return nil
+}
+
+// KubeLDFlags are the linker flags of the Kubernetes binaries: stripped, with the version
+// they report (without them they say v0.0.0-master).
+func KubeLDFlags() string {
+	ld := "-s -w"
+	for _, p := range []string{"k8s.io/client-go/pkg/version", "k8s.io/component-base/version"} {
+		ld += fmt.Sprintf(" -X %[1]s.gitVersion=%[2]s -X %[1]s.gitMajor=1 -X %[1]s.gitMinor=37 -X %[1]s.gitTreeState=clean", p, KubernetesVersion)
+	}
+	return ld
 }
 
 func (c Config) goCmd(ctx context.Context, dir string, env []string, args ...string) error {

@@ -77,10 +77,16 @@ func RunProvisioner(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
+	return ServeVolumes(ctx, cs, c.path("volumes"))
+}
+
+// ServeVolumes is the provisioner of RunProvisioner for any cluster whose nodes all see
+// the host folder dir at the same path (the kind provider mounts it into every node):
+// it creates the default StorageClass, then provisions and grows volumes until ctx ends.
+func ServeVolumes(ctx context.Context, cs kubernetes.Interface, dir string) error {
 	if err := ensureStorageClass(ctx, cs); err != nil {
 		return err
 	}
-	dir := c.path("volumes")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

@@ -39,7 +39,9 @@
 //	E2E_ARTIFACTS      where cluster logs go when a feature failed
 //	                   (default <cache>/e2e/artifacts/<suite>-<time>)
 //	E2E_KIND_CLUSTER   name of the kind cluster (default valkey-e2e)
-//	E2E_KIND_IMAGE     kind node image (default: kind's own)
+//	E2E_KIND_IMAGE     kind node image: unset, the project's (make kind-image, no
+//	                   registry); "stock", kind's own kindest/node (needs internet);
+//	                   anything else, that image
 //	LOCALKUBE_CACHE    the cache folder (default <repo>/.cache)
 //	E2E_REPO_ROOT      the repository (default: the folder holding go.work above the
 //	                   working directory)
@@ -51,7 +53,10 @@
 // Features that disturb nodes carry disruptive=true: --skip-labels=disruptive=true
 // leaves them out.
 //
-// On the kind provider, CutLink pauses the node's container (its kubelet and pods
-// freeze), and the host reaches pod IPs through routes to each node's pod CIDR via the
-// node container's address, added by Create and removed by Destroy.
+// On the kind provider (see KindProvider), CutLink takes the host side of the node
+// container's link down (its kubelet and pods keep running, cut off), the pod network is
+// the provider's own (no kindnetd), the host reaches pod IPs through routes to each
+// node's pod CIDR via the node container's address, and the local provider's
+// StorageClass is served from a host folder every worker mounts; Create sets these up
+// and Destroy removes them.
 package framework

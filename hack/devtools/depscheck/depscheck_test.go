@@ -52,6 +52,9 @@ var unresolved = map[string]string{
 	"hack/devtools/depscheck/deps_script_test.go|p":                            "looks up bash and sh, for the fixture table's PATH",
 	"backup-controller/internal/tests3/tests3.go|Binary(t)":                    "versitygw (hack/deps.txt), from $VERSITYGW, hack/tools/bin or PATH",
 	"backup-controller/internal/testvalkey/testvalkey.go|valkeytest.Binary(t)": "valkey-server from valkeytest.Binary",
+	`localkube/kindnode/kube.go|b.toolBin("ctr")`:                              "ctr, built by make kind-image (kindnode tools)",
+	`localkube/kindnode/preload.go|b.toolBin("containerd")`:                    "containerd, built by make kind-image (kindnode tools)",
+	`localkube/kindnode/preload.go|b.toolBin("ctr")`:                           "ctr, built by make kind-image (kindnode tools)",
 }
 
 // scan runs the whole scan over the repository.

@@ -36,7 +36,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: localkube build|images|up|down|status|link|load|snapshot")
+		return fmt.Errorf("usage: localkube build|images|kind-image|up|down|status|link|load|snapshot")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ExitOnError)
 	cfg := localkube.Config{}
@@ -47,6 +47,8 @@ func run(args []string) error {
 	node := fs.Int("node", 0, "node index (node-run)")
 	opBins := fs.String("operator-binaries", "", "folder of operator binaries to put in the operator image (images)")
 	opRef := fs.String("operator-image", defaultOperatorImage, "reference of the operator image (images)")
+	kindOut := fs.String("out", "", "also write the node image as a docker-archive to this file (kind-image)")
+	kindNoLoad := fs.Bool("no-load", false, "build the node image without loading it into Docker (kind-image)")
 	s3Bin := fs.String("s3-binary", "", "static versitygw binary to build the S3 server image from (images)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -85,6 +87,8 @@ func run(args []string) error {
 		return localkube.RunNode(context.Background(), cfg, *node)
 	case "provisioner":
 		return localkube.RunProvisioner(ctx, cfg)
+	case "kind-image":
+		return kindImage(ctx, cfg, *kindOut, !*kindNoLoad)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }
