@@ -221,6 +221,7 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 		}
 		if completed {
 			r.Metrics.failover(s.vc, m.shard(), kind)
+			r.Metrics.promoted(client.ObjectKeyFromObject(s.vc), m.name(), s.topo.now)
 			log.FromContext(ctx).Info("failover completed", "member", m.name(), "shard", m.shard(), "after", s.topo.now.Sub(at).String())
 			r.event(s.vc, m.node, eventNormal, "FailoverCompleted", "Failover", "%s serves shard %d", m.name(), m.shard())
 			continue

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"maps"
 	"sort"
 	"strconv"
 	"sync"
@@ -28,7 +29,14 @@ type Metrics struct {
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*clusterView
+	// promotions: when each member last took its shard over on the operator's request
+	// (counted as planned or forced), per cluster.
+	promotions map[types.NamespacedName]map[string]time.Time
 }
+
+// promotionMemory is how long a promotion on request is remembered: a pass that reads
+// a status written before the promotion (the cache lags) must not count it as elected.
+const promotionMemory = time.Minute
 
 // Failover kinds of valkey_operator_failovers_total.
 const (
@@ -108,7 +116,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "valkey_operator_cluster_reconcile_errors_total",
 			Help: "Passes over a cluster that failed, by the phase that failed (observe, a phase of the pass, or status).",
 		}, []string{"namespace", "cluster", "phase"}),
-		clusters: map[types.NamespacedName]*clusterView{},
+		clusters:   map[types.NamespacedName]*clusterView{},
+		promotions: map[types.NamespacedName]map[string]time.Time{},
 	}
 	reg.MustRegister(m.failovers, m.reconcileErrors, m)
 	return m
@@ -119,6 +128,41 @@ func (m *Metrics) failover(vc *v1alpha1.ValkeyCluster, shard int32, kind string)
 		return
 	}
 	m.failovers.WithLabelValues(vc.Namespace, vc.Name, strconv.Itoa(int(shard)), kind).Inc()
+}
+
+// promoted notes that member took its shard over on the operator's request at time at.
+func (m *Metrics) promoted(key types.NamespacedName, member string, at time.Time) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.promotions[key] == nil {
+		m.promotions[key] = map[string]time.Time{}
+	}
+	m.promotions[key][member] = at
+}
+
+// withPromotions returns requested (the members with a failover request when the pass
+// began) and the members promoted on request within promotionMemory before now.
+func (m *Metrics) withPromotions(key types.NamespacedName, requested map[string]bool, now time.Time) map[string]bool {
+	if m == nil {
+		return requested
+	}
+	out := maps.Clone(requested)
+	if out == nil {
+		out = map[string]bool{}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for member, at := range m.promotions[key] {
+		if now.Sub(at) > promotionMemory {
+			delete(m.promotions[key], member)
+			continue
+		}
+		out[member] = true
+	}
+	return out
 }
 
 // reconcileError counts a failed pass of a cluster in the phase that failed.
@@ -155,6 +199,7 @@ func (m *Metrics) forget(key types.NamespacedName) {
 	}
 	m.mu.Lock()
 	delete(m.clusters, key)
+	delete(m.promotions, key)
 	m.mu.Unlock()
 	l := prometheus.Labels{"namespace": key.Namespace, "cluster": key.Name}
 	m.failovers.DeletePartialMatch(l)

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
@@ -230,5 +231,17 @@ func TestElectedFailovers(t *testing.T) {
 	}
 	if got := electedFailovers(prev, s, map[string]bool{"a": true}); len(got) != 0 {
 		t.Errorf("elected failovers with the operator's request on a = %v, want none", got)
+	}
+
+	// The request is closed once the promotion is counted; a pass that still reads the
+	// status of before it (a lagging cache) must not count it again as elected.
+	m := NewMetrics(prometheus.NewRegistry())
+	key := client.ObjectKeyFromObject(vc)
+	m.promoted(key, "a", t0)
+	if got := electedFailovers(prev, s, m.withPromotions(key, nil, t0.Add(10*time.Second))); len(got) != 0 {
+		t.Errorf("elected failovers right after a planned promotion of a = %v, want none", got)
+	}
+	if got := electedFailovers(prev, s, m.withPromotions(key, nil, t0.Add(2*promotionMemory))); !slices.Equal(got, []int32{0}) {
+		t.Errorf("elected failovers long after the planned promotion = %v, want [0]", got)
 	}
 }

@@ -139,7 +139,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		runErr = errors.Join(runErr, err)
 	}
-	for _, sh := range electedFailovers(prevShards, s, s.requested) {
+	for _, sh := range electedFailovers(prevShards, s, r.Metrics.withPromotions(req.NamespacedName, s.requested, s.topo.now)) {
 		r.Metrics.failover(vc, sh, kindElected)
 	}
 	r.Metrics.observe(s, s.reported, runErr == nil)
