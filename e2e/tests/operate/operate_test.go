@@ -74,7 +74,7 @@ func TestPlugin(t *testing.T) {
 	f := framework.NewFeature(suite, "kubectl valkey").
 		Assess("status shows shards, members, slots, conditions and events", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			k, vc = setup(ctx, t)
-			out, err := run(ctx, t, k, "status", "vk")
+			out, err := run(ctx, t, k, "status", "vk", "--events", "50")
 			if err != nil {
 				t.Fatal(err)
 			}
