@@ -31,7 +31,8 @@ const (
 	ConditionPodUnschedulable = "PodUnschedulable"
 	// ConditionPaused (ValkeyCluster, cluster-controller): the cluster is paused for
 	// maintenance (annotation valkey.io/paused=true): no planned change starts, healing
-	// goes on. The acl-, tls- and backup-controllers read it and hold their rollouts.
+	// goes on. It is there for the other controllers to read too (the acl-, tls- and
+	// backup-controllers do not hold their rollouts on it yet).
 	ConditionPaused = "Paused"
 	// ConditionReconciling (ValkeyCluster, cluster-controller): the same status, reason
 	// and message as Progressing, under the name kstatus (Flux, kpt, cli-utils) reads:

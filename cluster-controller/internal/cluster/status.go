@@ -159,7 +159,7 @@ func pausedCondition(s *scope, gen int64) metav1.Condition {
 		return conditions.New(v1alpha1.ConditionPaused, false, v1alpha1.ReasonNotPaused, "planned changes are applied", gen)
 	}
 	return conditions.New(v1alpha1.ConditionPaused, true, v1alpha1.ReasonPaused,
-		"paused by the "+v1alpha1.AnnotationPaused+" annotation: no roll, scale, live config, ACL or TLS rollout starts; lost members are still replaced", gen)
+		"paused by the "+v1alpha1.AnnotationPaused+" annotation: no roll, scale or live config change starts; lost members are still replaced", gen)
 }
 
 // kstatusConditions are the conditions kstatus (Flux, kpt, cli-utils) reads: Reconciling,
