@@ -16,7 +16,7 @@ export CGO_ENABLED ?= 0
 E2E_LOCK ?= /tmp/valkey-operator-e2e.lock
 
 # Every Go module of the workspace; each builds and tests alone (GOWORK=off).
-MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks localkube hack/devtools e2e
+MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks kubectl-valkey localkube hack/devtools e2e
 # Binaries of the operator, one per controller.
 COMPONENTS := cluster-controller node-controller acl-controller tls-controller backup-controller webhooks
 
@@ -188,6 +188,19 @@ chart-push: chart-package ## Push the chart package to REGISTRY=oci://<registry>
 	@test -n "$(REGISTRY)" || { echo "chart-push: set REGISTRY=oci://<registry>/<path>"; exit 2; }
 	cd localkube && GOWORK=off go run ./cmd/release check-chart-registry --img $(IMG) --registry $(REGISTRY)
 	helm push $(RELEASE)/valkey-operator-$(VERSION).tgz $(REGISTRY) $(HELM_PUSH_FLAGS)
+
+##@ kubectl plugin
+
+PLUGIN_LDFLAGS := -s -w -X github.com/valkey-operator/valkey-operator/kubectl-valkey/internal/plugin.Version=$(VERSION)
+
+.PHONY: kubectl-plugin
+kubectl-plugin: ## Build the kubectl plugin into bin/kubectl-valkey (put it on PATH: kubectl valkey --help)
+	@mkdir -p $(BIN)
+	cd kubectl-valkey && GOWORK=off go build -trimpath -ldflags='$(PLUGIN_LDFLAGS)' -o $(BIN)/kubectl-valkey .
+
+.PHONY: kubectl-plugin-package
+kubectl-plugin-package: ## Package the kubectl plugin for PLATFORMS as krew archives and the krew manifest valkey.yaml in .cache/release/kubectl-valkey/
+	hack/krew-package.sh $(RELEASE)/kubectl-valkey $(VERSION) $(PLATFORMS)
 
 ##@ Docker and kind (machines with Docker)
 

@@ -15,10 +15,12 @@ require (
 	github.com/valkey-operator/valkey-operator/api v0.0.0-00010101000000-000000000000
 	github.com/valkey-operator/valkey-operator/localkube v0.0.0-00010101000000-000000000000
 	github.com/valkey-operator/valkey-operator/valkey v0.0.0-00010101000000-000000000000
+	github.com/yuin/gopher-lua v1.1.2
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
+	sigs.k8s.io/cli-utils v0.37.2
 	sigs.k8s.io/controller-runtime v0.25.2
 	sigs.k8s.io/e2e-framework v0.7.0
 	sigs.k8s.io/yaml v1.6.0

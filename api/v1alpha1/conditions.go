@@ -29,6 +29,19 @@ const (
 	// ConditionPodUnschedulable (ValkeyCluster, cluster-controller): a member's pod
 	// cannot be scheduled; the message carries the scheduler's.
 	ConditionPodUnschedulable = "PodUnschedulable"
+	// ConditionPaused (ValkeyCluster, cluster-controller): the cluster is paused for
+	// maintenance (annotation valkey.io/paused=true): no planned change starts, healing
+	// goes on. It is there for the other controllers to read too (the acl-, tls- and
+	// backup-controllers do not hold their rollouts on it yet).
+	ConditionPaused = "Paused"
+	// ConditionReconciling (ValkeyCluster, cluster-controller): the same status, reason
+	// and message as Progressing, under the name kstatus (Flux, kpt, cli-utils) reads:
+	// True while the spec is being applied; False while Stalled.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled (ValkeyCluster, cluster-controller): the operator cannot make
+	// progress until a user acts (a spec that is invalid or changes an immutable field, a
+	// roll blocked, members that cannot run); kstatus reads it as Failed.
+	ConditionStalled = "Stalled"
 	// ConditionACLReady (ValkeyCluster, acl-controller): the aclfile Secret holds the
 	// current users and status.acl names it.
 	ConditionACLReady = "ACLReady"
@@ -125,6 +138,9 @@ const (
 	ReasonScheduled           = "Scheduled"
 	ReasonDeleting            = "Deleting"
 	ReasonImmutableField      = "ImmutableFieldChanged"
+	ReasonPaused              = "Paused"
+	ReasonNotPaused           = "NotPaused"
+	ReasonNotStalled          = "NotStalled"
 
 	// PodReady, StorageReady, ConfigApplied (node-controller).
 	ReasonPodRunning            = "Running"

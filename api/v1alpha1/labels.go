@@ -22,6 +22,35 @@ const (
 	// operator's own users' passwords; its value is any new token (a timestamp).
 	AnnotationRotateSystemPasswords = "valkey.io/rotate-system-passwords"
 
+	// AnnotationPaused on a ValkeyCluster, with the value "true", pauses the cluster for
+	// maintenance: no planned change starts (rolls, scales, live config, ACL and TLS
+	// rollouts), the healing of lost members goes on and deletion still works. The
+	// cluster-controller reports it in the Paused condition, which the other controllers
+	// read. Removing it (or any other value) resumes.
+	AnnotationPaused = "valkey.io/paused"
+
+	// AnnotationRestartedAt on a ValkeyCluster requests a rolling restart of every member
+	// whose pod was built before it: an RFC 3339 time, copied into the members' specs
+	// (ValkeyNodeSpec.RestartedAt), so the cluster-controller rolls them as any change of
+	// the pod, one shard at a time with one failover per shard.
+	AnnotationRestartedAt = "valkey.io/restarted-at"
+
+	// AnnotationFailover on a ValkeyCluster requests a planned failover of one shard:
+	// "<shard>" (the most caught-up replica in sync takes over) or "<shard>/<member>" (that
+	// replica, a ValkeyNode of the shard). The cluster-controller writes the replica it
+	// chose into it when it asks, asks again after a failover that timed out, and removes
+	// it once that replica serves the shard (events Failover, FailoverCompleted) or when it
+	// refuses the request (the event FailoverRefused says why).
+	AnnotationFailover = "valkey.io/failover"
+)
+
+// AnnotationRestartedAtShard is the annotation on a ValkeyCluster that requests a rolling
+// restart of one shard's members (see AnnotationRestartedAt).
+func AnnotationRestartedAtShard(shard int32) string {
+	return AnnotationRestartedAt + "-shard-" + strconv.Itoa(int(shard))
+}
+
+const (
 	// AnnotationRefreshMounts on a member's pod is written by the node-controller while
 	// the tls-controller waits for the pod's mounted certificate to change: updating the
 	// pod makes the kubelet refresh its Secret volumes at once instead of at its next sync.

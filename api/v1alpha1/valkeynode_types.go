@@ -90,6 +90,11 @@ type ValkeyNodeSpec struct {
 	ACLSecretName string `json:"aclSecretName"`
 	// SystemUsersSecretName is the Secret with the operator's users' passwords.
 	SystemUsersSecretName string `json:"systemUsersSecretName"`
+	// RestartedAt is the latest restart requested for this member (the cluster's
+	// valkey.io/restarted-at annotations): the node-controller puts it into the pod's
+	// annotations, so a new value builds a new pod.
+	// +optional
+	RestartedAt string `json:"restartedAt,omitempty"`
 }
 
 // ValkeyNodeStatus is written by several controllers, each owning its own fields.

@@ -46,6 +46,7 @@ func desiredSpec(vc *v1alpha1.ValkeyCluster, s int32) v1alpha1.ValkeyNodeSpec {
 		TerminationGracePeriodSeconds: ptr.To(valkeyconf.GracePeriodSeconds(sp.TerminationGracePeriodSeconds, sp.Config)),
 		ACLSecretName:                 v1alpha1.ACLSecretName(vc.Name),
 		SystemUsersSecretName:         v1alpha1.SystemUsersSecretName(vc.Name),
+		RestartedAt:                   restartedAt(vc.Annotations, s),
 	}
 	if vc.Status.ACL != nil {
 		spec.ACLSecretName = vc.Status.ACL.SecretName

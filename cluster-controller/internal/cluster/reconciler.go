@@ -45,7 +45,7 @@ const (
 	requeueNameConflict = 10 * time.Second
 )
 
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch;update
@@ -168,7 +168,8 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	phases := []struct {
 		name string
 		fn   func(context.Context, *scope) (time.Duration, error)
-		// planned: a change the spec asks for, held while the spec is invalid.
+		// planned: a change the spec asks for, held while the spec is invalid or the
+		// cluster is paused.
 		planned bool
 	}{
 		{"services", r.reconcileServices, false},
@@ -183,12 +184,13 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 		{"replicas", r.reconcileReplicas, false},
 		{"heal", r.reconcileHeal, false},
 		{"forget", r.reconcileStrangers, false},
+		{"failover request", r.reconcileFailoverRequest, false},
 		{"config", r.reconcileLiveConfig, true},
 		{"roll", r.reconcileRoll, true},
 		{"scale", r.reconcileScale, true},
 	}
 	for _, p := range phases {
-		if p.planned && s.healOnly {
+		if p.planned && (s.healOnly || s.paused) {
 			continue
 		}
 		wait, err := p.fn(ctx, s)

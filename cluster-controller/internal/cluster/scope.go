@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -37,6 +38,10 @@ type scope struct {
 	// healOnly: the spec is invalid and vc holds the last applied one, which the pass
 	// heals the cluster to; nothing planned (a roll, a scale, live config) starts.
 	healOnly bool
+	// paused: the cluster is paused (valkey.io/paused); like healOnly, vc holds the last
+	// applied spec and nothing planned starts. pending says the cluster's own spec differs
+	// from it: a change waits for the resume.
+	paused, pending bool
 	// within, when set, is the latest the next pass should come: a phase that waits
 	// without stopping the pass (a member handing over) says how soon it wants to look
 	// again.
@@ -73,6 +78,15 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 		eff := vc.DeepCopy()
 		eff.Spec = *vc.Status.AppliedSpec.DeepCopy()
 		s.vc, s.healOnly = eff, true
+	}
+	if paused(vc) {
+		s.paused = true
+		if !s.healOnly && vc.Status.AppliedSpec != nil {
+			eff := vc.DeepCopy()
+			eff.Spec = *vc.Status.AppliedSpec.DeepCopy()
+			s.pending = !equality.Semantic.DeepEqual(eff.Spec, vc.Spec)
+			s.vc = eff
+		}
 	}
 	s.cred, s.credErr = valkeyconn.ForCluster(ctx, r.Client, vc)
 	var members []*member

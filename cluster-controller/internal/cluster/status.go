@@ -33,6 +33,7 @@ var clusterConditionTypes = []string{
 	v1alpha1.ConditionReady, v1alpha1.ConditionProgressing, v1alpha1.ConditionDegraded,
 	v1alpha1.ConditionClusterFormed, v1alpha1.ConditionSlotsAssigned,
 	v1alpha1.ConditionConfigurationWarning, v1alpha1.ConditionPodUnschedulable, v1alpha1.ConditionInvalidSpec,
+	v1alpha1.ConditionPaused, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled,
 }
 
 // memberStatus holds the ValkeyNode status fields this controller owns.
@@ -90,6 +91,10 @@ func (r *Reconciler) warnOnTransitions(s *scope, next []metav1.Condition) {
 			r.event(s.vc, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionTrue:
 			r.event(s.vc, nil, eventNormal, "Ready", "Observe", "%s", c.Message)
+		case c.Type == v1alpha1.ConditionPaused && c.Status == metav1.ConditionTrue:
+			r.event(s.vc, nil, eventNormal, "Paused", "Pause", "%s", c.Message)
+		case c.Type == v1alpha1.ConditionPaused && old != nil && old.Status == metav1.ConditionTrue:
+			r.event(s.vc, nil, eventNormal, "Resumed", "Pause", "the cluster is resumed: planned changes start again")
 		}
 	}
 }
@@ -98,14 +103,15 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	vc := s.vc
 	gen := vc.Generation
 	st := clusterStatus{ObservedGeneration: vc.Status.ObservedGeneration, AppliedSpec: vc.Status.AppliedSpec}
-	if runErr == nil && s.mayAct() {
+	if runErr == nil && s.mayAct() && !s.pending {
+		// A paused cluster whose spec changed has not acted on it: its generation waits.
 		st.ObservedGeneration = gen
 		st.AppliedSpec = vc.Spec.DeepCopy()
 	}
 	st.Shards = shardStatuses(s)
 	st.ReadyShards = s.shardsReady()
 	ready := s.credErr == nil && s.ready()
-	applied := ready && s.mayAct() && runErr == nil && s.applied()
+	applied := ready && s.mayAct() && runErr == nil && s.applied() && !s.pending
 	degraded := degradedCondition(s, gen)
 
 	progressing := conditions.New(v1alpha1.ConditionProgressing, false, v1alpha1.ReasonReconciled, "the cluster is as the spec asks", gen)
@@ -122,6 +128,8 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 			reason, msg = v1alpha1.ReasonWaitingForACL, "waiting for the acl-controller to publish the operator's credentials"
 		case runErr != nil:
 			reason, msg = v1alpha1.ReasonReconcileError, runErr.Error()
+		case reason == "" && s.paused && ready:
+			reason, msg = v1alpha1.ReasonPaused, "the cluster is paused ("+v1alpha1.AnnotationPaused+"): planned changes wait until it is resumed"
 		case reason == "":
 			reason, msg = v1alpha1.ReasonWaitingForSync, fmt.Sprintf("%d of %d shards ready", st.ReadyShards, s.shards())
 		}
@@ -137,10 +145,43 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	st.Conditions = []metav1.Condition{
 		readyCond, progressing, degraded, formedCondition(s, gen), slotsCondition(s, gen),
 		graceCondition(vc, gen), unschedulableCondition(s, gen), s.guard.Condition,
+		pausedCondition(s, gen),
 	}
 	st.State = clusterState(s, applied, degraded)
 	holdForRestore(vc, &st)
+	st.Conditions = append(st.Conditions, kstatusConditions(*conditions.Get(st.Conditions, v1alpha1.ConditionProgressing),
+		*conditions.Get(st.Conditions, v1alpha1.ConditionReady), st.State, gen)...)
 	return st
+}
+
+// pausedCondition reports the valkey.io/paused annotation: what holds and what goes on.
+func pausedCondition(s *scope, gen int64) metav1.Condition {
+	if !s.paused {
+		return conditions.New(v1alpha1.ConditionPaused, false, v1alpha1.ReasonNotPaused, "planned changes are applied", gen)
+	}
+	return conditions.New(v1alpha1.ConditionPaused, true, v1alpha1.ReasonPaused,
+		"paused by the "+v1alpha1.AnnotationPaused+" annotation: no roll, scale or live config change starts; lost members are still replaced", gen)
+}
+
+// kstatusConditions are the conditions kstatus (Flux, kpt, cli-utils) reads: Reconciling,
+// the same as Progressing unless stalled, and Stalled, True when nothing moves until a user acts (the
+// spec is invalid or changes a field that cannot change, a roll is blocked, or members
+// cannot run and the cluster is not Ready).
+func kstatusConditions(progressing, ready metav1.Condition, state v1alpha1.ClusterState, gen int64) []metav1.Condition {
+	reconciling := progressing
+	reconciling.Type = v1alpha1.ConditionReconciling
+	stalled := conditions.New(v1alpha1.ConditionStalled, false, v1alpha1.ReasonNotStalled, "the operator can apply the spec", gen)
+	switch {
+	case state == v1alpha1.StateInvalid, progressing.Reason == v1alpha1.ReasonRollBlocked:
+		stalled = conditions.New(v1alpha1.ConditionStalled, true, progressing.Reason, progressing.Message, gen)
+	case state == v1alpha1.StateFailed:
+		stalled = conditions.New(v1alpha1.ConditionStalled, true, ready.Reason, ready.Message, gen)
+	}
+	if stalled.Status == metav1.ConditionTrue {
+		// Nothing moves: kstatus reads the first of Reconciling and Stalled that is True.
+		reconciling = conditions.New(v1alpha1.ConditionReconciling, false, stalled.Reason, stalled.Message, gen)
+	}
+	return []metav1.Condition{reconciling, stalled}
 }
 
 func clusterState(s *scope, ready bool, degraded metav1.Condition) v1alpha1.ClusterState {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -411,5 +412,48 @@ func TestComputeMemberStatus(t *testing.T) {
 				t.Errorf("Synced = %s\nwant      %s", got, c.synced)
 			}
 		})
+	}
+}
+
+func TestKstatusConditions(t *testing.T) {
+	prog := func(status bool, reason string) metav1.Condition {
+		return conditions.New(v1alpha1.ConditionProgressing, status, reason, "msg "+reason, 4)
+	}
+	ready := conditions.New(v1alpha1.ConditionReady, false, v1alpha1.ReasonImagePullBackOff, "2 members cannot pull", 4)
+	for _, c := range []struct {
+		name                 string
+		progressing          metav1.Condition
+		state                v1alpha1.ClusterState
+		reconciling, stalled metav1.ConditionStatus
+		reason               string
+	}{
+		{"rolling", prog(true, v1alpha1.ReasonRolling), v1alpha1.StateUpdating, metav1.ConditionTrue, metav1.ConditionFalse, v1alpha1.ReasonRolling},
+		{"applied", prog(false, v1alpha1.ReasonReconciled), v1alpha1.StateReady, metav1.ConditionFalse, metav1.ConditionFalse, v1alpha1.ReasonReconciled},
+		{"roll blocked", prog(true, v1alpha1.ReasonRollBlocked), v1alpha1.StateUpdating, metav1.ConditionFalse, metav1.ConditionTrue, v1alpha1.ReasonRollBlocked},
+		{"invalid", prog(false, v1alpha1.ReasonInvalid), v1alpha1.StateInvalid, metav1.ConditionFalse, metav1.ConditionTrue, v1alpha1.ReasonInvalid},
+		{"members cannot run", prog(true, v1alpha1.ReasonImagePullBackOff), v1alpha1.StateFailed, metav1.ConditionFalse, metav1.ConditionTrue, v1alpha1.ReasonImagePullBackOff},
+	} {
+		got := kstatusConditions(c.progressing, ready, c.state, 4)
+		if got[0].Type != v1alpha1.ConditionReconciling || got[1].Type != v1alpha1.ConditionStalled {
+			t.Fatalf("%s: types %s, %s", c.name, got[0].Type, got[1].Type)
+		}
+		if got[0].Status != c.reconciling || got[1].Status != c.stalled || got[0].Reason != c.reason || got[0].ObservedGeneration != 4 {
+			t.Errorf("%s: Reconciling %s %s, Stalled %s %s; want Reconciling %s %s, Stalled %s",
+				c.name, got[0].Status, got[0].Reason, got[1].Status, got[1].Reason, c.reconciling, c.reason, c.stalled)
+		}
+	}
+}
+
+func TestParseFailoverRequest(t *testing.T) {
+	for in, want := range map[string]failoverRequest{"1": {shard: 1}, " 2/vk-abcde ": {shard: 2, member: "vk-abcde"}, "0/": {shard: 0}} {
+		got, err := parseFailoverRequest(in)
+		if err != nil || got != want {
+			t.Errorf("parseFailoverRequest(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "x", "-1", "1x/vk"} {
+		if _, err := parseFailoverRequest(in); err == nil {
+			t.Errorf("parseFailoverRequest(%q) accepted", in)
+		}
 	}
 }

@@ -62,7 +62,38 @@ func diffSpec(have, want v1alpha1.ValkeyNodeSpec, v valkey.Version) specDiff {
 			d.fields = append(d.fields, f.name)
 		}
 	}
+	if restartRequested(have.RestartedAt, want.RestartedAt) {
+		d.roll = true
+		d.fields = append(d.fields, "RestartedAt")
+	}
 	return d
+}
+
+// restartRequested reports whether a restart requested at want is later than the one
+// the member's pod was built for (have): an older or removed request rolls nothing.
+func restartRequested(have, want string) bool {
+	w, err := time.Parse(time.RFC3339, want)
+	if err != nil {
+		return false
+	}
+	h, err := time.Parse(time.RFC3339, have)
+	return err != nil || w.After(h)
+}
+
+// restartedAt is the latest restart the cluster's annotations request for shard sh
+// (valkey.io/restarted-at for every shard, valkey.io/restarted-at-shard-N for one), in
+// RFC 3339, or "" for none; a value that is no RFC 3339 time is ignored.
+func restartedAt(annotations map[string]string, sh int32) string {
+	var latest time.Time
+	for _, key := range []string{v1alpha1.AnnotationRestartedAt, v1alpha1.AnnotationRestartedAtShard(sh)} {
+		if t, err := time.Parse(time.RFC3339, annotations[key]); err == nil && t.After(latest) {
+			latest = t
+		}
+	}
+	if latest.IsZero() {
+		return ""
+	}
+	return latest.UTC().Format(time.RFC3339)
 }
 
 // podShapingFields are the ValkeyNodeSpec fields whose change needs a new pod, by path (a

@@ -165,6 +165,8 @@ var (
 		{"TLSSecretName", func(s *v1alpha1.ValkeyNodeSpec) { s.TLSSecretName = "vk-tls" }},
 		{"ACLSecretName", func(s *v1alpha1.ValkeyNodeSpec) { s.ACLSecretName = "vk-acl-2" }},
 		{"SystemUsersSecretName", func(s *v1alpha1.ValkeyNodeSpec) { s.SystemUsersSecretName = "vk-system-users-2" }},
+		// A restart requested later than the member's pod (kubectl valkey restart).
+		{"RestartedAt", func(s *v1alpha1.ValkeyNodeSpec) { s.RestartedAt = "2026-12-01T17:00:00Z" }},
 	}
 	// liveFields are applied on the running server or volume: diffSpec reports live only.
 	// Config is live key by key: a key the server does not take with CONFIG SET rolls
@@ -220,6 +222,8 @@ func TestNodeSpecFieldsClassified(t *testing.T) {
 	for _, f := range podShapingFields {
 		shaping = append(shaping, f.path)
 	}
+	// RestartedAt rolls only when it is later than the member's (restartRequested).
+	shaping = append(shaping, "RestartedAt")
 	var rolled []string
 	for _, c := range rolledFields {
 		rolled = append(rolled, c.path)
@@ -272,4 +276,35 @@ func hasPrefix(set map[string]string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+func TestRestartedAt(t *testing.T) {
+	ann := map[string]string{
+		v1alpha1.AnnotationRestartedAt:         "2026-12-01T10:00:00Z",
+		v1alpha1.AnnotationRestartedAtShard(1): "2026-12-01T11:00:00+01:00", // 10:00 UTC: not later
+		v1alpha1.AnnotationRestartedAtShard(2): "2026-12-01T12:00:00Z",
+		v1alpha1.AnnotationRestartedAtShard(3): "yesterday",
+	}
+	for sh, want := range map[int32]string{0: "2026-12-01T10:00:00Z", 1: "2026-12-01T10:00:00Z", 2: "2026-12-01T12:00:00Z", 3: "2026-12-01T10:00:00Z"} {
+		if got := restartedAt(ann, sh); got != want {
+			t.Errorf("shard %d: restartedAt = %q, want %q", sh, got, want)
+		}
+	}
+	if got := restartedAt(nil, 0); got != "" {
+		t.Errorf("no annotation: restartedAt = %q, want none", got)
+	}
+	for _, c := range []struct {
+		have, want string
+		roll       bool
+	}{
+		{"", "2026-12-01T10:00:00Z", true},
+		{"2026-12-01T09:00:00Z", "2026-12-01T10:00:00Z", true},
+		{"2026-12-01T10:00:00Z", "2026-12-01T10:00:00Z", false},
+		{"2026-12-01T11:00:00Z", "2026-12-01T10:00:00Z", false}, // an older request
+		{"2026-12-01T10:00:00Z", "", false},                     // the annotation removed
+	} {
+		if got := restartRequested(c.have, c.want); got != c.roll {
+			t.Errorf("restartRequested(%q, %q) = %v, want %v", c.have, c.want, got, c.roll)
+		}
+	}
 }

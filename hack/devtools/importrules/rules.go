@@ -47,6 +47,8 @@ var Rules = []Rule{
 	{Module: "backup-controller", May: controllers, Why: "controllers talk only through status"},
 	{Module: "webhooks", May: []string{"api", "valkeyconf", "internal"},
 		Why: "admission needs the API and its rules, never a controller or a Valkey connection"},
+	{Module: "kubectl-valkey", May: []string{"api"}, Never: []string{"github.com/redis/rueidis", Repo + "/valkey"},
+		Why: "the plugin acts through the API (requests the controllers carry out), never on a server itself"},
 	{Module: "localkube", Why: "the local Kubernetes and image builder are independent of the operator"},
 	{Module: "hack/devtools", May: []string{"valkeyconf"}, Why: "the doc generator reads the config tables"},
 	{Module: "e2e", May: []string{"*"}, Why: "the suites may drive and inspect everything"},

@@ -132,6 +132,10 @@ func buildPodTemplate(vn *v1alpha1.ValkeyNode, configHash string) (corev1.PodTem
 		},
 		Spec: spec,
 	}
+	if vn.Spec.RestartedAt != "" {
+		// A restart requested by a user (kubectl valkey restart): a new value is a new pod.
+		tmpl.Annotations[v1alpha1.AnnotationRestartedAt] = vn.Spec.RestartedAt
+	}
 	hash, err := hashJSON(tmpl)
 	if err != nil {
 		return corev1.PodTemplateSpec{}, fmt.Errorf("hash pod template: %w", err)

@@ -69,6 +69,7 @@
   verbs:
   - get
   - list
+  - patch
   - watch
 - apiGroups:
   - valkey.io

@@ -1,0 +1,170 @@
+package plugin
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+)
+
+var now = time.Date(2026, 12, 1, 17, 0, 0, 0, time.UTC)
+
+func cond(t, status, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: t, Status: metav1.ConditionStatus(status), Reason: reason, Message: msg,
+		LastTransitionTime: metav1.NewTime(now.Add(-2 * time.Minute))}
+}
+
+func member(name string, shard int32, role v1alpha1.Role, synced metav1.Condition) v1alpha1.ValkeyNode {
+	n := v1alpha1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+	n.Spec.ShardIndex, n.Spec.Revision = shard, 1
+	n.Status = v1alpha1.ValkeyNodeStatus{PodName: name + "-0", PodIP: "10.0.0.1", Role: role, Version: "8.0.1", Revision: 1,
+		Lifecycle: v1alpha1.LifecycleActive, Conditions: []metav1.Condition{cond(v1alpha1.ConditionPodReady, "True", "Running", ""), synced}}
+	return n
+}
+
+func TestRender(t *testing.T) {
+	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "vk", Namespace: "ns", Generation: 3}}
+	vc.Spec.Shards, vc.Spec.ReplicasPerShard = 2, ptr.To[int32](1)
+	vc.Status = v1alpha1.ValkeyClusterStatus{State: v1alpha1.StateUpdating, ReadyShards: 2, ObservedGeneration: 3,
+		Shards: []v1alpha1.ShardStatus{{Index: 0, Primary: "vk-aaaaa", Slots: []string{"0-8191"}}, {Index: 1, Primary: "vk-ccccc", Slots: []string{"8192-16383"}}},
+		Conditions: []metav1.Condition{
+			cond(v1alpha1.ConditionDegraded, "False", "ClusterReady", "every shard has its primary"),
+			cond(v1alpha1.ConditionProgressing, "True", "Rolling", "shard 0: waiting for successor vk-eeeee to sync"),
+			cond(v1alpha1.ConditionReady, "True", "ClusterReady", "2 shards with 1 replicas each serve all 16384 slots"),
+		}}
+	v := &clusterView{vc: vc, maxEvents: 1, nodes: []v1alpha1.ValkeyNode{
+		member("vk-ddddd", 1, v1alpha1.RoleReplica, cond(v1alpha1.ConditionSynced, "False", v1alpha1.ReasonLinkDown, "")),
+		member("vk-ccccc", 1, v1alpha1.RolePrimary, cond(v1alpha1.ConditionSynced, "True", v1alpha1.ReasonIsPrimary, "")),
+		member("vk-bbbbb", 0, v1alpha1.RoleReplica, cond(v1alpha1.ConditionSynced, "True", v1alpha1.ReasonSynced, "")),
+		member("vk-aaaaa", 0, v1alpha1.RolePrimary, cond(v1alpha1.ConditionSynced, "True", v1alpha1.ReasonIsPrimary, "")),
+	}, events: []eventsv1.Event{
+		{Reason: "MemberCreated", Type: "Normal", Note: "created member vk-eeeee", EventTime: metav1.NewMicroTime(now.Add(-time.Minute)),
+			Regarding: corev1.ObjectReference{Kind: "ValkeyCluster", Name: "vk"}},
+		{Reason: "Old", Type: "Normal", Note: "older", EventTime: metav1.NewMicroTime(now.Add(-time.Hour)),
+			Regarding: corev1.ObjectReference{Kind: "ValkeyCluster", Name: "vk"}},
+	}}
+	var b bytes.Buffer
+	render(&b, v, now)
+	out := b.String()
+	for _, want := range []string{
+		"ValkeyCluster ns/vk  state Updating  shards 2/2 ready  replicas per shard 1  paused no",
+		"0      vk-aaaaa  primary  Active     0-8191      -          vk-aaaaa-0",
+		"0      vk-bbbbb  replica  Active     -           in sync",
+		"1      vk-ddddd  replica  Active     -           link down",
+		"Progressing  True    Rolling",
+		"MemberCreated",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "Ready ") > strings.Index(out, "Progressing ") {
+		t.Errorf("Ready is not the first condition:\n%s", out)
+	}
+	if strings.Contains(out, "older") {
+		t.Errorf("more events than asked for:\n%s", out)
+	}
+	if strings.Index(out, "vk-ccccc") > strings.Index(out, "vk-ddddd") {
+		t.Errorf("the primary of shard 1 is not listed first:\n%s", out)
+	}
+}
+
+func TestCLIPodKeepsThePasswordOutOfItsArguments(t *testing.T) {
+	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "vk", Namespace: "ns", UID: "u1"}}
+	vc.Spec.Users = []v1alpha1.UserSpec{
+		{Name: "app", PasswordSecret: &v1alpha1.PasswordSecretRef{Name: "app-pw", Keys: []string{"current", "next"}}},
+		{Name: "guest", NoPass: true},
+	}
+	pod, err := cliPod(vc, "app", "", []string{"GET", "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pod.Spec.Containers[0]
+	if got := strings.Join(append(c.Command, c.Args...), " "); got != "valkey-cli -c -h vk.ns.svc -p 6379 --user app GET k" {
+		t.Errorf("command = %q", got)
+	}
+	var refs int
+	for _, e := range c.Env {
+		if e.Value != "" && e.Name != "HOME" {
+			t.Errorf("env %s has a literal value", e.Name)
+		}
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			if r := e.ValueFrom.SecretKeyRef; r.Name != "app-pw" || r.Key != "current" {
+				t.Errorf("env %s from %s/%s, want app-pw/current", e.Name, r.Name, r.Key)
+			}
+			refs++
+		}
+	}
+	if refs == 0 {
+		t.Error("no password from the Secret in the environment")
+	}
+	if c.TTY || c.Stdin {
+		t.Error("a pod with a command is interactive")
+	}
+	if len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].UID != "u1" {
+		t.Errorf("owner references = %v, want the cluster", pod.OwnerReferences)
+	}
+
+	pod, err = cliPod(vc, "_operator", "img", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = pod.Spec.Containers[0]
+	if !c.TTY || !c.Stdin || c.Image != "img" {
+		t.Errorf("interactive pod: tty %v stdin %v image %s", c.TTY, c.Stdin, c.Image)
+	}
+	if r := c.Env[1].ValueFrom.SecretKeyRef; r.Name != "vk-system-users" || r.Key != "_operator" {
+		t.Errorf("system user's password from %s/%s", r.Name, r.Key)
+	}
+
+	pod, err = cliPod(vc, "guest", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pod.Spec.Containers[0].Env) != 1 {
+		t.Errorf("a nopass user gets %v", pod.Spec.Containers[0].Env)
+	}
+	if _, err := cliPod(vc, "nobody", "", nil); err == nil {
+		t.Error("an unknown user is accepted")
+	}
+
+	vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "mine"}}
+	pod, _ = cliPod(vc, "app", "", nil)
+	if args := strings.Join(pod.Spec.Containers[0].Args, " "); !strings.Contains(args, "--tls --cacert /etc/valkey/tls/ca.crt") {
+		t.Errorf("TLS args = %s", args)
+	}
+	if pod.Spec.Volumes[1].Secret.SecretName != "vk-tls-accepted" {
+		t.Errorf("CA from %s, want the accepted copy", pod.Spec.Volumes[1].Secret.SecretName)
+	}
+}
+
+func TestRestartProgress(t *testing.T) {
+	at := now
+	mk := func(shard int32, restarted string, rev, running int64, leaving bool) v1alpha1.ValkeyNode {
+		n := v1alpha1.ValkeyNode{}
+		n.Spec.ShardIndex, n.Spec.RestartedAt, n.Spec.Revision, n.Status.Revision = shard, restarted, rev, running
+		if leaving {
+			n.DeletionTimestamp = &metav1.Time{Time: now}
+		}
+		return n
+	}
+	nodes := []v1alpha1.ValkeyNode{
+		mk(0, "2026-12-01T17:00:00Z", 1, 1, false), // a successor
+		mk(0, "2026-12-01T17:00:00Z", 3, 2, false), // restarting in place
+		mk(0, "", 1, 1, true),                      // an old member leaving
+		mk(1, "", 1, 1, false),
+	}
+	if d, tot, l := restartProgress(nodes, 0, at); d != 1 || tot != 2 || l != 1 {
+		t.Errorf("shard 0: %d of %d, %d leaving; want 1 of 2, 1 leaving", d, tot, l)
+	}
+	if d, tot, _ := restartProgress(nodes, -1, at); d != 1 || tot != 3 {
+		t.Errorf("all shards: %d of %d; want 1 of 3", d, tot)
+	}
+}
