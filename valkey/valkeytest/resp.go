@@ -150,19 +150,45 @@ func (d *decoder) mapping(l string, depth int) (any, error) {
 // with HELLO (protocol 2 or 3), and returns the exact bytes of the reply. It
 // lets tests capture real server output for parser seeds.
 func RawReply(addr, user, password string, protocol int, args ...string) ([]byte, error) {
+	c, err := DialRaw(addr, user, password, protocol, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.Do(args...)
+}
+
+// RawConn is a plain connection that sends commands as raw RESP and returns the exact
+// bytes of each reply: a client with no library sending anything of its own.
+type RawConn struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// DialRaw connects and logs in with HELLO (protocol 2 or 3). A deadline other than zero
+// bounds the connection's whole life.
+func DialRaw(addr, user, password string, protocol int, deadline time.Duration) (*RawConn, error) {
 	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-	r := bufio.NewReader(conn)
-	hello := []string{"HELLO", strconv.Itoa(protocol), "AUTH", user, password}
-	if _, err := roundTrip(conn, r, hello); err != nil {
+	if deadline > 0 {
+		_ = conn.SetDeadline(time.Now().Add(deadline))
+	}
+	c := &RawConn{conn: conn, r: bufio.NewReader(conn)}
+	if _, err := c.Do("HELLO", strconv.Itoa(protocol), "AUTH", user, password); err != nil {
+		conn.Close()
 		return nil, fmt.Errorf("hello: %w", err)
 	}
-	return roundTrip(conn, r, args)
+	return c, nil
 }
+
+// Do sends one command and returns its reply; an error reply is returned as the error
+// too.
+func (c *RawConn) Do(args ...string) ([]byte, error) { return roundTrip(c.conn, c.r, args) }
+
+// Close closes the connection.
+func (c *RawConn) Close() error { return c.conn.Close() }
 
 func roundTrip(w io.Writer, r *bufio.Reader, args []string) ([]byte, error) {
 	var cmd bytes.Buffer

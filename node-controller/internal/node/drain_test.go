@@ -1,10 +1,7 @@
 package node
 
 import (
-	"bufio"
 	"context"
-	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -69,38 +66,24 @@ func TestDrainClients(t *testing.T) {
 	stopPing()
 }
 
-// respConn is a raw RESP connection, logged in as the test server's admin: an
-// application's connection, with no library sending anything of its own.
-type respConn struct {
-	c net.Conn
-	r *bufio.Reader
-}
+// respConn is an application's connection: raw RESP as the test server's admin, with no
+// library sending anything of its own.
+type respConn struct{ c *valkeytest.RawConn }
 
 func rawConn(t *testing.T, s *valkeytest.Server) *respConn {
 	t.Helper()
-	c, err := net.Dial("tcp", s.Addr())
+	c, err := valkeytest.DialRaw(s.Addr(), valkeytest.AdminUser, s.AdminPassword, 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	rc := &respConn{c: c, r: bufio.NewReader(c)}
-	rc.do(t, "AUTH", valkeytest.AdminUser, s.AdminPassword)
-	return rc
+	return &respConn{c: c}
 }
 
-// do sends one command and reads its one-line reply.
+// do sends one command; an error reply fails the test.
 func (rc *respConn) do(t *testing.T, args ...string) {
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := rc.c.Write([]byte(b.String())); err != nil {
-		t.Error(err)
-		return
-	}
-	if line, err := rc.r.ReadString('\n'); err != nil || strings.HasPrefix(line, "-") {
-		t.Errorf("%s: %q %v", args[0], line, err)
+	if reply, err := rc.c.Do(args...); err != nil {
+		t.Errorf("%s: %q %v", args[0], reply, err)
 	}
 }
 
