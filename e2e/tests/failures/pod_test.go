@@ -19,8 +19,8 @@ func TestPrimaryPodDeletedOn91(t *testing.T) { testPrimaryPodDeleted(t, 9, 1) }
 
 // testPrimaryPodDeleted deletes a primary's pod as kubectl delete does (the default
 // grace period): the primary hands its slots to its replica before it stops (the preStop
-// hook on 8.x, shutdown-on-sigterm failover on 9.x), so clients see one planned
-// failover, shorter than an unplanned one, and no acknowledged write is lost.
+// hook on every version; on 9.x shutdown-on-sigterm failover would too), so clients see
+// one planned failover, shorter than an unplanned one, and no acknowledged write is lost.
 func testPrimaryPodDeleted(t *testing.T, major, minor int) {
 	f := framework.NewFeature(suite, fmt.Sprintf("primary pod deleted on %d.%d", major, minor)).
 		Assess("one planned failover, no acknowledged write lost, redundancy back", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {

@@ -24,9 +24,9 @@ func TestDrainDeployment(t *testing.T) { testDrain(t, 8, 0, v1alpha1.WorkloadDep
 func TestDrainPod(t *testing.T)        { testDrain(t, 8, 0, v1alpha1.WorkloadPod) }
 
 // testDrain drains the Kubernetes node that holds a primary: each primary on it hands its
-// slots to a replica in sync as its pod stops (the preStop hook on 8.x, Valkey's own
-// shutdown-on-sigterm failover on 9.x): one failover per primary there, no acknowledged
-// write lost. kubectl drain evicts through the PodDisruptionBudgets, so it completes only
+// slots to a replica in sync as its pod stops (the preStop hook on every version; on 9.x
+// Valkey's own shutdown-on-sigterm failover would too): one failover per primary there,
+// no acknowledged write lost. kubectl drain evicts through the PodDisruptionBudgets, so it completes only
 // if the disruption controller can evaluate them for the workload type.
 func testDrain(t *testing.T, major, minor int, workload v1alpha1.WorkloadType) {
 	f := framework.NewFeature(suite, fmt.Sprintf("drain of a primary's node on %d.%d (%s)", major, minor, workload)).
