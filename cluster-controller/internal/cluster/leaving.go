@@ -140,19 +140,29 @@ const (
 	kindForced  = "forced"
 )
 
-// failoverPending returns the member of shard sh asked to take over less than the manual
-// failover timeout (plus a margin) ago, if any.
+// failoverPending returns the member of shard sh asked to take over less than its
+// failover window ago, if any.
 func (s *scope) failoverPending(sh int32) *member {
 	for _, m := range s.topo.shards[sh] {
-		if at, ok := failoverRequestedAt(m); ok && s.topo.now.Sub(at) < s.failoverWindow() && !m.isPrimary() {
+		if at, ok := failoverRequestedAt(m); ok && s.topo.now.Sub(at) < s.failoverWindow(m) && !m.isPrimary() {
 			return m // still a replica: the failover has not completed
 		}
 	}
 	return nil
 }
 
-func (s *scope) failoverWindow() time.Duration {
-	return valkeyconf.ManualFailoverTimeout(s.vc.Spec.Config) + 2*time.Second
+// failoverWindow is how long a failover asked of m is awaited before it is reported as
+// timed out and may be asked again: the manual failover timeout plus a margin; for a
+// forced one at least Valkey's election retry time (twice the election timeout of twice
+// the node timeout, at least 2 s), because a replica whose election failed starts no
+// new one sooner, whatever it is asked: asking again would only repeat the request (and
+// its Takeover event) on a node slow to gather the votes.
+func (s *scope) failoverWindow(m *member) time.Duration {
+	w := valkeyconf.ManualFailoverTimeout(s.vc.Spec.Config) + 2*time.Second
+	if m.node.Annotations[annotationFailoverKind] == kindForced {
+		w = max(w, 2*max(2*nodeTimeout(s.vc), 2*time.Second))
+	}
+	return w
 }
 
 func failoverRequestedAt(m *member) (time.Time, bool) {
@@ -206,7 +216,7 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 			continue
 		}
 		completed := m.isPrimary() && len(m.slots()) > 0
-		if !completed && s.topo.now.Sub(at) < s.failoverWindow() {
+		if !completed && s.topo.now.Sub(at) < s.failoverWindow(m) {
 			continue
 		}
 		// The request is closed first, on the version of the member this pass read: a
@@ -227,7 +237,7 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 			continue
 		}
 		log.FromContext(ctx).Info("failover timed out", "member", m.name(), "shard", m.shard())
-		r.event(s.vc, m.node, eventWarning, "FailoverTimedOut", "Failover", "%s did not take over shard %d within %s", m.name(), m.shard(), s.failoverWindow())
+		r.event(s.vc, m.node, eventWarning, "FailoverTimedOut", "Failover", "%s did not take over shard %d within %s", m.name(), m.shard(), s.failoverWindow(m))
 	}
 	return 0, nil
 }

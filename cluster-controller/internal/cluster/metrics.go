@@ -32,6 +32,8 @@ type Metrics struct {
 	// promotions: when each member last took its shard over on the operator's request
 	// (counted as planned or forced), per cluster.
 	promotions map[types.NamespacedName]map[string]time.Time
+	// shards: the shards as this process's last pass over each cluster reported them.
+	shards map[types.NamespacedName][]v1alpha1.ShardStatus
 }
 
 // promotionMemory is how long a promotion on request is remembered: a pass that reads
@@ -118,6 +120,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"namespace", "cluster", "phase"}),
 		clusters:   map[types.NamespacedName]*clusterView{},
 		promotions: map[types.NamespacedName]map[string]time.Time{},
+		shards:     map[types.NamespacedName][]v1alpha1.ShardStatus{},
 	}
 	reg.MustRegister(m.failovers, m.reconcileErrors, m)
 	return m
@@ -165,6 +168,22 @@ func (m *Metrics) withPromotions(key types.NamespacedName, requested map[string]
 	return out
 }
 
+// previousShards returns the shards as the last pass of this process reported them, or
+// fromStatus (the cluster's status as read) when no pass of this process reported any.
+// The status read may lag behind the last pass's write (the cache), and a failover it
+// does not show yet would be counted a second time.
+func (m *Metrics) previousShards(key types.NamespacedName, fromStatus []v1alpha1.ShardStatus) []v1alpha1.ShardStatus {
+	if m == nil {
+		return fromStatus
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if prev, ok := m.shards[key]; ok {
+		return prev
+	}
+	return fromStatus
+}
+
 // reconcileError counts a failed pass of a cluster in the phase that failed.
 func (m *Metrics) reconcileError(key types.NamespacedName, phase string) {
 	if m == nil {
@@ -190,6 +209,11 @@ func (m *Metrics) observe(s *scope, st clusterStatus, ok bool) {
 		v.lastSuccess = s.topo.now
 	}
 	m.clusters[key] = v
+	shards := make([]v1alpha1.ShardStatus, len(st.Shards))
+	for i := range st.Shards {
+		st.Shards[i].DeepCopyInto(&shards[i])
+	}
+	m.shards[key] = shards
 }
 
 // forget removes every series of a cluster that is gone.
@@ -200,6 +224,7 @@ func (m *Metrics) forget(key types.NamespacedName) {
 	m.mu.Lock()
 	delete(m.clusters, key)
 	delete(m.promotions, key)
+	delete(m.shards, key)
 	m.mu.Unlock()
 	l := prometheus.Labels{"namespace": key.Namespace, "cluster": key.Name}
 	m.failovers.DeletePartialMatch(l)
@@ -336,7 +361,7 @@ func b2f(b bool) float64 {
 }
 
 // electedFailovers lists the shards whose primary changed since the previous pass's
-// status to a member that was its replica then, without the operator having asked that
+// report to a member that was its replica then, without the operator having asked that
 // member to take over (no failover request on it when this pass began).
 func electedFailovers(prev []v1alpha1.ShardStatus, s *scope, requested map[string]bool) []int32 {
 	var out []int32

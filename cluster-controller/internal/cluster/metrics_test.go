@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -243,5 +244,35 @@ func TestElectedFailovers(t *testing.T) {
 	}
 	if got := electedFailovers(prev, s, m.withPromotions(key, nil, t0.Add(2*promotionMemory))); !slices.Equal(got, []int32{0}) {
 		t.Errorf("elected failovers long after the planned promotion = %v, want [0]", got)
+	}
+}
+
+// A pass that reads the status of before the previous pass's write (the cache lags) sees
+// the failover that pass counted: it is compared with what that pass reported instead.
+func TestElectedFailoverCountedOnceWhenTheStatusLags(t *testing.T) {
+	vc := cluster(nil)
+	key := client.ObjectKeyFromObject(vc)
+	stale := []v1alpha1.ShardStatus{
+		{Index: 0, Primary: "a2", Replicas: []string{"a"}},
+		{Index: 1, Primary: "b", Replicas: []string{"b2"}},
+		{Index: 2, Primary: "c", Replicas: []string{"c2"}},
+	}
+	m := NewMetrics(prometheus.NewRegistry())
+	if got := m.previousShards(key, stale); !equality.Semantic.DeepEqual(got, stale) {
+		t.Fatalf("previous shards before any pass = %v, want the status's", got)
+	}
+	s := scopeFor(t, vc, healthyThreeByOne())
+	if got := electedFailovers(m.previousShards(key, stale), s, nil); !slices.Equal(got, []int32{0}) {
+		t.Fatalf("first pass after the failover: elected = %v, want [0]", got)
+	}
+	m.observe(s, computeClusterStatus(s, nil), true)
+
+	again := scopeFor(t, vc, healthyThreeByOne())
+	if got := electedFailovers(m.previousShards(key, stale), again, nil); len(got) != 0 {
+		t.Errorf("next pass reading the stale status: elected = %v, want none", got)
+	}
+	m.forget(key)
+	if got := m.previousShards(key, stale); !equality.Semantic.DeepEqual(got, stale) {
+		t.Errorf("previous shards of a forgotten cluster = %v, want the status's", got)
 	}
 }

@@ -123,7 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// The shards as the previous pass reported them (writing the status replaces them).
-	prevShards := vc.DeepCopy().Status.Shards
+	prevShards := r.Metrics.previousShards(req.NamespacedName, vc.DeepCopy().Status.Shards)
 	s, err := r.newScope(ctx, vc)
 	if err != nil {
 		r.Metrics.reconcileError(req.NamespacedName, "observe")

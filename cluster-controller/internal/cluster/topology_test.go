@@ -369,9 +369,20 @@ func TestFailoverPendingIsPerShard(t *testing.T) {
 	if s.failoverPending(1) != nil {
 		t.Error("shard 1 has nothing pending")
 	}
-	a2.node.Annotations[annotationFailoverAt] = t0.Add(-s.failoverWindow()).Format(time.RFC3339Nano)
+	a2.node.Annotations[annotationFailoverAt] = t0.Add(-s.failoverWindow(a2)).Format(time.RFC3339Nano)
 	if s.failoverPending(0) != nil {
 		t.Error("an old request no longer blocks")
+	}
+	// A forced failover holds an election: Valkey starts the next one only after its retry
+	// time (4 x the node timeout of 5 s), so the request is not repeated before.
+	a2.node.Annotations[annotationFailoverKind] = kindForced
+	a2.node.Annotations[annotationFailoverAt] = t0.Add(-8 * time.Second).Format(time.RFC3339Nano)
+	if s.failoverPending(0) != a2 {
+		t.Error("a forced failover asked 8 s ago no longer blocks; Valkey retries its election after 20 s")
+	}
+	a2.node.Annotations[annotationFailoverAt] = t0.Add(-20 * time.Second).Format(time.RFC3339Nano)
+	if s.failoverPending(0) != nil {
+		t.Error("a forced failover asked 20 s ago still blocks")
 	}
 	a2.node.Annotations[annotationFailoverAt] = t0.Format(time.RFC3339Nano)
 	a2.self.Primary, a2.self.Replica = true, false
