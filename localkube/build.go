@@ -14,7 +14,8 @@ import (
 var kubeCommands = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl", "kubelet", "kube-proxy"}
 
 // Build compiles the binaries of the local cluster into the cache, once per version:
-// Kubernetes and etcd from hack/k8sbin (the Go module proxy) and CoreDNS with go install.
+// Kubernetes and etcd from hack/k8sbin (the Go module proxy), CoreDNS and the
+// NetworkPolicy engine (kube-network-policies) with go install.
 func Build(ctx context.Context, c Config) error {
 	c, err := c.WithDefaults()
 	if err != nil {
@@ -51,6 +52,19 @@ func Build(ctx context.Context, c Config) error {
 			"install", "-trimpath", "-ldflags=-s -w", "github.com/coredns/coredns@"+CoreDNSVersion); err != nil {
 			return err
 		}
+	}
+	if _, err := os.Stat(c.NetpolBinary()); err != nil {
+		c.Log("building kube-network-policies %s", NetpolVersion)
+		gobin := filepath.Join(filepath.Dir(c.NetpolBinary()), "gobin")
+		if err := c.goCmd(ctx, c.RepoRoot, []string{"GOBIN=" + gobin},
+			"install", "-trimpath", "-ldflags=-s -w", "sigs.k8s.io/kube-network-policies/cmd@"+NetpolVersion); err != nil {
+			return err
+		}
+		// The module's main package is its cmd folder: go install names the binary cmd.
+		if err := os.Rename(filepath.Join(gobin, "cmd"), c.NetpolBinary()); err != nil {
+			return err
+		}
+		_ = os.Remove(gobin)
 	}
 	return nil
 }

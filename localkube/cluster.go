@@ -108,13 +108,20 @@ func (c Config) up(ctx context.Context, self string) error {
 	}); err != nil {
 		return err
 	}
-	if _, err := c.apiserverDaemon(ports[0]).start(logs, pids); err != nil {
+	auditLog, err := c.newAuditLog()
+	if err != nil {
+		return err
+	}
+	if _, err := c.apiserverDaemon(ports[0], auditLog).start(logs, pids); err != nil {
 		return err
 	}
 	if err := c.waitAPIReady(ctx, 90*time.Second); err != nil {
 		return err
 	}
 	phase("kube-apiserver ready")
+	if err := c.startNetpol(ctx); err != nil {
+		return err
+	}
 	for _, d := range []daemon{
 		c.controllerManagerDaemon(ports[2]), c.schedulerDaemon(ports[3]), c.corednsDaemon(),
 		{Name: "provisioner", Args: []string{self, "provisioner", "--cache-dir", c.CacheDir, "--repo-root", c.RepoRoot}},
@@ -137,6 +144,9 @@ func (c Config) writeFiles() error {
 	if err := os.WriteFile(c.path("Corefile"), []byte(c.corefile()), 0o644); err != nil {
 		return err
 	}
+	if err := os.WriteFile(c.path("audit-policy.yaml"), []byte(auditPolicy), 0o644); err != nil {
+		return err
+	}
 	if err := c.writePKI(); err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
@@ -146,6 +156,25 @@ func (c Config) writeFiles() error {
 		}
 	}
 	return nil
+}
+
+// auditKeep is how long audit logs of earlier bring-ups stay in AuditDir.
+const auditKeep = 24 * time.Hour
+
+// newAuditLog is the audit log of this bring-up, named by its start (UTC), in AuditDir;
+// logs older than auditKeep are removed.
+func (c Config) newAuditLog() (string, error) {
+	dir := c.AuditDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > auditKeep {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	return filepath.Join(dir, "kube-apiserver-"+time.Now().UTC().Format("20060102T150405.000Z")+".log"), nil
 }
 
 // checkBinaries fails with the command to run when a binary is missing.

@@ -20,6 +20,9 @@ import (
 const (
 	KubernetesVersion = "v1.37.2"
 	CoreDNSVersion    = "v1.15.0"
+	// NetpolVersion is the NetworkPolicy engine's: sigs.k8s.io/kube-network-policies,
+	// installed with `go install` (docs/security.md says why this one).
+	NetpolVersion = "v0.8.0"
 )
 
 // Network layout. The host holds the bridge and reaches every node and pod through it;
@@ -56,6 +59,9 @@ type Config struct {
 	CacheDir string
 	// Nodes is the number of worker nodes (default 3).
 	Nodes int
+	// NoNetworkPolicy runs no NetworkPolicy engine (LOCALKUBE_NETWORK_POLICY=off): the
+	// cluster then admits every connection, whatever its NetworkPolicies say.
+	NoNetworkPolicy bool
 	// Log receives progress lines.
 	Log func(format string, args ...any)
 }
@@ -80,6 +86,9 @@ func (c Config) WithDefaults() (Config, error) {
 	}
 	if c.Log == nil {
 		c.Log = func(string, ...any) {}
+	}
+	if os.Getenv("LOCALKUBE_NETWORK_POLICY") == "off" {
+		c.NoNetworkPolicy = true
 	}
 	return c, nil
 }
@@ -109,6 +118,15 @@ func (c Config) BinDir() string { return filepath.Join(c.CacheDir, "k8s", Kubern
 func (c Config) CoreDNSBinary() string {
 	return filepath.Join(c.CacheDir, "coredns", CoreDNSVersion, "coredns")
 }
+
+// NetpolBinary is the NetworkPolicy engine's binary, built once per version.
+func (c Config) NetpolBinary() string {
+	return filepath.Join(c.CacheDir, "netpol", NetpolVersion, "kube-network-policies")
+}
+
+// AuditDir holds the API server's audit logs, one file per bring-up; it is outside
+// RunDir, so the logs of a run's suites stay for the RBAC check (docs/security.md).
+func (c Config) AuditDir() string { return filepath.Join(c.CacheDir, "localkube", "audit") }
 
 // RunDir holds everything of a running cluster; local-down deletes it.
 func (c Config) RunDir() string { return filepath.Join(c.CacheDir, "localkube", "run") }

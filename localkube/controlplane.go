@@ -49,7 +49,7 @@ func (c Config) etcdDaemon(client, peer int) daemon {
 		"--unsafe-no-fsync=true", "--log-level=warn"}}
 }
 
-func (c Config) apiserverDaemon(etcdPort int) daemon {
+func (c Config) apiserverDaemon(etcdPort int, auditLog string) daemon {
 	return daemon{Name: "kube-apiserver", Args: []string{c.bin("kube-apiserver"),
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", etcdPort),
 		"--bind-address=" + BridgeIP, "--advertise-address=" + BridgeIP,
@@ -74,10 +74,30 @@ func (c Config) apiserverDaemon(etcdPort int) daemon {
 		// routes to pods but has no kube-proxy for service IPs.
 		"--enable-aggregator-routing=true",
 		"--authorization-mode=Node,RBAC",
+		// Every request of a service account outside kube-system, at Metadata level: the
+		// RBAC check compares what the operator's components used with their rules.
+		"--audit-policy-file=" + c.path("audit-policy.yaml"),
+		"--audit-log-path=" + auditLog,
+		"--audit-log-format=json",
+		"--audit-log-maxsize=200", "--audit-log-maxbackup=1",
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--v=1"}}
 }
+
+// auditPolicy logs the requests of service accounts, except the control plane's own
+// (kube-controller-manager runs its controllers as service accounts of kube-system), at
+// Metadata level: who, verb, resource, namespace and name, never a body.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: None
+  userGroups: ["system:serviceaccounts:kube-system"]
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+- level: None
+`
 
 func (c Config) controllerManagerDaemon(port int) daemon {
 	kc := c.path("kubeconfigs", "controller-manager.kubeconfig")

@@ -61,6 +61,12 @@ func (c Config) waitHealthy(ctx context.Context, timeout time.Duration, phase fu
 			return true, nil
 		}},
 	}
+	if c.enforcesNetworkPolicy() {
+		checks = append(checks, struct {
+			what string
+			fn   func() (bool, error)
+		}{"NetworkPolicy engine", func() (bool, error) { return netpolReady(ctx, cs, c.Nodes) }})
+	}
 	for _, ch := range checks {
 		if err := waitFor(ctx, timeout, 200*time.Millisecond, ch.what, ch.fn); err != nil {
 			return err

@@ -54,6 +54,11 @@ func RunNode(ctx context.Context, c Config, index int) error {
 		return err
 	}
 	logf("images imported in %s", time.Since(t0).Round(time.Millisecond))
+	if !c.NoNetworkPolicy {
+		if err := installNetpolQueue(ctx); err != nil {
+			return err
+		}
+	}
 
 	kubelet, err := startChild(logs, "kubelet", c.bin("kubelet"),
 		"--config="+c.nodeDir(n, "kubelet.yaml"),

@@ -38,6 +38,10 @@ type Config struct {
 	// S3Binary is the path of a static versitygw binary (hack/deps.sh installs it), put
 	// in the S3 server image (S3Ref) of the backup suites. Empty: no S3 image.
 	S3Binary string
+	// NetpolBinary is the path of a static kube-network-policies binary (localkube
+	// build makes it), put in the NetworkPolicy engine's image (NetpolRef). Empty: no
+	// engine image.
+	NetpolBinary string
 	// Refresh downloads the Debian package lists again and re-resolves the
 	// packages, picking up new versions. Without it the network is used only
 	// when a package is missing.

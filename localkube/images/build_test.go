@@ -20,7 +20,7 @@ func TestLocalImages(t *testing.T) {
 	if err := goBuild(ctx, "../cmd/pause", opBin); err != nil { // any static binary does
 		t.Fatal(err)
 	}
-	b, err := newBuilder(Config{CacheDir: cache, OperatorBinaries: map[string]string{"manager": opBin}, S3Binary: opBin, ModuleDir: ".."})
+	b, err := newBuilder(Config{CacheDir: cache, OperatorBinaries: map[string]string{"manager": opBin}, S3Binary: opBin, NetpolBinary: opBin, ModuleDir: ".."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +60,14 @@ func TestLocalImages(t *testing.T) {
 	assertFiles(t, layerFiles(t, img), map[string]byte{"/usr/local/bin/versitygw": tar.TypeReg, "/etc/passwd": tar.TypeReg})
 	if got := repoTags(t, s3.File); !slices.Equal(got, []string{S3Ref}) {
 		t.Errorf("S3 tags %v", got)
+	}
+
+	np := buildSpec(t, b, b.netpolSpec)
+	img = loadImage(t, np.File)
+	assertConfig(t, img, "", nil, []string{"/usr/local/bin/netpol"})
+	assertFiles(t, layerFiles(t, img), map[string]byte{"/usr/local/bin/netpol": tar.TypeReg, "/etc/passwd": tar.TypeReg})
+	if got := repoTags(t, np.File); !slices.Equal(got, []string{NetpolRef}) {
+		t.Errorf("NetworkPolicy engine tags %v", got)
 	}
 
 	// Unchanged inputs: the tarball is reused.

@@ -18,6 +18,7 @@ const (
 	ComponentToolbox  = "toolbox"
 	ComponentOperator = "operator"
 	ComponentS3       = "s3"
+	ComponentNetpol   = "netpol"
 )
 
 // Image is one built image: a docker-archive tarball holding one image under

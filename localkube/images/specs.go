@@ -85,6 +85,13 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 		}
 		specs = append(specs, s3)
 	}
+	if b.c.NetpolBinary != "" {
+		np, err := b.netpolSpec()
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, np)
+	}
 	if len(b.c.OperatorBinaries) > 0 {
 		op, err := b.operatorSpec()
 		if err != nil {

@@ -23,6 +23,9 @@ func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref, s3Binar
 		return err
 	}
 	ic := images.Config{CacheDir: cfg.CacheDir, OperatorRef: ref, S3Binary: s3Binary, Log: cfg.Log}
+	if _, err := os.Stat(cfg.NetpolBinary()); err == nil {
+		ic.NetpolBinary = cfg.NetpolBinary()
+	}
 	if binDir != "" {
 		entries, err := os.ReadDir(binDir)
 		if err != nil {
