@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/e2e/checker"
+	"github.com/valkey-operator/valkey-operator/localkube"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -26,7 +28,8 @@ import (
 const TestUser = "e2e"
 
 // NewValkeyCluster returns a cluster in namespace ns with the suites' test user, for the
-// caller to adjust before Create.
+// caller to adjust before Create. Its NetworkPolicy admits the suites' clients on the host
+// (HostClients) next to the namespace's pods, on the client and exporter ports.
 func NewValkeyCluster(ns, name string, shards, replicas int32) *v1alpha1.ValkeyCluster {
 	return &v1alpha1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -34,8 +37,20 @@ func NewValkeyCluster(ns, name string, shards, replicas int32) *v1alpha1.ValkeyC
 			Shards:           shards,
 			ReplicasPerShard: &replicas,
 			Users:            []v1alpha1.UserSpec{{Name: TestUser, NoPass: true, Permissions: "+@all ~* &*"}},
+			NetworkPolicy: &v1alpha1.NetworkPolicySpec{
+				Clients: append([]networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}, HostClients()...),
+				Metrics: HostClients(),
+			},
 		},
 	}
+}
+
+// HostClients are the peers of the suites' and benchmarks' own clients: they run on the
+// host, which reaches the pods from its address on the local Kubernetes' node bridge
+// (the source address of everything the host sends to a pod). Clusters whose
+// NetworkPolicy leaves them out refuse those clients where the policy is enforced.
+func HostClients() []networkingv1.NetworkPolicyPeer {
+	return []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: localkube.BridgeIP + "/32"}}}
 }
 
 // ClusterReady is a WaitFor condition: the cluster serves (Ready=True) and its current

@@ -5,7 +5,6 @@ package security
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,18 +18,14 @@ import (
 	"github.com/valkey-operator/valkey-operator/e2e/framework"
 )
 
-// networkPolicyEnforced says whether the Kubernetes under test enforces NetworkPolicy.
-// The local Kubernetes runs no policy engine yet (docs/security.md, known gaps), so the
-// test below runs only where E2E_NETWORK_POLICY_ENFORCED=1 says one does.
-func networkPolicyEnforced() bool { return os.Getenv("E2E_NETWORK_POLICY_ENFORCED") == "1" }
-
 // reach runs nc from a toolbox pod of ns to every address: the addresses it connected to.
 func reach(ctx context.Context, t *testing.T, k *framework.Cluster, ns, name string, addrs []string) map[string]bool {
 	t.Helper()
 	var script strings.Builder
 	for _, a := range addrs {
 		host, port, _ := strings.Cut(a, ":")
-		fmt.Fprintf(&script, "if nc -z -w 3 %s %s; then echo open %s; else echo closed %s; fi\n", host, port, a, a)
+		// busybox nc has no -z: -e runs a program once connected, so it exits 0 only then.
+		fmt.Fprintf(&script, "if nc -w 3 %s %s -e true; then echo open %s; else echo closed %s; fi\n", host, port, a, a)
 	}
 	res, err := k.RunToolbox(ctx, framework.ToolboxPod{Namespace: ns, Name: name, Script: script.String()}, 2*time.Minute)
 	if err != nil {
@@ -48,10 +43,12 @@ func reach(ctx context.Context, t *testing.T, k *framework.Cluster, ns, name str
 func TestNetworkPolicyKeepsOtherNamespacesOut(t *testing.T) {
 	f := framework.NewFeature(suite, "the cluster's NetworkPolicy refuses other namespaces").
 		Assess("another namespace is refused on 6379 and 16379, the namespace is admitted on 6379, a new member still joins", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			if !networkPolicyEnforced() {
-				t.Skip("the Kubernetes under test enforces no NetworkPolicy (E2E_NETWORK_POLICY_ENFORCED unset)")
-			}
 			k := framework.ClusterFrom(ctx, t)
+			if ok, why, err := k.NetworkPolicyEnforced(ctx); err != nil {
+				t.Fatal(err)
+			} else if !ok {
+				t.Skip("the Kubernetes under test enforces no NetworkPolicy: " + why)
+			}
 			ns := framework.Namespace(ctx)
 			vc := framework.NewValkeyCluster(ns, "np", 3, 0)
 			if err := k.Client.Create(ctx, vc); err != nil {
