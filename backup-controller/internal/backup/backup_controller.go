@@ -49,6 +49,8 @@ const FieldOwner = "backup-controller"
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator
+// Leader election records its events with the core API, in the operator's namespace.
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=operator
 
 // Timing of the backup controller.
 const (

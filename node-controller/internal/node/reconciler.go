@@ -55,8 +55,8 @@ const (
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// Leader election records its events with the core API.
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// Leader election records its events with the core API, in the operator's namespace.
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=operator
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator
 
 // Reconciler turns each ValkeyNode into one running Valkey server.

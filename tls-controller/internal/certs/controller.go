@@ -45,6 +45,8 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator
+// Leader election records its events with the core API, in the operator's namespace.
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=operator
 
 // Defaults of the Reconciler's settings.
 const (

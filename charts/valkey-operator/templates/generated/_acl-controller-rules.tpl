@@ -50,6 +50,13 @@
 {{- end -}}
 {{- define "valkey-operator.operatorRules.acl-controller" -}}
 - apiGroups:
+  - ""
+  resources:
+  - events
+  verbs:
+  - create
+  - patch
+- apiGroups:
   - coordination.k8s.io
   resources:
   - leases

@@ -83,6 +83,13 @@
 {{- end -}}
 {{- define "valkey-operator.operatorRules.backup-controller" -}}
 - apiGroups:
+  - ""
+  resources:
+  - events
+  verbs:
+  - create
+  - patch
+- apiGroups:
   - coordination.k8s.io
   resources:
   - leases

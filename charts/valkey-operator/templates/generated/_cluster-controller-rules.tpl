@@ -101,6 +101,13 @@
 {{- end -}}
 {{- define "valkey-operator.operatorRules.cluster-controller" -}}
 - apiGroups:
+  - ""
+  resources:
+  - events
+  verbs:
+  - create
+  - patch
+- apiGroups:
   - coordination.k8s.io
   resources:
   - leases

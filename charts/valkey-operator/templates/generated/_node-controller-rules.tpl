@@ -15,9 +15,7 @@
   resources:
   - events
   verbs:
-  - create
   - list
-  - patch
 - apiGroups:
   - ""
   resources:
@@ -114,6 +112,13 @@
   - patch
 {{- end -}}
 {{- define "valkey-operator.operatorRules.node-controller" -}}
+- apiGroups:
+  - ""
+  resources:
+  - events
+  verbs:
+  - create
+  - patch
 - apiGroups:
   - coordination.k8s.io
   resources:

@@ -49,6 +49,13 @@
 {{- end -}}
 {{- define "valkey-operator.operatorRules.tls-controller" -}}
 - apiGroups:
+  - ""
+  resources:
+  - events
+  verbs:
+  - create
+  - patch
+- apiGroups:
   - coordination.k8s.io
   resources:
   - leases
