@@ -74,6 +74,13 @@ else
 	"$ROOT/bin/localkube" images "${op[@]}"
 fi
 
+# A run of several suites on the local Kubernetes ends with the RBAC check: every rule
+# the chart gives a component was used by its service account in the API server's audit
+# logs of these suites (e2e/rbacaudit, docs/security.md).
+audit_check=0
+[[ ${E2E_PROVIDER:-local} == local && ( -z ${1:-} || ${1:-} == ci ) && -z ${E2E_ARGS:-} ]] && audit_check=1
+audit_since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+
 declare -a RESULTS
 failed=0
 for s in "${SUITES[@]}"; do
@@ -90,6 +97,20 @@ for s in "${SUITES[@]}"; do
 	ms=$((($(date +%s%N) - start) / 1000000))
 	RESULTS+=("$(printf '%-20s %-7s %5d.%d s' "$s" "$result" $((ms / 1000)) $((ms % 1000 / 100)))")
 done
+
+if ((audit_check)); then
+	echo "e2e: RBAC rules against the audit logs of the suites"
+	start=$(date +%s%N)
+	if (cd "$ROOT/e2e" && E2E_AUDIT_SINCE=$audit_since E2E_AUDIT_SUITES="${SUITES[*]}" \
+		GOWORK=off go test -tags e2e -count=1 -v ./rbacaudit/); then
+		result=ok
+	else
+		result=FAIL
+		failed=1
+	fi
+	ms=$((($(date +%s%N) - start) / 1000000))
+	RESULTS+=("$(printf '%-20s %-7s %5d.%d s' "rbac-audit" "$result" $((ms / 1000)) $((ms % 1000 / 100)))")
+fi
 
 echo
 echo "e2e: suite                result  duration"
