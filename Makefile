@@ -131,7 +131,7 @@ $(LOCALKUBE): $(shell find localkube -name '*.go' -not -name '*_test.go' 2>/dev/
 	cd localkube && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
 
 .PHONY: local-build
-local-build: deps-demo $(LOCALKUBE) ## Build the Kubernetes, etcd and CoreDNS binaries (cached in .cache)
+local-build: deps-demo $(LOCALKUBE) ## Build the Kubernetes, etcd, CoreDNS and kube-network-policies binaries (cached in .cache)
 	$(LOCALKUBE) build
 
 .PHONY: operator-binaries
@@ -142,7 +142,7 @@ operator-binaries:
 		(cd $$c && GOWORK=off go build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/operator/$$c .); done
 
 .PHONY: images
-images: deps-demo $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator, and the versitygw S3 server once make deps installed it); load them into a running local cluster
+images: deps-demo $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator, the kube-network-policies agent, and the versitygw S3 server once make deps installed it); load them into a running local cluster
 	$(LOCALKUBE) images --operator-binaries $(BIN)/operator --operator-image $(LOCAL_OPERATOR_IMAGE) \
 		$(if $(wildcard $(TOOLS_BIN)/versitygw),--s3-binary $(TOOLS_BIN)/versitygw)
 
