@@ -50,6 +50,25 @@ var allowed = append([]allowance{
 	{component: "tls-controller", key: "events.k8s.io/events patch", reason: eventSeries},
 }, append(secureMetrics(), pending...)...)
 
+// refusals are requests RBAC refuses for a reason other than a missing rule.
+var refusals = []struct {
+	component, group, resource, verb, reason string
+}{
+	{"webhooks", "coordination.k8s.io", "leases", "get", webhooksOff},
+	{"webhooks", "coordination.k8s.io", "leases", "update", webhooksOff},
+}
+
+const webhooksOff = "the chart suite turns the webhooks off: helm deletes their Role before their last pod stops, and it renews its lease once more"
+
+func refusalAllowed(comp string, r Request) string {
+	for _, a := range refusals {
+		if a.component == comp && a.group == r.APIGroup && a.resource == r.Resource && a.verb == r.Verb {
+			return a.reason
+		}
+	}
+	return ""
+}
+
 // secureMetrics excuses the token and access reviews of the metrics endpoint in runs
 // without the security suite: the others install with metrics.secure=false.
 func secureMetrics() []allowance {
@@ -114,6 +133,11 @@ func TestRulesUsed(t *testing.T) {
 		t.Fatal("the chart rendered no rule")
 	}
 	for _, r := range Forbidden(reqs) {
+		comp := strings.TrimPrefix(strings.TrimPrefix(r.ServiceAccount, framework.OperatorNamespace+"/"), framework.OperatorRelease+"-")
+		if reason := refusalAllowed(comp, r); reason != "" {
+			t.Logf("%s was refused %s %s/%s %s/%s, allowed: %s", r.ServiceAccount, r.Verb, r.APIGroup, r.Resource, r.Namespace, r.Name, reason)
+			continue
+		}
 		t.Errorf("%s was refused %s %s/%s %s/%s: the code needs a rule the chart lacks", r.ServiceAccount, r.Verb, r.APIGroup, r.Resource, r.Namespace, r.Name)
 	}
 	perms := Permissions(grants)
