@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 )
@@ -27,15 +28,21 @@ type Request struct {
 	// Forbidden: RBAC refused it (the audit annotation authorization.k8s.io/decision);
 	// a 403 for other reasons (a namespace being deleted) is not.
 	Forbidden bool
+	// Pod is the UID of the pod whose token made the request ("" when the token is not
+	// bound to a pod), and At when the API server received it.
+	Pod string
+	At  time.Time
 }
 
 // auditEvent is the part of an audit.k8s.io/v1 Event that is read.
 type auditEvent struct {
 	Verb string `json:"verb"`
 	User struct {
-		Username string `json:"username"`
+		Username string              `json:"username"`
+		Extra    map[string][]string `json:"extra"`
 	} `json:"user"`
-	ObjectRef *struct {
+	RequestReceived time.Time `json:"requestReceivedTimestamp"`
+	ObjectRef       *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 		Namespace   string `json:"namespace"`
@@ -75,9 +82,13 @@ func ReadRequests(r io.Reader, ns string) ([]Request, error) {
 		if e.ResponseStatus != nil {
 			code = e.ResponseStatus.Code
 		}
+		pod := ""
+		if uids := e.User.Extra["authentication.kubernetes.io/pod-uid"]; len(uids) > 0 {
+			pod = uids[0]
+		}
 		out = append(out, Request{ServiceAccount: strings.Replace(sa, ":", "/", 1), Verb: e.Verb,
 			APIGroup: e.ObjectRef.APIGroup, Resource: res, Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, Code: code,
-			Forbidden: e.Annotations["authorization.k8s.io/decision"] == "forbid"})
+			Forbidden: e.Annotations["authorization.k8s.io/decision"] == "forbid", Pod: pod, At: e.RequestReceived})
 	}
 	return out, sc.Err()
 }
@@ -179,6 +190,28 @@ func Forbidden(reqs []Request) []Request {
 	for _, r := range reqs {
 		if r.Forbidden {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Stopping returns, of the refused requests, those its pod made after its last allowed
+// request: a pod whose rules were deleted under it, as helm does when it uninstalls the
+// chart or turns a component off (it deletes the Role with the Deployment, and the pod
+// still renews its lease or reads its Secret while it stops). A rule the code lacks shows
+// otherwise: the pod goes on working, and its other requests are allowed after the
+// refusal, and a pod refused from its start never worked, so it is not excused either.
+func Stopping(reqs []Request) map[int]bool {
+	last := map[string]time.Time{}
+	for _, r := range reqs {
+		if r.Pod != "" && !r.Forbidden && r.At.After(last[r.Pod]) {
+			last[r.Pod] = r.At
+		}
+	}
+	out := map[int]bool{}
+	for i, r := range reqs {
+		if l, worked := last[r.Pod]; r.Forbidden && r.Pod != "" && worked && r.At.After(l) {
+			out[i] = true
 		}
 	}
 	return out

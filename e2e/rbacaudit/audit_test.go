@@ -3,6 +3,7 @@ package rbacaudit
 import (
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 )
@@ -43,5 +44,31 @@ func TestUnusedAndForbidden(t *testing.T) {
 	f := Forbidden(reqs)
 	if len(f) != 1 || f[0].Resource != "pods" || f[0].Verb != "delete" {
 		t.Errorf("forbidden: %+v", f)
+	}
+}
+
+func TestStopping(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(1700000000+int64(s), 0) }
+	reqs := []Request{
+		// Pod a: refused while it worked on (a missing rule), then refused at its end.
+		{Pod: "a", At: at(1)},
+		{Pod: "a", At: at(2), Forbidden: true},
+		{Pod: "a", At: at(3)},
+		{Pod: "a", At: at(4), Forbidden: true},
+		{Pod: "a", At: at(5), Forbidden: true},
+		// Pod b: every request refused, none allowed (its rules gone before it began).
+		{Pod: "b", At: at(1), Forbidden: true},
+		// No pod: never excused.
+		{At: at(9), Forbidden: true},
+	}
+	got := Stopping(reqs)
+	want := map[int]bool{3: true, 4: true}
+	if len(got) != len(want) {
+		t.Errorf("stopping %v, want %v", got, want)
+	}
+	for i := range want {
+		if !got[i] {
+			t.Errorf("request %d not stopping, want it excused", i)
+		}
 	}
 }
