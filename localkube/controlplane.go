@@ -74,6 +74,10 @@ func (c Config) apiserverDaemon(etcdPort int, auditLog string) daemon {
 		// routes to pods but has no kube-proxy for service IPs.
 		"--enable-aggregator-routing=true",
 		"--authorization-mode=Node,RBAC",
+		// As on OpenShift: setting blockOwnerDeletion on an owner reference needs the
+		// right to update the owner's finalizers, which no audit event shows, so the
+		// suites themselves check the components have it.
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
 		// Every request of a service account outside kube-system, at Metadata level: the
 		// RBAC check compares what the operator's components used with their rules.
 		"--audit-policy-file=" + c.path("audit-policy.yaml"),

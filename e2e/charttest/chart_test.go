@@ -464,7 +464,7 @@ func TestWatchNamespacesUseRoles(t *testing.T) {
 		}
 		for _, ns := range []string{"a", "b"} {
 			rs := roles["Role "+ns+"/vko-"+name]
-			if !slices.Contains(rs, "valkey.io/valkeyclusters:get") && !slices.Contains(rs, "valkey.io/valkeynodes:get") {
+			if !slices.Contains(rs, "valkey.io/valkeyclusters:watch") && !slices.Contains(rs, "valkey.io/valkeynodes:watch") {
 				t.Errorf("%s: no Role in watched namespace %s (%v)", name, ns, rs)
 			}
 		}

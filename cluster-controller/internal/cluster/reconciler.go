@@ -45,14 +45,14 @@ const (
 	requeueNameConflict = 10 * time.Second
 )
 
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch;update
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=list
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator

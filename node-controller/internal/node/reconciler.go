@@ -44,15 +44,14 @@ const (
 	missingPodRetry = 2 * time.Second
 )
 
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=list;watch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
 // Owner references with blockOwnerDeletion need update on the owner's finalizers.
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete;patch
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch;create;update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // Leader election records its events with the core API, in the operator's namespace.

@@ -40,10 +40,11 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator

@@ -30,7 +30,7 @@ import (
 // object by metadata.name). Creating cannot be limited to a name.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;update,resourceNames=valkey-operator-webhooks-cert,namespace=operator
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=create,namespace=operator
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;patch,resourceNames=valkey-operator-webhooks
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=list;watch;patch,resourceNames=valkey-operator-webhooks
 
 // Options name what self-signed mode manages.
 type Options struct {

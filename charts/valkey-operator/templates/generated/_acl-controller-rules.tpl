@@ -36,16 +36,20 @@
   - valkeyclusters
   - valkeynodes
   verbs:
-  - get
   - list
   - watch
+- apiGroups:
+  - valkey.io
+  resources:
+  - valkeyclusters/finalizers
+  verbs:
+  - update
 - apiGroups:
   - valkey.io
   resources:
   - valkeyclusters/status
   - valkeynodes/status
   verbs:
-  - get
   - patch
 {{- end -}}
 {{- define "valkey-operator.operatorRules.acl-controller" -}}

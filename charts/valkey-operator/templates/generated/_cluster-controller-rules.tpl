@@ -11,7 +11,6 @@
   resources:
   - secrets
   verbs:
-  - get
   - list
   - watch
 - apiGroups:
@@ -19,12 +18,8 @@
   resources:
   - services
   verbs:
-  - create
-  - delete
-  - get
   - list
   - patch
-  - update
   - watch
 - apiGroups:
   - authentication.k8s.io
@@ -50,9 +45,7 @@
   resources:
   - networkpolicies
   verbs:
-  - create
   - delete
-  - get
   - list
   - patch
   - watch
@@ -61,31 +54,31 @@
   resources:
   - poddisruptionbudgets
   verbs:
-  - create
   - delete
-  - get
   - list
   - patch
-  - update
   - watch
 - apiGroups:
   - valkey.io
   resources:
   - valkeyclusters
   verbs:
-  - get
   - list
   - patch
   - watch
 - apiGroups:
   - valkey.io
   resources:
+  - valkeyclusters/finalizers
+  verbs:
+  - update
+- apiGroups:
+  - valkey.io
+  resources:
   - valkeyclusters/status
   - valkeynodes/status
   verbs:
-  - get
   - patch
-  - update
 - apiGroups:
   - valkey.io
   resources:
@@ -93,17 +86,9 @@
   verbs:
   - create
   - delete
-  - get
   - list
   - patch
-  - update
   - watch
-- apiGroups:
-  - valkey.io
-  resources:
-  - valkeynodes/finalizers
-  verbs:
-  - update
 {{- end -}}
 {{- define "valkey-operator.operatorRules.cluster-controller" -}}
 - apiGroups:

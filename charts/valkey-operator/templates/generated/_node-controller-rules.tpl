@@ -6,7 +6,6 @@
   - configmaps
   verbs:
   - create
-  - get
   - list
   - update
   - watch
@@ -22,7 +21,6 @@
   - persistentvolumeclaims
   verbs:
   - create
-  - get
   - list
   - patch
   - watch
@@ -33,7 +31,6 @@
   verbs:
   - create
   - delete
-  - get
   - list
   - patch
   - watch
@@ -52,7 +49,6 @@
   - statefulsets
   verbs:
   - create
-  - get
   - list
   - patch
   - update
@@ -89,13 +85,11 @@
   verbs:
   - get
   - list
-  - watch
 - apiGroups:
   - valkey.io
   resources:
   - valkeynodes
   verbs:
-  - get
   - list
   - watch
 - apiGroups:

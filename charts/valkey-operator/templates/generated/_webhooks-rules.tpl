@@ -7,7 +7,6 @@
   resources:
   - validatingwebhookconfigurations
   verbs:
-  - get
   - list
   - patch
   - watch
