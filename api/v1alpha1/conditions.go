@@ -29,6 +29,11 @@ const (
 	// ConditionPodUnschedulable (ValkeyCluster, cluster-controller): a member's pod
 	// cannot be scheduled; the message carries the scheduler's.
 	ConditionPodUnschedulable = "PodUnschedulable"
+	// ConditionExternalAddressPending (ValkeyCluster, cluster-controller): with
+	// spec.externalAccess, a member has no external address announced yet (its Service
+	// has no address, its node is unknown, or its Valkey cannot announce a node port);
+	// Ready waits for it. False with reason ExternalAccessOff when external access is off.
+	ConditionExternalAddressPending = "ExternalAddressPending"
 	// ConditionPaused (ValkeyCluster, cluster-controller): the cluster is paused for
 	// maintenance (annotation valkey.io/paused=true): no planned change starts, healing
 	// goes on. It is there for the other controllers to read too (the acl-, tls- and
@@ -136,6 +141,10 @@ const (
 	ReasonNoWarnings          = "NoWarnings"
 	ReasonUnschedulable       = "Unschedulable"
 	ReasonScheduled           = "Scheduled"
+	// ExternalAddressPending (cluster-controller).
+	ReasonExternalAccessOff  = "ExternalAccessOff"
+	ReasonAddressPending     = "AddressPending"
+	ReasonAddressesAnnounced = "AddressesAnnounced"
 	ReasonDeleting            = "Deleting"
 	ReasonImmutableField      = "ImmutableFieldChanged"
 	ReasonPaused              = "Paused"
