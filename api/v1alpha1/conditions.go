@@ -141,15 +141,16 @@ const (
 	ReasonNoWarnings          = "NoWarnings"
 	ReasonUnschedulable       = "Unschedulable"
 	ReasonScheduled           = "Scheduled"
-	// ExternalAddressPending (cluster-controller).
-	ReasonExternalAccessOff  = "ExternalAccessOff"
-	ReasonAddressPending     = "AddressPending"
-	ReasonAddressesAnnounced = "AddressesAnnounced"
 	ReasonDeleting            = "Deleting"
 	ReasonImmutableField      = "ImmutableFieldChanged"
 	ReasonPaused              = "Paused"
 	ReasonNotPaused           = "NotPaused"
 	ReasonNotStalled          = "NotStalled"
+
+	// ExternalAddressPending (cluster-controller).
+	ReasonExternalAccessOff  = "ExternalAccessOff"
+	ReasonAddressPending     = "AddressPending"
+	ReasonAddressesAnnounced = "AddressesAnnounced"
 
 	// PodReady, StorageReady, ConfigApplied (node-controller).
 	ReasonPodRunning            = "Running"

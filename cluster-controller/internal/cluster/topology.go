@@ -31,6 +31,11 @@ type member struct {
 	repl valkey.Replication
 	// version of the server.
 	version valkey.Version
+	// external is its external address (spec.externalAccess), nil without.
+	external *external
+	// announceReset: without external access, the server announces its pod address
+	// (checked, or set back, this pass).
+	announceReset bool
 }
 
 func (m *member) name() string  { return m.node.Name }

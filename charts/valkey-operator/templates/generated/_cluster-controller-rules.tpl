@@ -3,6 +3,7 @@
 - apiGroups:
   - ""
   resources:
+  - nodes
   - secrets
   verbs:
   - get
