@@ -386,6 +386,16 @@ func memberExternalAddress(s *scope, m *member) string {
 	return ""
 }
 
+// announcedBefore reports whether a member's status says it announced an external address.
+func announcedBefore(nodes []*v1alpha1.ValkeyNode) bool {
+	for _, vn := range nodes {
+		if vn.Status.ExternalAddress != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // clientView rewrites, in every member's CLUSTER NODES, the address a member announces to
 // clients back to its pod address. A server shows the client-facing address (the
 // announced client IPv4 and port) to every client, the operator included, while the

@@ -92,7 +92,9 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 	var members []*member
 	if s.credErr == nil {
 		members = r.observe(ctx, nodes, s.cred)
-		clientView(members)
+		if vc.Spec.ExternalAccessEnabled() || announcedBefore(nodes) {
+			clientView(members)
+		}
 	} else {
 		for _, vn := range nodes {
 			members = append(members, &member{node: vn, err: s.credErr})
