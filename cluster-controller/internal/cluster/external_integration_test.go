@@ -258,6 +258,15 @@ var _ = Describe("External access", func() {
 		}).WithTimeout(time.Minute).Should(Succeed())
 		expectKeys(Default, e.anyServer("ext"), keys)
 
+		By("giving a scale's new members their Services first, and removing a retired member's")
+		e.update("ext", func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = 4 })
+		e.expectReady("ext", 4*time.Minute)
+		Eventually(func(g Gomega) { expectAnnouncedExternal(g, e, lb, "ext") }).WithTimeout(20 * time.Second).Should(Succeed())
+		e.update("ext", func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = 3 })
+		e.expectReady("ext", 4*time.Minute)
+		Eventually(func(g Gomega) { expectAnnouncedExternal(g, e, lb, "ext") }).WithTimeout(20 * time.Second).Should(Succeed())
+		expectKeys(Default, e.anyServer("ext"), keys)
+
 		By("announcing the pod addresses again once external access is off")
 		e.update("ext", func(s *v1alpha1.ValkeyClusterSpec) { s.ExternalAccess = nil })
 		Eventually(func(g Gomega) {
@@ -272,6 +281,29 @@ var _ = Describe("External access", func() {
 			}
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		e.expectReady("ext", time.Minute)
+	})
+
+	It("announces the names of the hostname template, which redirections then use", func() {
+		e.createCluster("dns", 1, 0, func(s *v1alpha1.ValkeyClusterSpec) {
+			lbAccess(s)
+			s.ExternalAccess.HostnameTemplate = "{member}.{namespace}.example.com"
+		})
+		newLoadBalancers(e)
+		e.expectReady("dns", time.Minute)
+		vn := e.members(Default, "dns")[0]
+		name := vn.Name + "." + e.ns + ".example.com"
+		Expect(vn.Status.ExternalAddress).To(Equal(name + ":6379"))
+		var svc corev1.Service
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: v1alpha1.ExternalServiceName(vn.Name)}, &svc)).To(Succeed())
+		Expect(svc.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationExternalDNSHostname, name))
+		c := dial(Default, e.kubelet.server(vn.Name))
+		defer c.Close()
+		slots, err := c.DoValue(ctx, "CLUSTER", "SLOTS")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(slots.([]any)[0].([]any)[2].([]any)[0]).To(Equal(name), "the preferred endpoint of the slot map")
+		cfg, err := c.ConfigGet(ctx, "cluster-preferred-endpoint-type")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cfg).To(HaveKeyWithValue("cluster-preferred-endpoint-type", "hostname"))
 	})
 
 	It("reports NodePort as pending on a Valkey 8 server, whose tag did not say so", func() {
