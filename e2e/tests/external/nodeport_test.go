@@ -1,0 +1,245 @@
+//go:build e2e
+
+package external
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/e2e/checker"
+	"github.com/valkey-operator/valkey-operator/e2e/framework"
+	"github.com/valkey-operator/valkey-operator/valkey"
+)
+
+// outside is what a client outside the Kubernetes cluster may connect to: the nodes'
+// addresses, at a port other than 6379 (a node port). Pod IPs are refused.
+type outside struct{ nodes map[string]bool }
+
+func (o outside) allow(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if !o.nodes[host] {
+		return fmt.Errorf("%s is not a node's address", host)
+	}
+	if port == "6379" {
+		return fmt.Errorf("port 6379 is the pods' port, not a node port")
+	}
+	return nil
+}
+
+// nodeAddresses are the IPv4 InternalIPs of every node.
+func nodeAddresses(ctx context.Context, t *testing.T, k *framework.Cluster) map[string]bool {
+	var list corev1.NodeList
+	if err := k.Client.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, n := range list.Items {
+		for _, a := range n.Status.Addresses {
+			if ip := net.ParseIP(a.Address); a.Type == corev1.NodeInternalIP && ip != nil && ip.To4() != nil {
+				out[a.Address] = true
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no node has an IPv4 InternalIP")
+	}
+	return out
+}
+
+// expectExternal asks every member, at its external address, for the slot map and for
+// keys of slots it does not serve: every member CLUSTER SLOTS names, and every MOVED
+// target, must be an outside address.
+func expectExternal(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, o outside) {
+	t.Helper()
+	for _, vn := range k.Members(ctx, t, vc) {
+		addr := vn.Status.ExternalAddress
+		if err := o.allow(addr); err != nil {
+			t.Fatalf("member %s reports the external address %q: %v", vn.Name, addr, err)
+		}
+		c, err := valkey.Dial(ctx, valkey.Options{Addr: addr, Username: framework.TestUser, Password: "any"})
+		if err != nil {
+			t.Fatalf("member %s at %s: %v", vn.Name, addr, err)
+		}
+		slots, err := c.DoValue(ctx, "CLUSTER", "SLOTS")
+		if err != nil {
+			c.Close()
+			t.Fatal(err)
+		}
+		for _, rng := range slots.([]any) {
+			for _, node := range rng.([]any)[2:] {
+				n := node.([]any)
+				a := net.JoinHostPort(fmt.Sprint(n[0]), fmt.Sprint(n[1]))
+				if err := o.allow(a); err != nil {
+					t.Errorf("CLUSTER SLOTS of %s names %s: %v", vn.Name, a, err)
+				}
+			}
+		}
+		for i := range 16 {
+			_, err := c.Do(ctx, "GET", "probe-"+strconv.Itoa(i))
+			if msg, ok := valkey.ServerMessage(err); ok && strings.HasPrefix(msg, "MOVED ") {
+				target := strings.Fields(msg)[2]
+				if err := o.allow(target); err != nil {
+					t.Errorf("%s redirects to %s: %v", vn.Name, target, err)
+				}
+			}
+		}
+		c.Close()
+	}
+}
+
+// cliClient is the second client: valkey-cli in cluster mode (-c), one process per
+// command, started at a seed endpoint, following MOVED and ASK itself.
+type cliClient struct {
+	seeds  []string
+	mu     sync.Mutex
+	acked  []string
+	errors int
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func (c *cliClient) run(args ...string) (string, error) {
+	host, port, _ := net.SplitHostPort(c.seeds[time.Now().Nanosecond()%len(c.seeds)])
+	base := []string{"-c", "-h", host, "-p", port, "--user", framework.TestUser, "--pass", "any", "--no-auth-warning"}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "valkey-cli", append(base, args...)...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func (c *cliClient) start() {
+	c.stop, c.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(c.done)
+		for i := 0; ; i++ {
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			key := "cli-" + strconv.Itoa(i)
+			out, err := c.run("SET", key, key)
+			c.mu.Lock()
+			if err == nil && out == "OK" {
+				c.acked = append(c.acked, key)
+			} else {
+				c.errors++
+			}
+			c.mu.Unlock()
+		}
+	}()
+}
+
+// finish stops the writes and reads every acknowledged key back; it returns the keys lost.
+func (c *cliClient) finish() (acked, errors int, lost []string) {
+	close(c.stop)
+	<-c.done
+	for _, key := range c.acked {
+		if out, err := c.run("GET", key); err != nil || out != key {
+			lost = append(lost, key)
+		}
+	}
+	return len(c.acked), c.errors, lost
+}
+
+// TestNodePort runs a 3x1 cluster of Valkey 9.1 with NodePort access and two clients on
+// the host, the write-checker (rueidis) and valkey-cli -c, both seeded with the
+// cluster's seed endpoints and the first allowed to connect to node addresses at node
+// ports only, through a roll, a scale 3 -> 4 -> 3 and a primary kill.
+func TestNodePort(t *testing.T) {
+	f := framework.NewFeature(suite, "nodeport").
+		Assess("clients outside reach every member at its node port through a roll, a scale and a primary kill", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			k := framework.ClusterFrom(ctx, t)
+			img, err := k.ValkeyImage(9, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := outside{nodes: nodeAddresses(ctx, t, k)}
+			vc := framework.NewValkeyCluster(framework.Namespace(ctx), "ext", 3, 1)
+			vc.Spec.Image = img.Ref
+			vc.Spec.ExternalAccess = &v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalAccessNodePort}
+			// The clients on the host come from the node bridge: declared, as the
+			// cluster's NetworkPolicy admits only declared clients.
+			var peers []networkingv1.NetworkPolicyPeer
+			for ip := range o.nodes {
+				_, bridge, _ := net.ParseCIDR(ip + "/24")
+				peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: bridge.String()}})
+				break
+			}
+			vc.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Clients: peers}
+			if err := k.Client.Create(ctx, vc); err != nil {
+				t.Fatal(err)
+			}
+			k.WaitClusterReady(ctx, t, vc, 4*time.Minute)
+			t.Logf("seed endpoints: %v", vc.Status.SeedEndpoints)
+			if len(vc.Status.SeedEndpoints) != 3 {
+				t.Fatalf("seed endpoints %v, want one per shard", vc.Status.SeedEndpoints)
+			}
+			expectExternal(ctx, t, k, vc, o)
+
+			ch, err := checker.Start(ctx, checker.Options{Addrs: vc.Status.SeedEndpoints, Username: framework.TestUser, Password: "any", Allow: o.allow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cli := &cliClient{seeds: vc.Status.SeedEndpoints}
+			cli.start()
+
+			step := func(what string, mutate func(*v1alpha1.ValkeyClusterSpec)) {
+				start := time.Now()
+				k.UpdateSpec(ctx, t, vc, mutate)
+				k.WaitClusterReady(ctx, t, vc, 10*time.Minute)
+				t.Logf("%s: Ready %s after the change", what, time.Since(start).Round(100*time.Millisecond))
+				expectExternal(ctx, t, k, vc, o)
+			}
+			step("roll", func(s *v1alpha1.ValkeyClusterSpec) {
+				s.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("40Mi")}
+			})
+			step("scale to 4 shards", func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = 4 })
+			step("scale to 3 shards", func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = 3 })
+
+			primary := k.Member(ctx, t, vc, 1, v1alpha1.RolePrimary)
+			pod := k.PodOf(ctx, t, vc, primary.Name)
+			start := time.Now()
+			if err := framework.KillPod(ctx, k.Client, pod); err != nil {
+				t.Fatal(err)
+			}
+			k.WaitClusterReady(ctx, t, vc, 5*time.Minute)
+			t.Logf("primary %s killed: Ready again %s later", primary.Name, time.Since(start).Round(100*time.Millisecond))
+			expectExternal(ctx, t, k, vc, o)
+
+			time.Sleep(time.Second)
+			r := framework.StopChecker(ctx, t, ch, "through a roll, a scale 3 -> 4 -> 3 and a primary kill", false)
+			if len(r.Refused) > 0 {
+				t.Errorf("the write-checker was sent to addresses outside clients cannot reach: %v", r.Refused)
+			}
+			if r.Lost > 0 {
+				t.Errorf("write-checker: %d acknowledged writes lost: %v", r.Lost, r.LostKeys)
+			}
+			acked, failed, lost := cli.finish()
+			t.Logf("valkey-cli -c: %d writes acknowledged, %d failed, %d acknowledged but lost", acked, failed, len(lost))
+			if len(lost) > 0 {
+				t.Errorf("valkey-cli: acknowledged writes lost: %v", lost)
+			}
+			if acked == 0 {
+				t.Error("valkey-cli wrote nothing")
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
