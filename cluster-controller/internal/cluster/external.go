@@ -228,8 +228,14 @@ func (r *Reconciler) nodeAddress(ctx context.Context, name string) (string, stri
 	if name == "" {
 		return "", "its pod is not scheduled on a node yet"
 	}
+	// Read from the API server, not a cache: a Node informer would need to list every
+	// node (and, with watchNamespaces, the chart grants get on nodes only).
 	var n corev1.Node
-	if err := r.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+	reader := client.Reader(r.Client)
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	if err := reader.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
 		return "", fmt.Sprintf("node %s cannot be read: %v", name, err)
 	}
 	for _, t := range []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP} {

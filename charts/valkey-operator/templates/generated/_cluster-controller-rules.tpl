@@ -4,6 +4,11 @@
   - ""
   resources:
   - nodes
+  verbs:
+  - get
+- apiGroups:
+  - ""
+  resources:
   - secrets
   verbs:
   - get
