@@ -103,6 +103,31 @@ func expectExternal(ctx context.Context, t *testing.T, k *framework.Cluster, vc 
 	}
 }
 
+// waitReachable waits until every member answers at the external address its status
+// reports.
+func waitReachable(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		var last error
+		for _, vn := range k.Members(ctx, t, vc) {
+			c, err := valkey.Dial(ctx, valkey.Options{Addr: vn.Status.ExternalAddress, Username: framework.TestUser, Password: "any", DialTimeout: time.Second})
+			if err != nil {
+				last = fmt.Errorf("member %s at %q: %w", vn.Name, vn.Status.ExternalAddress, err)
+				break
+			}
+			c.Close()
+		}
+		if last == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(last)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // cliClient is the second client: valkey-cli in cluster mode (-c), one process per
 // command, started at a seed endpoint, following MOVED and ASK itself.
 type cliClient struct {
@@ -219,8 +244,10 @@ func TestNodePort(t *testing.T) {
 			if err := framework.KillPod(ctx, k.Client, pod); err != nil {
 				t.Fatal(err)
 			}
-			k.WaitClusterReady(ctx, t, vc, 5*time.Minute)
-			t.Logf("primary %s killed: Ready again %s later", primary.Name, time.Since(start).Round(100*time.Millisecond))
+			d := k.WaitNotReadyThenReady(ctx, t, vc, start, 5*time.Minute)
+			t.Logf("primary %s killed: Ready again %s later", primary.Name, d.Round(100*time.Millisecond))
+			// The member's new pod may land on another node: its address follows.
+			waitReachable(ctx, t, k, vc, time.Minute)
 			expectExternal(ctx, t, k, vc, o)
 
 			time.Sleep(time.Second)
