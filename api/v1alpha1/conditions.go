@@ -36,8 +36,8 @@ const (
 	ConditionExternalAddressPending = "ExternalAddressPending"
 	// ConditionPaused (ValkeyCluster, cluster-controller): the cluster is paused for
 	// maintenance (annotation valkey.io/paused=true): no planned change starts, healing
-	// goes on. It is there for the other controllers to read too (the acl-, tls- and
-	// backup-controllers do not hold their rollouts on it yet).
+	// goes on. The acl-, tls- and backup-controllers read it too (see Paused) and hold
+	// their own rollouts while it is True.
 	ConditionPaused = "Paused"
 	// ConditionReconciling (ValkeyCluster, cluster-controller): the same status, reason
 	// and message as Progressing, under the name kstatus (Flux, kpt, cli-utils) reads:

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -74,4 +76,20 @@ func OperatorSecretOf(secret client.Object, names ...func(cluster string) string
 // Request is the reconcile request of a cluster.
 func Request(namespace, name string) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}
+}
+
+// PausedChanged passes the updates of a ValkeyCluster whose Paused condition (written by
+// the cluster-controller) turns True or stops being True: a controller that holds its
+// rollout while a cluster is paused resumes it from this watch, not from a requeue.
+func PausedChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			a, ok1 := e.ObjectOld.(*v1alpha1.ValkeyCluster)
+			b, ok2 := e.ObjectNew.(*v1alpha1.ValkeyCluster)
+			return ok1 && ok2 && v1alpha1.Paused(a) != v1alpha1.Paused(b)
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
 }

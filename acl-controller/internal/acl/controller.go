@@ -34,6 +34,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
+	"github.com/valkey-operator/valkey-operator/internal/watches"
 )
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
@@ -154,7 +155,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	return builder.ControllerManagedBy(mgr).
 		Named("acl").
 		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, restoredChanged()))).
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, restoredChanged(), watches.PausedChanged()))).
 		Owns(&corev1.Secret{}).
 		WatchesRawSource(secrets).
 		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),
@@ -223,6 +224,9 @@ type scope struct {
 	file    File
 	outcome renderOutcome
 	results map[string]MemberResult
+	// hold is what the pass holds because the cluster is paused: then file is the
+	// published file, not the rendered one.
+	hold hold
 }
 
 // allApplied reports whether every member reached runs the file.
@@ -264,20 +268,30 @@ func (r *Reconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster) (reco
 	if err := r.render(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
-	published, removed, err := r.publish(ctx, vc, s.aclSecret, s.file)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	s.results = r.applyAll(ctx, s.conns, s.file, removed.names())
-	r.reportDrift(ctx, vc, s.results)
-	if s.allApplied() {
-		if err := r.pruneRemoved(ctx, vc, published, s.file, removed); err != nil {
+	s.hold = decideHold(vc, s.aclSecret, s.file, s.rotation)
+	if s.hold.file {
+		// The members keep the published file (see pause.go).
+		s.file = publishedFile(s.aclSecret)
+		s.results = r.applyAll(ctx, s.conns, s.file, decodeRemoved(s.aclSecret).names())
+		r.reportDrift(ctx, vc, s.results)
+	} else {
+		published, removed, err := r.publish(ctx, vc, s.aclSecret, s.file)
+		if err != nil {
 			return reconcile.Result{}, err
 		}
+		s.results = r.applyAll(ctx, s.conns, s.file, removed.names())
+		r.reportDrift(ctx, vc, s.results)
+		if s.allApplied() {
+			if err := r.pruneRemoved(ctx, vc, published, s.file, removed); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 	}
-	rotRes, err := r.rotate(ctx, s)
-	if err != nil {
-		return reconcile.Result{}, err
+	var rotRes rotationResult
+	if !s.hold.rotation {
+		if rotRes, err = r.rotate(ctx, s); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	s.outcome.Rotation = rotRes.describe
 	if err := r.report(ctx, s); err != nil {

@@ -107,9 +107,16 @@ func (r *Reconciler) now() time.Time {
 func (r *Reconciler) report(ctx context.Context, s *scope) error {
 	vc, f := s.vc, s.file
 	ready := ACLReadyCondition(s.outcome, vc.Generation)
+	if ready.Status == metav1.ConditionTrue && s.hold.any() {
+		ready = heldCondition(s.hold, f, s.rotation, vc.Generation)
+	}
 	if old := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionACLReady); ready.Status == metav1.ConditionFalse &&
 		(old == nil || old.Status != ready.Status || old.Message != ready.Message) {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ready.Reason, "Render", "%s", ready.Message)
+		if ready.Reason == v1alpha1.ReasonPaused {
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, "RolloutHeld", "Hold", "%s", ready.Message)
+		} else {
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ready.Reason, "Render", "%s", ready.Message)
+		}
 	}
 	acl := &v1alpha1.ACLStatus{
 		SecretName:            v1alpha1.ACLSecretName(vc.Name),

@@ -356,3 +356,29 @@ func TestFinalRestored(t *testing.T) {
 		}
 	}
 }
+
+// A paused cluster defers its schedule: no backup while paused, the tick is not
+// recorded as served, and the first pass after the resume takes the newest one due.
+func TestScheduleDeferredWhilePaused(t *testing.T) {
+	hourly, _ := validation.ParseSchedule("0 * * * *")
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	vs := &v1alpha1.ValkeyBackupSchedule{Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "vk"}}
+	paused := nextTick(hourly, t0, t0.Add(61*time.Minute), false, true)
+	if paused.create != nil {
+		t.Fatalf("a backup is created while paused: %+v", paused)
+	}
+	c := deferredCondition(vs, t0, paused)
+	if c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonPaused ||
+		c.Message != "cluster vk is paused: the backup due at 2026-12-01T11:00:00Z is deferred until the cluster is resumed, then taken at once" {
+		t.Errorf("Scheduled while a tick is deferred: %s %s %q", c.Status, c.Reason, c.Message)
+	}
+	if c := deferredCondition(vs, t0, nextTick(hourly, t0, t0.Add(time.Minute), false, true)); c.Message !=
+		"cluster vk is paused: a backup that comes due (next at 2026-12-01T11:00:00Z) is deferred until the cluster is resumed, then taken at once" {
+		t.Errorf("Scheduled while paused before a tick: %q", c.Message)
+	}
+	// Resumed at 12:30: since stayed at t0, so the newest tick that came (12:00) is served.
+	resumed := nextTick(hourly, t0, t0.Add(150*time.Minute), false, false)
+	if resumed.create == nil || resumed.create.Format("15:04") != "12:00" {
+		t.Errorf("after the resume: %+v, want the 12:00 backup created", resumed)
+	}
+}

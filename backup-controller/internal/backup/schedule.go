@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -21,6 +22,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/status"
+	"github.com/valkey-operator/valkey-operator/internal/watches"
 )
 
 // keepFailed is how many failed backups newer than the newest completed one a
@@ -36,6 +38,9 @@ func (r *ScheduleReconciler) SetupWithManager(mgr ctrl.Manager, workers int) err
 		Named("schedule").
 		For(&v1alpha1.ValkeyBackupSchedule{}).
 		Watches(&v1alpha1.ValkeyBackup{}, handler.EnqueueRequestsFromMapFunc(scheduleOf)).
+		// A pause defers the backups; the resume serves the one that came due meanwhile.
+		Watches(&v1alpha1.ValkeyCluster{}, handler.EnqueueRequestsFromMapFunc(r.schedulesOf),
+			builder.WithPredicates(watches.PausedChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)
 }
@@ -157,7 +162,14 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		since = want.LastScheduleTime.Time
 	}
 	now := r.now()
-	t := nextTick(sched, since, now, running, vs.Spec.Suspend)
+	paused, err := r.clusterPaused(ctx, vs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// A paused cluster defers the schedule's backups: no tick is served and none is
+	// recorded as served, so the newest one that came is served at the resume.
+	deferred := paused && !vs.Spec.Suspend
+	t := nextTick(sched, since, now, running, vs.Spec.Suspend || deferred)
 	if t.create != nil {
 		name, err := r.createBackup(ctx, vs, *t.create)
 		if err != nil {
@@ -168,7 +180,7 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if t.skipped {
 		r.event(vs, true, "Skipped", "Schedule", "the backup due at %s was skipped: the previous one still runs", t.last.UTC().Format(time.RFC3339))
 	}
-	if !t.last.Equal(since) {
+	if !t.last.Equal(since) && !deferred {
 		last := metav1.NewTime(t.last)
 		want.LastScheduleTime = &last
 	}
@@ -187,10 +199,56 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if vs.Spec.Suspend {
 		cond = conditions.New(v1alpha1.ConditionScheduled, false, v1alpha1.ReasonSuspended, "suspended: no backup is created", vs.Generation)
 	}
+	if deferred {
+		cond = deferredCondition(vs, since, t)
+		if old := conditions.Get(vs.Status.Conditions, v1alpha1.ConditionScheduled); !t.last.Equal(since) && (old == nil || old.Message != cond.Message) {
+			r.event(vs, false, "Deferred", "Schedule", "%s", cond.Message)
+		}
+	}
 	if err := r.writeScheduleStatus(ctx, vs, want, cond); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: max(time.Until(t.next), time.Second)}, nil
+}
+
+// deferredCondition is Scheduled while the schedule's cluster is paused (pure): False,
+// reason Paused, naming the backup that waits for the resume, if one came due.
+func deferredCondition(vs *v1alpha1.ValkeyBackupSchedule, since time.Time, t tick) metav1.Condition {
+	msg := fmt.Sprintf("cluster %s is paused: a backup that comes due (next at %s) is deferred until the cluster is resumed, then taken at once",
+		vs.Spec.ClusterName, t.next.UTC().Format(time.RFC3339))
+	if !t.last.Equal(since) {
+		msg = fmt.Sprintf("cluster %s is paused: the backup due at %s is deferred until the cluster is resumed, then taken at once",
+			vs.Spec.ClusterName, t.last.UTC().Format(time.RFC3339))
+	}
+	return conditions.New(v1alpha1.ConditionScheduled, false, v1alpha1.ReasonPaused, msg, vs.Generation)
+}
+
+// clusterPaused reports whether the cluster-controller reports the schedule's cluster
+// Paused (a cluster that does not exist is not).
+func (r *ScheduleReconciler) clusterPaused(ctx context.Context, vs *v1alpha1.ValkeyBackupSchedule) (bool, error) {
+	vc := &v1alpha1.ValkeyCluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: vs.Namespace, Name: vs.Spec.ClusterName}, vc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("read cluster %s: %w", vs.Spec.ClusterName, err)
+	}
+	return v1alpha1.Paused(vc), nil
+}
+
+// schedulesOf maps a ValkeyCluster to the schedules of its namespace that back it up.
+func (r *ScheduleReconciler) schedulesOf(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.ValkeyBackupScheduleList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, vs := range list.Items {
+		if vs.Spec.ClusterName == o.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vs)})
+		}
+	}
+	return out
 }
 
 // newer reports whether b was created after the backup named other.

@@ -55,6 +55,7 @@ const (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=list
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator
 
 // Reconciler reconciles ValkeyClusters.
@@ -80,6 +81,8 @@ type Reconciler struct {
 
 	// draining remembers, per leaving member (UID), when its wait for its clients began.
 	draining sync.Map
+	// causes remembers, per cluster (UID), the member causes told on it (causes.go).
+	causes sync.Map
 }
 
 // addr is the client address of a member's server.
@@ -120,6 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = log.IntoContext(ctx, logger)
 	if !vc.DeletionTimestamp.IsZero() {
 		r.Metrics.forget(req.NamespacedName)
+		r.causes.Delete(vc.UID)
 		return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 	}
 
@@ -144,6 +148,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Metrics.failover(vc, sh, kindElected)
 	}
 	r.Metrics.observe(s, s.reported, runErr == nil)
+	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.topo.members))
+	for _, m := range s.topo.members {
+		nodes = append(nodes, m.node)
+	}
+	if wait := r.reportMemberCauses(ctx, vc, nodes); wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
+		res.RequeueAfter = wait
+	}
 	if runErr != nil {
 		logger.Error(runErr, "reconcile pass failed")
 		if res.RequeueAfter == 0 || res.RequeueAfter > requeueWait {

@@ -90,9 +90,10 @@ func (r *Reconciler) warnOnTransitions(s *scope, next []metav1.Condition) {
 			r.event(s.vc, nil, eventWarning, "InvalidSpec", "Validate", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonImmutableField:
 			r.event(s.vc, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
-		case c.Type == v1alpha1.ConditionReady && blockingReasons[c.Reason]:
-			// Members that cannot start: said once, when the cause appears.
-			r.event(s.vc, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
+		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonRollBlocked:
+			// Said once, when the roll stops; the members' own causes are told by
+			// reportMemberCauses (a member that cannot run, under its reason).
+			r.event(s.vc, nil, eventWarning, c.Reason, "Roll", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionTrue:
 			r.event(s.vc, nil, eventNormal, "Ready", "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionPaused && c.Status == metav1.ConditionTrue:

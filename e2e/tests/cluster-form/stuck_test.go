@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,18 +87,30 @@ func TestStuckCauses(t *testing.T) {
 				t.Logf("%s: after %s, state %s, Ready=False %s: %s", c.name, time.Since(start).Round(100*time.Millisecond),
 					vc.Status.State, ready.Reason, ready.Message)
 			}
-			// One Warning event per cluster and cause, from the cluster-controller.
-			evs := k.Events(ctx, t, framework.Namespace(ctx), v1alpha1.ReasonImagePullBackOff, v1alpha1.ReasonPriorityClassNotFound,
-				v1alpha1.ReasonStorageClassNotFound, v1alpha1.ReasonCrashLoop)
-			for _, c := range stuckCases {
-				n := 0
-				for _, e := range evs {
-					if e.Regarding.Kind == "ValkeyCluster" && e.Regarding.Name == clusters[c.name].Name && e.Reason == c.reason {
-						n++
+			// One Warning event per cluster and cause, from the cluster-controller. The
+			// cause is told once its members have it for a few seconds (the members'
+			// conditions come first), so wait until each cluster has its event.
+			eventsOf := func() (map[string]int, []eventsv1.Event) {
+				evs := k.Events(ctx, t, framework.Namespace(ctx), v1alpha1.ReasonImagePullBackOff, v1alpha1.ReasonPriorityClassNotFound,
+					v1alpha1.ReasonStorageClassNotFound, v1alpha1.ReasonCrashLoop)
+				n := map[string]int{}
+				for _, c := range stuckCases {
+					for _, e := range evs {
+						if e.Regarding.Kind == "ValkeyCluster" && e.Regarding.Name == clusters[c.name].Name && e.Reason == c.reason {
+							n[c.name]++
+						}
 					}
 				}
-				if n != 1 {
-					t.Errorf("%s: %d Warning events %s on the cluster, want 1:\n%s", c.name, n, c.reason, framework.DescribeEvents(evs))
+				return n, evs
+			}
+			n, evs := eventsOf()
+			for deadline := time.Now().Add(time.Minute); len(n) < len(stuckCases) && time.Now().Before(deadline); {
+				time.Sleep(time.Second)
+				n, evs = eventsOf()
+			}
+			for _, c := range stuckCases {
+				if n[c.name] != 1 {
+					t.Errorf("%s: %d Warning events %s on the cluster, want 1:\n%s", c.name, n[c.name], c.reason, framework.DescribeEvents(evs))
 				}
 			}
 

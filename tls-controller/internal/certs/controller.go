@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -35,6 +36,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/status"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
+	"github.com/valkey-operator/valkey-operator/internal/watches"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -159,7 +161,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	}
 	return builder.ControllerManagedBy(mgr).
 		Named("tls").
-		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(clusterChanged())).
+		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(clusterChanged(), watches.PausedChanged()))).
 		WatchesRawSource(secrets).
 		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),
 			builder.WithPredicates(nodeChanged())).
@@ -180,6 +182,8 @@ type scope struct {
 	served  *served
 	nodes   []v1alpha1.ValkeyNode
 	results map[string]memberResult
+	// held is the accepted certificate a paused cluster holds (nil: none held).
+	held *Certificate
 	// after is the shortest requeue asked for (0: none).
 	after time.Duration
 }
@@ -241,8 +245,19 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (reconcile.Result, erro
 	}
 	v := s.outcome.Verdict
 	if s.outcome.Conflict == "" && v.Accepted() {
-		if err := r.publish(ctx, s); err != nil {
-			return reconcile.Result{}, err
+		switch decideHold(v1alpha1.Paused(s.vc), s.servedCert(), v.Cert, s.now, r.expiryWarning()) {
+		case holdNew:
+			s.held = v.Cert
+		case rollOutExpiring:
+			// Once: the next pass finds the new certificate served.
+			r.Recorder.Eventf(s.vc, nil, corev1.EventTypeNormal, "RolloutNotHeld", "Rollout",
+				"the cluster is paused, but the certificate the members serve expires on %s (within %s): the new certificate (fingerprint %s) is rolled out now",
+				formatTime(s.servedCert().Leaf.NotAfter), r.expiryWarning(), v.Cert.Fingerprint)
+		}
+		if s.held == nil {
+			if err := r.publish(ctx, s); err != nil {
+				return reconcile.Result{}, err
+			}
 		}
 	}
 	if v.Refusal != nil && v.Refusal.Reason == v1alpha1.ReasonNotYetValid && v.Cert != nil {

@@ -112,6 +112,9 @@ func tlsStatus(s *served, names []string) *v1alpha1.TLSStatus {
 func (r *Reconciler) report(ctx context.Context, s *scope) error {
 	vc := s.vc
 	ready := ReadyCondition(s.outcome, s.servedCert(), vc.Generation)
+	if s.held != nil {
+		ready = heldCondition(s.outcome.Source, s.held, s.servedCert(), r.expiryWarning(), vc.Generation)
+	}
 	expiring := r.expiringCondition(s)
 	r.clusterEvents(vc, ready, expiring)
 	var errs []error
@@ -141,7 +144,11 @@ func (r *Reconciler) expiringCondition(s *scope) metav1.Condition {
 // clusterEvents records a refusal and an expiry warning when they are new.
 func (r *Reconciler) clusterEvents(vc *v1alpha1.ValkeyCluster, ready, expiring metav1.Condition) {
 	if old := conditions.Get(vc.Status.Conditions, ready.Type); ready.Status == metav1.ConditionFalse && (old == nil || old.Message != ready.Message) {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ready.Reason, "Check", "%s", ready.Message)
+		if ready.Reason == v1alpha1.ReasonPaused {
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, "RolloutHeld", "Hold", "%s", ready.Message)
+		} else {
+			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ready.Reason, "Check", "%s", ready.Message)
+		}
 	}
 	if old := conditions.Get(vc.Status.Conditions, expiring.Type); expiring.Status == metav1.ConditionTrue && (old == nil || old.Reason != expiring.Reason) {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, "CertificateExpiring", "Check", "%s", expiring.Message)

@@ -3,6 +3,12 @@
 - apiGroups:
   - ""
   resources:
+  - events
+  verbs:
+  - list
+- apiGroups:
+  - ""
+  resources:
   - nodes
   verbs:
   - get
