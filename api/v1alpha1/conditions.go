@@ -151,6 +151,9 @@ const (
 	ReasonExternalAccessOff  = "ExternalAccessOff"
 	ReasonAddressPending     = "AddressPending"
 	ReasonAddressesAnnounced = "AddressesAnnounced"
+	// ReasonAddressNotPropagated: every member announces its external address, and some
+	// members do not show another's yet (gossip spreads it within seconds).
+	ReasonAddressNotPropagated = "AddressNotPropagated"
 
 	// PodReady, StorageReady, ConfigApplied (node-controller).
 	ReasonPodRunning            = "Running"

@@ -358,6 +358,10 @@ func externalCondition(s *scope, gen int64) metav1.Condition {
 		return conditions.New(v1alpha1.ConditionExternalAddressPending, true, v1alpha1.ReasonAddressPending,
 			fmt.Sprintf("%d members have no external address yet: %s", len(p), strings.Join(p, "; ")), gen)
 	}
+	if u := s.externalUnseen(); len(u) > 0 {
+		return conditions.New(v1alpha1.ConditionExternalAddressPending, true, v1alpha1.ReasonAddressNotPropagated,
+			fmt.Sprintf("%d members' external addresses are not known to every member yet: %s", len(u), strings.Join(u, "; ")), gen)
+	}
 	return conditions.New(v1alpha1.ConditionExternalAddressPending, false, v1alpha1.ReasonAddressesAnnounced,
 		fmt.Sprintf("every member announces its %s address", s.vc.Spec.ExternalAccessType()), gen)
 }
@@ -433,6 +437,7 @@ func clientView(members []*member) {
 	if len(announced) == 0 {
 		return
 	}
+	markUnseen(members)
 	fix := func(n *valkey.ClusterNode) {
 		if p, ok := announced[n.ID][n.Addr()]; ok {
 			n.IP, n.Port = p.ip, p.port
@@ -444,4 +449,55 @@ func clientView(members []*member) {
 		}
 		fix(&m.self)
 	}
+}
+
+// markUnseen records, on every member that announces a client address of its own (its
+// own line of CLUSTER NODES shows another address than its pod's, or a hostname), the
+// members whose view shows it otherwise. Valkey spreads an announced address by gossip,
+// from the member itself: until a member has heard it, the member redirects clients to
+// the pod address.
+func markUnseen(members []*member) {
+	byID := map[string]*member{}
+	for _, m := range members {
+		m.unseenBy = nil
+		if m.reachable && m.self.ID != "" && (m.self.IP != "" && m.self.IP != m.ip() || m.self.Hostname != "") {
+			byID[m.self.ID] = m
+		}
+	}
+	for _, v := range members {
+		if !v.reachable {
+			continue
+		}
+		for _, n := range v.view {
+			p, ok := byID[n.ID]
+			if !ok || p == v || n.Myself || n.Handshake || n.NoAddr {
+				continue
+			}
+			if n.Addr() != p.self.Addr() || n.Hostname != p.self.Hostname {
+				p.unseenBy = append(p.unseenBy, v.name())
+			}
+		}
+	}
+}
+
+// externalKnown reports whether every member shows member m at its announced external
+// address, so that no redirection names its pod address: always without external access.
+func (s *scope) externalKnown(m *member) bool {
+	return !s.vc.Spec.ExternalAccessEnabled() || len(m.unseenBy) == 0
+}
+
+// externalUnseen lists the members (not leaving) whose announced address some members do
+// not show yet.
+func (s *scope) externalUnseen() []string {
+	if !s.vc.Spec.ExternalAccessEnabled() {
+		return nil
+	}
+	var out []string
+	for _, m := range s.topo.members {
+		if m.leaving() || !s.externalReady(m) || s.externalKnown(m) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %s not known to %s yet", m.name(), m.external.address(), strings.Join(m.unseenBy, ", ")))
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"maps"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,5 +109,40 @@ func TestExternalService(t *testing.T) {
 	vc.Spec.ExternalAccess.Annotations = map[string]string{"x": "y"}
 	if externalService(vc, m).Annotations[annotationExternalHash] == before {
 		t.Error("the hash did not change with the annotations")
+	}
+}
+
+func TestMarkUnseen(t *testing.T) {
+	mk := func(name, id, podIP string, self valkey.ClusterNode) *member {
+		self.ID, self.Port, self.Myself = id, 6379, true
+		return &member{node: &v1alpha1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: v1alpha1.ValkeyNodeStatus{NodeID: id, PodIP: podIP}}, addr: podIP + ":6379", reachable: true, self: self}
+	}
+	// a announces its node port, b a hostname, c nothing (its pod address).
+	a := mk("a", "A", "10.0.0.1", valkey.ClusterNode{IP: "198.51.100.1", Port: 31001})
+	a.self.Port = 31001
+	b := mk("b", "B", "10.0.0.2", valkey.ClusterNode{IP: "10.0.0.2", Hostname: "b.vk.example.com"})
+	c := mk("c", "C", "10.0.0.3", valkey.ClusterNode{IP: "10.0.0.3"})
+	a.view = []valkey.ClusterNode{a.self, {ID: "B", IP: "10.0.0.2", Port: 6379, Hostname: "b.vk.example.com"}, {ID: "C", IP: "10.0.0.3", Port: 6379}}
+	// b has not heard a's announce yet, and lists c in handshake.
+	b.view = []valkey.ClusterNode{b.self, {ID: "A", IP: "10.0.0.1", Port: 6379}, {ID: "C", IP: "10.0.0.3", Port: 6379, Handshake: true}}
+	// c shows a's address, and b without its hostname.
+	c.view = []valkey.ClusterNode{c.self, {ID: "A", IP: "198.51.100.1", Port: 31001}, {ID: "B", IP: "10.0.0.2", Port: 6379}}
+	// d does not answer: its view is not asked.
+	d := &member{node: &v1alpha1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "d"}}, view: []valkey.ClusterNode{{ID: "A", IP: "10.0.0.1", Port: 6379}}}
+	markUnseen([]*member{a, b, c, d})
+	for _, tc := range []struct {
+		m    *member
+		want []string
+	}{{a, []string{"b"}}, {b, []string{"c"}}, {c, nil}, {d, nil}} {
+		if !slices.Equal(tc.m.unseenBy, tc.want) {
+			t.Errorf("%s unseen by %v, want %v", tc.m.name(), tc.m.unseenBy, tc.want)
+		}
+	}
+	// Once gossip has spread a's address to b, nobody waits.
+	b.view[1] = valkey.ClusterNode{ID: "A", IP: "198.51.100.1", Port: 31001}
+	markUnseen([]*member{a, b, c, d})
+	if len(a.unseenBy) != 0 {
+		t.Errorf("a unseen by %v after gossip, want none", a.unseenBy)
 	}
 }

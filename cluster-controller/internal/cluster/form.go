@@ -201,6 +201,9 @@ func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration
 		s.progress(v1alpha1.ReasonWaitingForMember, "waiting for external addresses: %s", strings.Join(p, "; "))
 	} else if !s.topo.formed() {
 		s.progress(v1alpha1.ReasonMeetingMembers, "waiting for the members to learn of each other")
+	} else if u := s.externalUnseen(); len(u) > 0 {
+		// Gossip spreads an announced address; no event says when it has.
+		return requeueSync, nil
 	}
 	return 0, nil
 }

@@ -194,7 +194,7 @@ func (s *scope) active(sh int32) []*member {
 // serving cluster unready; Progressing says the spec is not fully applied yet.
 func (s *scope) ready() bool {
 	return s.shardsReady() == s.shards() && s.topo.coveredSlots() == slotCount && s.topo.formed() && s.allStateOK() &&
-		len(s.externalPending()) == 0
+		len(s.externalPending()) == 0 && len(s.externalUnseen()) == 0
 }
 
 // applied reports whether the spec is fully applied: ready, and nothing in flight.

@@ -138,6 +138,8 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 			reason, msg = v1alpha1.ReasonPaused, "the cluster is paused ("+v1alpha1.AnnotationPaused+"): planned changes wait until it is resumed"
 		case reason == "" && len(s.externalPending()) > 0:
 			reason, msg = v1alpha1.ReasonAddressPending, "waiting for external addresses: "+strings.Join(s.externalPending(), "; ")
+		case reason == "" && len(s.externalUnseen()) > 0:
+			reason, msg = v1alpha1.ReasonAddressNotPropagated, "waiting for the members to learn each other's external addresses: "+strings.Join(s.externalUnseen(), "; ")
 		case reason == "":
 			reason, msg = v1alpha1.ReasonWaitingForSync, fmt.Sprintf("%d of %d shards ready", st.ReadyShards, s.shards())
 		}

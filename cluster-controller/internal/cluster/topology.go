@@ -36,6 +36,10 @@ type member struct {
 	// announceReset: without external access, the server announces its pod address
 	// (checked, or set back, this pass).
 	announceReset bool
+	// unseenBy names the members whose CLUSTER NODES does not show the client address
+	// this member announces yet (gossip carries it, seconds after the CONFIG SET): they
+	// still name its pod address in MOVED, ASK and CLUSTER SLOTS.
+	unseenBy []string
 }
 
 func (m *member) name() string  { return m.node.Name }
