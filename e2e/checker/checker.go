@@ -42,6 +42,9 @@ type Options struct {
 	// and every member the slot map or a MOVED or ASK names): an address it refuses is
 	// not dialled, and the report lists it (Refused).
 	Allow func(addr string) error
+	// Netns, when set, names the network namespace (under /run/netns) every connection
+	// is opened in: the client then reaches only what that namespace routes to.
+	Netns string
 }
 
 // Report is what a run observed.
@@ -138,13 +141,13 @@ func Start(ctx context.Context, o Options) (*Checker, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Second
 	}
-	gate := &dialGate{allow: o.Allow}
+	gate := &dialGate{allow: o.Allow, netns: o.Netns}
 	opt := rueidis.ClientOption{
 		InitAddress: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLS,
 		DisableCache: true, ConnWriteTimeout: o.Timeout, Dialer: dialer(),
 		ShuffleInit: true,
 	}
-	if o.Allow != nil {
+	if o.Allow != nil || o.Netns != "" {
 		opt.DialCtxFn = gate.dial
 	}
 	c, err := rueidis.NewClient(opt)

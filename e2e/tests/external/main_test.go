@@ -1,8 +1,9 @@
 //go:build e2e
 
 // Package external is the e2e suite of clients outside Kubernetes (spec.externalAccess):
-// a client on the host that may connect only to the nodes' addresses at the members' node
-// ports writes and reads through a roll, a scale 3 -> 4 -> 3 and a primary kill.
+// clients on the host that may connect only to the members' external addresses (node
+// addresses at node ports, or the local load balancer's addresses) write and read through
+// a roll, a scale 3 -> 4 -> 3 and a primary kill.
 package external
 
 import (
