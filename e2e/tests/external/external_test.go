@@ -272,7 +272,7 @@ func throughChanges(ctx context.Context, t *testing.T, k *framework.Cluster, maj
 	// The clients on the host come from the node bridge: declared, as the
 	// cluster's NetworkPolicy admits only declared clients.
 	vc.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Clients: []networkingv1.NetworkPolicyPeer{
-		{IPBlock: &networkingv1.IPBlock{CIDR: localkube.BridgeIP + "/24"}},
+		{IPBlock: &networkingv1.IPBlock{CIDR: localkube.BridgeNetwork}},
 	}}
 	if err := k.Client.Create(ctx, vc); err != nil {
 		t.Fatal(err)
