@@ -16,6 +16,7 @@ require (
 	github.com/valkey-operator/valkey-operator/localkube v0.0.0-00010101000000-000000000000
 	github.com/valkey-operator/valkey-operator/valkey v0.0.0-00010101000000-000000000000
 	github.com/yuin/gopher-lua v1.1.2
+	golang.org/x/sys v0.47.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
@@ -81,7 +82,6 @@ require (
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/term v0.45.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect

@@ -28,8 +28,10 @@ const (
 // Network layout. The host holds the bridge and reaches every node and pod through it;
 // nodes reach each other's pods directly over the bridge (host-gw routing).
 const (
-	BridgeName     = "vkbr0"
-	BridgeIP       = "10.99.0.1"
+	BridgeName = "vkbr0"
+	BridgeIP   = "10.99.0.1"
+	// BridgeNetwork holds the host, the nodes and the load balancer's addresses.
+	BridgeNetwork  = "10.99.0.0/24"
 	bridgePrefix   = "10.99.0"
 	bridgeMaskBits = 24
 	PodCIDR        = "10.88.0.0/16"

@@ -133,3 +133,40 @@ func (c Config) SetLink(ctx context.Context, node int, up bool) error {
 	_, err := run(ctx, "ip", "link", "set", Node{Index: node}.HostVeth(), state)
 	return err
 }
+
+// The outside namespace is a network namespace on the node bridge with no route beyond
+// it: what runs there reaches the nodes' addresses (and the load balancer's, which the
+// nodes answer for) but neither the pod nor the Service network, as a machine outside the
+// Kubernetes cluster would. The e2e suite of external access runs its clients there.
+// local-down removes it with the nodes' namespaces.
+const (
+	OutsideNetns = netnsPrefix + "outside"
+	OutsideIP    = bridgePrefix + ".9"
+	outsideVeth  = vethPrefix + "o"
+)
+
+// AddOutside creates the outside namespace, anew if it exists.
+func AddOutside(ctx context.Context) error {
+	RemoveOutside(ctx)
+	in := func(args ...string) []string { return append([]string{"ip", "-n", OutsideNetns}, args...) }
+	for _, s := range [][]string{
+		{"ip", "netns", "add", OutsideNetns},
+		{"ip", "link", "add", outsideVeth, "type", "veth", "peer", "name", "eth0", "netns", OutsideNetns},
+		{"ip", "link", "set", outsideVeth, "master", BridgeName},
+		{"ip", "link", "set", outsideVeth, "up"},
+		in("link", "set", "lo", "up"),
+		in("addr", "add", fmt.Sprintf("%s/%d", OutsideIP, bridgeMaskBits), "dev", "eth0"),
+		in("link", "set", "eth0", "up"),
+	} {
+		if _, err := run(ctx, s[0], s[1:]...); err != nil {
+			return fmt.Errorf("outside namespace: %w", err)
+		}
+	}
+	return nil
+}
+
+// RemoveOutside deletes the outside namespace (its veth pair goes with it).
+func RemoveOutside(ctx context.Context) {
+	_, _ = run(ctx, "ip", "netns", "del", OutsideNetns)
+	_, _ = run(ctx, "ip", "link", "del", outsideVeth)
+}

@@ -60,10 +60,11 @@ func (p hostPathProvisioner) Delete(_ context.Context, pv *corev1.PersistentVolu
 	return os.RemoveAll(pv.Spec.HostPath.Path)
 }
 
-// RunProvisioner serves the default StorageClass until ctx ends: it provisions host-folder
-// volumes and grows them when a claim asks for more (a host folder has no size to change,
-// so growing means recording the new capacity on the volume and the claim, as a CSI
-// resizer with online expansion would).
+// RunProvisioner serves the default StorageClass and the local load balancer
+// (loadbalancer.go) until ctx ends: it provisions host-folder volumes and grows them when
+// a claim asks for more (a host folder has no size to change, so growing means recording
+// the new capacity on the volume and the claim, as a CSI resizer with online expansion
+// would).
 func RunProvisioner(ctx context.Context, c Config) error {
 	c, err := c.WithDefaults()
 	if err != nil {
@@ -77,6 +78,7 @@ func RunProvisioner(ctx context.Context, c Config) error {
 	if err != nil {
 		return err
 	}
+	go runLoadBalancer(ctx, cs, c.nodes())
 	return ServeVolumes(ctx, cs, c.path("volumes"))
 }
 

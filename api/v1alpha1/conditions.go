@@ -29,6 +29,11 @@ const (
 	// ConditionPodUnschedulable (ValkeyCluster, cluster-controller): a member's pod
 	// cannot be scheduled; the message carries the scheduler's.
 	ConditionPodUnschedulable = "PodUnschedulable"
+	// ConditionExternalAddressPending (ValkeyCluster, cluster-controller): with
+	// spec.externalAccess, a member has no external address announced yet (its Service
+	// has no address, its node is unknown, or its Valkey cannot announce a node port);
+	// Ready waits for it. False with reason ExternalAccessOff when external access is off.
+	ConditionExternalAddressPending = "ExternalAddressPending"
 	// ConditionPaused (ValkeyCluster, cluster-controller): the cluster is paused for
 	// maintenance (annotation valkey.io/paused=true): no planned change starts, healing
 	// goes on. The acl-, tls- and backup-controllers read it too (see Paused) and hold
@@ -141,6 +146,14 @@ const (
 	ReasonPaused              = "Paused"
 	ReasonNotPaused           = "NotPaused"
 	ReasonNotStalled          = "NotStalled"
+
+	// ExternalAddressPending (cluster-controller).
+	ReasonExternalAccessOff  = "ExternalAccessOff"
+	ReasonAddressPending     = "AddressPending"
+	ReasonAddressesAnnounced = "AddressesAnnounced"
+	// ReasonAddressNotPropagated: every member announces its external address, and some
+	// members do not show another's yet (gossip spreads it within seconds).
+	ReasonAddressNotPropagated = "AddressNotPropagated"
 
 	// PodReady, StorageReady, ConfigApplied (node-controller).
 	ReasonPodRunning            = "Running"

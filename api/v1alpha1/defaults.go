@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strings"
+
 // Defaults of the API, applied by the CRD schema on write and by these accessors for
 // objects that were created before a default existed or built in code.
 const (
@@ -79,4 +81,32 @@ func (s *ValkeyClusterSpec) NetworkPolicyEnabled(def bool) bool {
 		return def
 	}
 	return *s.NetworkPolicy.Enabled
+}
+
+// ExternalAccessType returns spec.externalAccess.type, None when unset.
+func (s *ValkeyClusterSpec) ExternalAccessType() ExternalAccessType {
+	if s.ExternalAccess == nil || s.ExternalAccess.Type == "" {
+		return ExternalAccessNone
+	}
+	return s.ExternalAccess.Type
+}
+
+// ExternalAccessEnabled reports whether the members get per-member Services.
+func (s *ValkeyClusterSpec) ExternalAccessEnabled() bool {
+	return s.ExternalAccessType() != ExternalAccessNone
+}
+
+// Hostname renders the hostname template for one member ("" without a template).
+func (e *ExternalAccessSpec) Hostname(member, cluster, namespace string) string {
+	if e == nil || e.HostnameTemplate == "" {
+		return ""
+	}
+	return strings.NewReplacer("{member}", member, "{cluster}", cluster, "{namespace}", namespace).Replace(e.HostnameTemplate)
+}
+
+// HostnamePattern is the name a certificate must cover for every member's hostname: the
+// template with {member} as a wildcard label ("*.valkey.example.com"), since members'
+// names are chosen when they are created. "" without a template.
+func (e *ExternalAccessSpec) HostnamePattern(cluster, namespace string) string {
+	return e.Hostname("*", cluster, namespace)
 }

@@ -86,6 +86,13 @@ func HeadlessServiceName(cluster string) string { return cluster + "-nodes" }
 // ClientServiceName is the name of the Service clients connect to.
 func ClientServiceName(cluster string) string { return cluster }
 
+// ExternalServiceName is the name of a member's own Service (spec.externalAccess).
+func ExternalServiceName(member string) string { return member + "-external" }
+
+// AnnotationExternalDNSHostname is the annotation external-dns reads: the operator puts
+// each member's name from spec.externalAccess.hostnameTemplate on its Service.
+const AnnotationExternalDNSHostname = "external-dns.alpha.kubernetes.io/hostname"
+
 // The operator's own ACL users. Their passwords are the values of the keys of the same
 // names in the {cluster}-system-users Secret.
 const (

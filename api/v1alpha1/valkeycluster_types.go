@@ -179,6 +179,69 @@ type ValkeyClusterSpec struct {
 	// creation; it is immutable.
 	// +optional
 	DataSource *DataSource `json:"dataSource,omitempty"`
+
+	// ExternalAccess (an addition) gives every member an address that clients outside
+	// the Kubernetes cluster can reach: a Service per member, whose address the member
+	// announces to clients (CLUSTER SLOTS, CLUSTER SHARDS, MOVED and ASK) while the
+	// members keep talking to each other over their pod IPs. Omitted means type None.
+	// +optional
+	ExternalAccess *ExternalAccessSpec `json:"externalAccess,omitempty"`
+}
+
+// ExternalAccessType selects how clients outside the Kubernetes cluster reach the members.
+// +kubebuilder:validation:Enum=None;NodePort;LoadBalancer
+type ExternalAccessType string
+
+const (
+	// ExternalAccessNone: members announce their pod IPs, reachable inside the Kubernetes
+	// cluster only (the default).
+	ExternalAccessNone ExternalAccessType = "None"
+	// ExternalAccessNodePort: a NodePort Service per member; the member announces the
+	// address of the node its pod runs on and the Service's node port. Needs Valkey 9.0
+	// or later (cluster-announce-client-port): on 8.x the announced port is also the one
+	// replicas connect to, so it cannot differ from 6379.
+	ExternalAccessNodePort ExternalAccessType = "NodePort"
+	// ExternalAccessLoadBalancer: a LoadBalancer Service per member (one load balancer
+	// each); the member announces the load balancer's address and port 6379. Works on
+	// every supported version.
+	ExternalAccessLoadBalancer ExternalAccessType = "LoadBalancer"
+)
+
+// ExternalAccessSpec configures the per-member Services and what the members announce.
+type ExternalAccessSpec struct {
+	// Type is None (default), NodePort or LoadBalancer.
+	// +kubebuilder:default=None
+	// +optional
+	Type ExternalAccessType `json:"type,omitempty"`
+	// Annotations of every per-member Service (cloud load-balancer settings,
+	// external-dns annotations).
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Labels of every per-member Service, added to the operator's own.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// HostnameTemplate, when set, makes every member announce a DNS name instead of an
+	// address (cluster-announce-hostname with cluster-preferred-endpoint-type
+	// hostname), so MOVED and ASK name the member by it. Placeholders: {member} (the
+	// ValkeyNode's name, required: it makes the name unique), {cluster}, {namespace}.
+	// Example: "{member}.valkey.example.com". Publishing the names in DNS is the user's
+	// part (external-dns reads the Service annotation
+	// external-dns.alpha.kubernetes.io/hostname, which the operator sets to the name).
+	// With TLS the certificate must cover the names (status.tls.missingNames).
+	// +kubebuilder:validation:MaxLength=200
+	// +optional
+	HostnameTemplate string `json:"hostnameTemplate,omitempty"`
+	// LoadBalancerSourceRanges limits the client addresses a LoadBalancer Service
+	// admits (CIDRs), where the cloud supports it.
+	// +optional
+	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
+	// ExternalTrafficPolicy of the per-member Services: Cluster (the Kubernetes
+	// default) or Local, which keeps the clients' source addresses (what NetworkPolicy
+	// ipBlocks and ACL logs see) and, with NodePort, makes only the node of the member's
+	// pod answer on its node port (the address the member announces).
+	// +kubebuilder:validation:Enum=Cluster;Local
+	// +optional
+	ExternalTrafficPolicy corev1.ServiceExternalTrafficPolicy `json:"externalTrafficPolicy,omitempty"`
 }
 
 // NetworkPolicySpec selects what may connect to the cluster's pods.
@@ -356,6 +419,11 @@ type ValkeyClusterStatus struct {
 	// ObservedGeneration is the generation the cluster-controller last acted on fully.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// SeedEndpoints are external addresses ("host:port") of members that serve, for
+	// clients outside the Kubernetes cluster to start from (with spec.externalAccess;
+	// a cluster client learns the rest from the servers).
+	// +optional
+	SeedEndpoints []string `json:"seedEndpoints,omitempty"`
 	// State summarises the conditions for humans: Creating, Ready, Updating, Scaling,
 	// Degraded, Failed (members cannot run until something is fixed: Ready names the
 	// cause) or Invalid.
@@ -419,6 +487,10 @@ type ShardStatus struct {
 	// Slots are the slot ranges the primary owns, as "start-end".
 	// +optional
 	Slots []string `json:"slots,omitempty"`
+	// ExternalAddresses are the members' external addresses ("host:port", by ValkeyNode
+	// name) as they announce them to clients, with spec.externalAccess.
+	// +optional
+	ExternalAddresses map[string]string `json:"externalAddresses,omitempty"`
 }
 
 // ACLStatus tells the other controllers which Secrets hold the users.

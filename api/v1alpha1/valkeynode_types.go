@@ -123,6 +123,14 @@ type ValkeyNodeStatus struct {
 	// answered then has exited since.
 	// +optional
 	ServerRestarts int32 `json:"serverRestarts,omitempty"`
+	// NodeName is the Kubernetes node the pod runs on (node-controller).
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// ExternalAddress is the address ("host:port") the member announces to clients
+	// outside the Kubernetes cluster, from its per-member Service, once the server
+	// announces it (cluster-controller; spec.externalAccess of the cluster).
+	// +optional
+	ExternalAddress string `json:"externalAddress,omitempty"`
 	// NodeID is the member's Valkey cluster node ID (cluster-controller).
 	// +optional
 	NodeID string `json:"nodeID,omitempty"`

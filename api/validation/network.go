@@ -56,11 +56,18 @@ func validateIPBlock(b *networkingv1.IPBlock, p *field.Path) field.ErrorList {
 	if err != nil {
 		return field.ErrorList{field.Invalid(p.Child("cidr"), b.CIDR, "must be a CIDR such as 10.0.0.0/8")}
 	}
+	if cidr.Masked() != cidr {
+		return field.ErrorList{field.Invalid(p.Child("cidr"), b.CIDR, fmt.Sprintf("has address bits set beyond the prefix length: write %s", cidr.Masked()))}
+	}
 	var errs field.ErrorList
 	for i, e := range b.Except {
 		ex, err := netip.ParsePrefix(e)
 		if err != nil {
 			errs = append(errs, field.Invalid(p.Child("except").Index(i), e, "must be a CIDR"))
+			continue
+		}
+		if ex.Masked() != ex {
+			errs = append(errs, field.Invalid(p.Child("except").Index(i), e, fmt.Sprintf("has address bits set beyond the prefix length: write %s", ex.Masked())))
 			continue
 		}
 		if !cidr.Contains(ex.Addr()) || ex.Bits() <= cidr.Bits() {

@@ -26,6 +26,10 @@ func TestValidateNetworkPolicy(t *testing.T) {
 			want: []string{"spec.networkPolicy.clients[0]: Required value"}},
 		{name: "not a CIDR", mutate: clients(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.1"}}),
 			want: []string{"spec.networkPolicy.clients[0].ipBlock.cidr: Invalid value"}},
+		{name: "an address, not a network", mutate: clients(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.99.0.1/24"}}),
+			want: []string{"spec.networkPolicy.clients[0].ipBlock.cidr: Invalid value: \"10.99.0.1/24\": has address bits set beyond the prefix length: write 10.99.0.0/24"}},
+		{name: "an exception not a network", mutate: clients(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.1.0.1/16"}}}),
+			want: []string{"spec.networkPolicy.clients[0].ipBlock.except[0]: Invalid value"}},
 		{name: "an exception outside", mutate: clients(networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/16", Except: []string{"10.1.0.0/24"}}}),
 			want: []string{"spec.networkPolicy.clients[0].ipBlock.except[0]: Invalid value"}},
 		{name: "a bad selector", mutate: func(c *v1alpha1.ValkeyCluster) {

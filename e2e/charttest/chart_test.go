@@ -453,6 +453,8 @@ func TestWatchNamespacesUseRoles(t *testing.T) {
 			res := strings.SplitN(r, ":", 2)[0]
 			switch res {
 			case "storage.k8s.io/storageclasses", "scheduling.k8s.io/priorityclasses", "admissionregistration.k8s.io/validatingwebhookconfigurations",
+				// The node a NodePort member runs on (spec.externalAccess).
+				"/nodes",
 				// The metrics endpoint checks its clients' tokens and rights.
 				"authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews":
 			default:

@@ -38,6 +38,13 @@ type Options struct {
 	// RecordGapsOver, when set, makes the report list every gap of a writer at least
 	// this long, with when it started (to match gaps with injected faults).
 	RecordGapsOver time.Duration
+	// Allow, when set, is asked before every connection the client opens (the seeds,
+	// and every member the slot map or a MOVED or ASK names): an address it refuses is
+	// not dialled, and the report lists it (Refused).
+	Allow func(addr string) error
+	// Netns, when set, names the network namespace (under /run/netns) every connection
+	// is opened in: the client then reaches only what that namespace routes to.
+	Netns string
 }
 
 // Report is what a run observed.
@@ -57,6 +64,8 @@ type Report struct {
 	LostWrites []LostWrite
 	// Gaps are the gaps of at least Options.RecordGapsOver, by writer then time.
 	Gaps []Gap
+	// Refused are the addresses Options.Allow refused, each with why, once.
+	Refused []string
 }
 
 // LostWrite is one acknowledged write that could not be read back.
@@ -105,6 +114,7 @@ type Checker struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	writers []*writer
+	gate    *dialGate
 }
 
 type writer struct {
@@ -131,11 +141,16 @@ func Start(ctx context.Context, o Options) (*Checker, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Second
 	}
-	c, err := rueidis.NewClient(rueidis.ClientOption{
+	gate := &dialGate{allow: o.Allow, netns: o.Netns}
+	opt := rueidis.ClientOption{
 		InitAddress: o.Addrs, Username: o.Username, Password: o.Password, TLSConfig: o.TLS,
 		DisableCache: true, ConnWriteTimeout: o.Timeout, Dialer: dialer(),
 		ShuffleInit: true,
-	})
+	}
+	if o.Allow != nil || o.Netns != "" {
+		opt.DialCtxFn = gate.dial
+	}
+	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, fmt.Errorf("connect the write-checker: %w", err)
 	}
@@ -145,7 +160,7 @@ func Start(ctx context.Context, o Options) (*Checker, error) {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
-	ch := &Checker{o: o, client: c, cancel: cancel}
+	ch := &Checker{o: o, client: c, cancel: cancel, gate: gate}
 	for i, slot := range slots {
 		w := &writer{tag: tagFor(slot, i), slot: slot}
 		ch.writers = append(ch.writers, w)
@@ -254,6 +269,7 @@ func (c *Checker) Stop(ctx context.Context) (Report, error) {
 			r.LostWrites = append(r.LostWrites, LostWrite{Key: key, Slot: w.slot, AckedAt: w.ackAt[i]})
 		}
 	}
+	r.Refused = c.gate.list()
 	return r, nil
 }
 

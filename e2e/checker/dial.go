@@ -1,9 +1,94 @@
 package checker
 
 import (
+	"context"
+	"crypto/tls"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // dialer fails fast on a dead member, as a well-configured client would.
 func dialer() net.Dialer { return net.Dialer{Timeout: time.Second, KeepAlive: 10 * time.Second} }
+
+// dialGate asks Options.Allow before each connection and remembers what it refused; it
+// opens the connections in Options.Netns when set.
+type dialGate struct {
+	allow   func(addr string) error
+	netns   string
+	mu      sync.Mutex
+	refused map[string]string
+}
+
+func (g *dialGate) dial(ctx context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+	if g.netns != "" {
+		return inNetns(g.netns, func() (net.Conn, error) { return g.open(ctx, addr, d, tc) })
+	}
+	return g.open(ctx, addr, d, tc)
+}
+
+func (g *dialGate) open(ctx context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+	if g.allow == nil {
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	if err := g.allow(addr); err != nil {
+		g.mu.Lock()
+		if g.refused == nil {
+			g.refused = map[string]string{}
+		}
+		g.refused[addr] = err.Error()
+		g.mu.Unlock()
+		return nil, fmt.Errorf("the write-checker may not connect to %s: %w", addr, err)
+	}
+	if tc != nil {
+		return (&tls.Dialer{NetDialer: d, Config: tc}).DialContext(ctx, "tcp", addr)
+	}
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// inNetns runs dial on an OS thread moved into the network namespace ns: the socket it
+// creates belongs to that namespace for its whole life. The thread is never handed back
+// to the Go scheduler (the goroutine ends locked, so the runtime ends the thread).
+func inNetns(ns string, dial func() (net.Conn, error)) (net.Conn, error) {
+	type result struct {
+		c   net.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		f, err := os.Open(filepath.Join("/run/netns", ns))
+		if err != nil {
+			ch <- result{err: fmt.Errorf("network namespace %s: %w", ns, err)}
+			return
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- result{err: fmt.Errorf("enter network namespace %s: %w", ns, err)}
+			return
+		}
+		c, err := dial()
+		ch <- result{c, err}
+	}()
+	r := <-ch
+	return r.c, r.err
+}
+
+// list returns the refused addresses with why, sorted.
+func (g *dialGate) list() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]string, 0, len(g.refused))
+	for a, why := range g.refused {
+		out = append(out, a+": "+why)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -13,6 +13,7 @@ const (
 	claimOwner       = "spec.persistence.reclaimPolicy changed, or a claim grown: the node-controller patches the claim (node-controller integration suite)"
 	classDefault     = "a Pending claim without a class: the StorageClasses are listed to find the default one and say why (node-controller integration suite)"
 	certRenewed      = "the webhooks' self-signed certificate is renewed in place before it expires (webhooks integration suite)"
+	externalOnly     = "spec.externalAccess: a NodePort member's node read by name, a gone member's Service deleted (external suite, make e2e)"
 )
 
 // reviewed are the permissions the RBAC check found unused in make e2e-ci (2026-12-02),
@@ -32,6 +33,8 @@ var reviewed = []allowance{
 	{component: "node-controller", key: "core/persistentvolumeclaims patch", reason: claimOwner},
 	{component: "node-controller", key: "storage.k8s.io/storageclasses list", reason: classDefault},
 	{component: "webhooks", key: "core/secrets update (Role)", reason: certRenewed},
+	{component: "cluster-controller", key: "core/nodes get", suites: []string{"external"}, reason: externalOnly},
+	{component: "cluster-controller", key: "core/services delete", suites: []string{"external"}, reason: externalOnly},
 
 	{component: "backup-controller", key: "batch/jobs create", suites: []string{"backup"}, reason: backupOnly},
 	{component: "backup-controller", key: "batch/jobs get", suites: []string{"backup"}, reason: backupOnly},

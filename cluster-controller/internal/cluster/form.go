@@ -171,7 +171,15 @@ func (t *topology) partitioned(ms []*member) string {
 // a member forgotten by the others while it still knows them is met again.
 func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration, error) {
 	var met []string
-	for _, pair := range meetings(s.topo.reachable()) {
+	var joinable []*member
+	for _, m := range s.topo.reachable() {
+		// With external access a member joins once it announces its external address:
+		// clients never learn its pod address.
+		if s.externalReady(m) {
+			joinable = append(joinable, m)
+		}
+	}
+	for _, pair := range meetings(joinable) {
 		from, to := pair[0], pair[1]
 		c, err := r.client(ctx, s, from)
 		if err != nil {
@@ -189,8 +197,13 @@ func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration
 	if len(met) > 0 {
 		log.FromContext(ctx).Info("met members", "meetings", met)
 		s.progress(v1alpha1.ReasonMeetingMembers, "introducing members to each other: %s", strings.Join(met, ", "))
+	} else if p := s.externalPending(); len(p) > 0 {
+		s.progress(v1alpha1.ReasonWaitingForMember, "waiting for external addresses: %s", strings.Join(p, "; "))
 	} else if !s.topo.formed() {
 		s.progress(v1alpha1.ReasonMeetingMembers, "waiting for the members to learn of each other")
+	} else if u := s.externalUnseen(); len(u) > 0 {
+		// Gossip spreads an announced address; no event says when it has.
+		return requeueSync, nil
 	}
 	return 0, nil
 }

@@ -50,9 +50,10 @@ const (
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=list
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator
@@ -186,6 +187,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 		planned bool
 	}{
 		{"services", r.reconcileServices, false},
+		{"external access", r.reconcileExternal, false},
 		{"network policy", r.reconcileNetworkPolicy, false},
 		{"disruption budgets", r.reconcilePDBs, false},
 		{"failovers", r.settleFailovers, false},

@@ -256,7 +256,9 @@ func (s *scope) planRollByReplacement(sh int32) rollPlan {
 			primaryOutdated = true
 		case out:
 			outdatedReplicas = append(outdatedReplicas, m)
-		case m != p && synced(m, p):
+		case m != p && synced(m, p) && s.externalKnown(m):
+			// With external access, a successor takes over only once every member
+			// redirects clients to its external address.
 			freshSynced = append(freshSynced, m)
 		case m != p:
 			freshWaiting = append(freshWaiting, m)
@@ -277,7 +279,13 @@ func (s *scope) planRollByReplacement(sh int32) rollPlan {
 			message: fmt.Sprintf("shard %d: creating %s with the new spec", sh, what)}
 	}
 	if len(freshWaiting) > 0 {
-		return waitForSuccessor(sh, freshWaiting[0])
+		m := freshWaiting[0]
+		if synced(m, p) {
+			return rollPlan{step: rollWait, shard: sh, member: m, after: requeueSync,
+				message: fmt.Sprintf("shard %d: waiting for every member to learn successor %s's external address (not known to %s yet)",
+					sh, m.name(), strings.Join(m.unseenBy, ", "))}
+		}
+		return waitForSuccessor(sh, m)
 	}
 	if len(outdatedReplicas) > 0 {
 		m := outdatedReplicas[0]

@@ -116,7 +116,7 @@ func (s *scope) primaries() ([]*member, bool) {
 	out := make([]*member, s.shards())
 	for sh := range out {
 		p := s.candidate(int32(sh))
-		if p == nil || !p.reachable || p.leaving() || p.self.Replica || !s.topo.formedWith(p) {
+		if p == nil || !p.reachable || p.leaving() || p.self.Replica || !s.topo.formedWith(p) || !s.externalKnown(p) {
 			return nil, false
 		}
 		out[sh] = p

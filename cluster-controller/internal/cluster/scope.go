@@ -92,6 +92,9 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 	var members []*member
 	if s.credErr == nil {
 		members = r.observe(ctx, nodes, s.cred)
+		if vc.Spec.ExternalAccessEnabled() || announcedBefore(nodes) {
+			clientView(members)
+		}
 	} else {
 		for _, vn := range nodes {
 			members = append(members, &member{node: vn, err: s.credErr})
@@ -190,7 +193,8 @@ func (s *scope) active(sh int32) []*member {
 // member agrees the cluster is ok. A roll or a live change in flight does not make a
 // serving cluster unready; Progressing says the spec is not fully applied yet.
 func (s *scope) ready() bool {
-	return s.shardsReady() == s.shards() && s.topo.coveredSlots() == slotCount && s.topo.formed() && s.allStateOK()
+	return s.shardsReady() == s.shards() && s.topo.coveredSlots() == slotCount && s.topo.formed() && s.allStateOK() &&
+		len(s.externalPending()) == 0 && len(s.externalUnseen()) == 0
 }
 
 // applied reports whether the spec is fully applied: ready, and nothing in flight.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,6 +24,7 @@ type clusterStatus struct {
 	State              v1alpha1.ClusterState  `json:"state,omitempty"`
 	ReadyShards        int32                  `json:"readyShards"`
 	Shards             []v1alpha1.ShardStatus `json:"shards,omitempty"`
+	SeedEndpoints      []string               `json:"seedEndpoints,omitempty"`
 	// AppliedSpec is the spec of the last pass that acted on a valid spec.
 	AppliedSpec *v1alpha1.ValkeyClusterSpec `json:"appliedSpec,omitempty"`
 	Conditions  []metav1.Condition          `json:"conditions"`
@@ -34,13 +36,15 @@ var clusterConditionTypes = []string{
 	v1alpha1.ConditionClusterFormed, v1alpha1.ConditionSlotsAssigned,
 	v1alpha1.ConditionConfigurationWarning, v1alpha1.ConditionPodUnschedulable, v1alpha1.ConditionInvalidSpec,
 	v1alpha1.ConditionPaused, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled,
+	v1alpha1.ConditionExternalAddressPending,
 }
 
 // memberStatus holds the ValkeyNode status fields this controller owns.
 type memberStatus struct {
-	NodeID     string             `json:"nodeID,omitempty"`
-	Lifecycle  v1alpha1.Lifecycle `json:"lifecycle,omitempty"`
-	Conditions []metav1.Condition `json:"conditions"`
+	NodeID          string             `json:"nodeID,omitempty"`
+	Lifecycle       v1alpha1.Lifecycle `json:"lifecycle,omitempty"`
+	ExternalAddress string             `json:"externalAddress,omitempty"`
+	Conditions      []metav1.Condition `json:"conditions"`
 }
 
 var memberConditionTypes = []string{v1alpha1.ConditionJoined, v1alpha1.ConditionSynced}
@@ -61,7 +65,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) er
 	r.warnOnTransitions(s, want.Conditions)
 	have := clusterStatus{
 		ObservedGeneration: vc.Status.ObservedGeneration, State: vc.Status.State, ReadyShards: vc.Status.ReadyShards,
-		Shards: vc.Status.Shards, AppliedSpec: vc.Status.AppliedSpec,
+		Shards: vc.Status.Shards, SeedEndpoints: vc.Status.SeedEndpoints, AppliedSpec: vc.Status.AppliedSpec,
 		Conditions: conditions.Owned(vc.Status.Conditions, clusterConditionTypes...),
 	}
 	if !status.Equal(have, want) {
@@ -110,6 +114,7 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 		st.AppliedSpec = vc.Spec.DeepCopy()
 	}
 	st.Shards = shardStatuses(s)
+	st.SeedEndpoints = seedEndpoints(s)
 	st.ReadyShards = s.shardsReady()
 	ready := s.credErr == nil && s.ready()
 	applied := ready && s.mayAct() && runErr == nil && s.applied() && !s.pending
@@ -131,6 +136,10 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 			reason, msg = v1alpha1.ReasonReconcileError, runErr.Error()
 		case reason == "" && s.paused && ready:
 			reason, msg = v1alpha1.ReasonPaused, "the cluster is paused ("+v1alpha1.AnnotationPaused+"): planned changes wait until it is resumed"
+		case reason == "" && len(s.externalPending()) > 0:
+			reason, msg = v1alpha1.ReasonAddressPending, "waiting for external addresses: "+strings.Join(s.externalPending(), "; ")
+		case reason == "" && len(s.externalUnseen()) > 0:
+			reason, msg = v1alpha1.ReasonAddressNotPropagated, "waiting for the members to learn each other's external addresses: "+strings.Join(s.externalUnseen(), "; ")
 		case reason == "":
 			reason, msg = v1alpha1.ReasonWaitingForSync, fmt.Sprintf("%d of %d shards ready", st.ReadyShards, s.shards())
 		}
@@ -146,7 +155,7 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	st.Conditions = []metav1.Condition{
 		readyCond, progressing, degraded, formedCondition(s, gen), slotsCondition(s, gen),
 		graceCondition(vc, gen), unschedulableCondition(s, gen), s.guard.Condition,
-		pausedCondition(s, gen),
+		pausedCondition(s, gen), externalCondition(s, gen),
 	}
 	st.State = clusterState(s, applied, degraded)
 	holdForRestore(vc, &st)
@@ -342,6 +351,12 @@ func shardStatuses(s *scope) []v1alpha1.ShardStatus {
 			if m != p && p != nil && m.reachable && m.self.Replica && m.self.PrimaryID == p.id() {
 				st.Replicas = append(st.Replicas, m.name())
 			}
+			if a := memberExternalAddress(s, m); a != "" && (m == p || slices.Contains(st.Replicas, m.name())) {
+				if st.ExternalAddresses == nil {
+					st.ExternalAddresses = map[string]string{}
+				}
+				st.ExternalAddresses[m.name()] = a
+			}
 		}
 		out = append(out, st)
 	}
@@ -352,7 +367,7 @@ func shardStatuses(s *scope) []v1alpha1.ShardStatus {
 func (r *Reconciler) writeMemberStatus(ctx context.Context, s *scope, m *member) error {
 	want := computeMemberStatus(s, m)
 	want.Conditions = conditions.Resolve(m.node.Status.Conditions, s.topo.now, want.Conditions...)
-	have := memberStatus{NodeID: m.node.Status.NodeID, Lifecycle: m.node.Status.Lifecycle,
+	have := memberStatus{NodeID: m.node.Status.NodeID, Lifecycle: m.node.Status.Lifecycle, ExternalAddress: m.node.Status.ExternalAddress,
 		Conditions: conditions.Owned(m.node.Status.Conditions, memberConditionTypes...)}
 	if status.Equal(have, want) {
 		return nil
@@ -362,7 +377,7 @@ func (r *Reconciler) writeMemberStatus(ctx context.Context, s *scope, m *member)
 
 func computeMemberStatus(s *scope, m *member) memberStatus {
 	gen := m.node.Generation
-	st := memberStatus{NodeID: m.id(), Lifecycle: m.node.Status.Lifecycle}
+	st := memberStatus{NodeID: m.id(), Lifecycle: m.node.Status.Lifecycle, ExternalAddress: memberExternalAddress(s, m)}
 	p := s.topo.primaryOf(m.shard())
 	known := m.reachable && s.topo.formedWith(m)
 	isPrimary := p == m

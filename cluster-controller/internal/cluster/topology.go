@@ -31,6 +31,15 @@ type member struct {
 	repl valkey.Replication
 	// version of the server.
 	version valkey.Version
+	// external is its external address (spec.externalAccess), nil without.
+	external *external
+	// announceReset: without external access, the server announces its pod address
+	// (checked, or set back, this pass).
+	announceReset bool
+	// unseenBy names the members whose CLUSTER NODES does not show the client address
+	// this member announces yet (gossip carries it, seconds after the CONFIG SET): they
+	// still name its pod address in MOVED, ASK and CLUSTER SLOTS.
+	unseenBy []string
 }
 
 func (m *member) name() string  { return m.node.Name }

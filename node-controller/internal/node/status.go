@@ -26,6 +26,7 @@ var ownedConditions = []string{
 type ownedStatus struct {
 	PodName  string        `json:"podName,omitempty"`
 	PodIP    string        `json:"podIP,omitempty"`
+	NodeName string        `json:"nodeName,omitempty"`
 	Role     v1alpha1.Role `json:"role,omitempty"`
 	Version  string        `json:"version,omitempty"`
 	Revision int64         `json:"revision,omitempty"`
@@ -39,7 +40,7 @@ type ownedStatus struct {
 func currentStatus(vn *v1alpha1.ValkeyNode) ownedStatus {
 	st := vn.Status
 	return ownedStatus{
-		PodName: st.PodName, PodIP: st.PodIP, Role: st.Role, Version: st.Version, Revision: st.Revision, Replicas: st.Replicas,
+		PodName: st.PodName, PodIP: st.PodIP, NodeName: st.NodeName, Role: st.Role, Version: st.Version, Revision: st.Revision, Replicas: st.Replicas,
 		ServerRestarts: st.ServerRestarts, Conditions: conditions.Owned(st.Conditions, ownedConditions...),
 	}
 }
@@ -62,7 +63,7 @@ func desiredStatus(s *scope, now time.Time) ownedStatus {
 		Revision: runningRevision(s),
 	}
 	if s.pod != nil {
-		out.PodName, out.PodIP, out.Replicas = s.pod.Name, s.pod.Status.PodIP, 1
+		out.PodName, out.PodIP, out.NodeName, out.Replicas = s.pod.Name, s.pod.Status.PodIP, s.pod.Spec.NodeName, 1
 	}
 	switch {
 	case s.server != nil:

@@ -19,7 +19,7 @@ import (
 func testPod(phase corev1.PodPhase, restart corev1.RestartPolicy, server *corev1.ContainerState) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{}},
-		Spec:       corev1.PodSpec{RestartPolicy: restart},
+		Spec:       corev1.PodSpec{RestartPolicy: restart, NodeName: "worker-2"},
 		Status:     corev1.PodStatus{Phase: phase, PodIP: "10.0.0.7"},
 	}
 	if server != nil {
@@ -137,7 +137,7 @@ func TestDesiredStatus(t *testing.T) {
 	s := base()
 	s.server, s.role, s.serverVersion = fakeServer{}, v1alpha1.RolePrimary, valkey.Version{Major: 8, Minor: 1, Patch: 1}
 	got := desiredStatus(s, now)
-	if got.PodName != "p" || got.PodIP != "10.0.0.7" || got.Role != v1alpha1.RolePrimary || got.Version != "8.1.1" {
+	if got.PodName != "p" || got.PodIP != "10.0.0.7" || got.NodeName != "worker-2" || got.Role != v1alpha1.RolePrimary || got.Version != "8.1.1" {
 		t.Errorf("answered: %+v", got)
 	}
 	if len(got.Conditions) != len(ownedConditions) || got.Conditions[0].Type != v1alpha1.ConditionPodReady || !got.Conditions[0].LastTransitionTime.Equal(&metav1.Time{Time: now}) {

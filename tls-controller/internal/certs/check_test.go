@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
@@ -164,5 +166,17 @@ func TestClientNames(t *testing.T) {
 	want := []string{"vk.ns.svc", "vk.ns.svc.example.org"}
 	if !slices.Equal(got, want) {
 		t.Errorf("ClientNames %v, want %v", got, want)
+	}
+}
+
+func TestExternalNames(t *testing.T) {
+	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "vk", Namespace: "ns"}}
+	nodes := []v1alpha1.ValkeyNode{{ObjectMeta: metav1.ObjectMeta{Name: "vk-b"}}, {ObjectMeta: metav1.ObjectMeta{Name: "vk-a"}}}
+	if got := ExternalNames(vc, nodes); len(got) != 0 {
+		t.Errorf("without external access: %v", got)
+	}
+	vc.Spec.ExternalAccess = &v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalAccessLoadBalancer, HostnameTemplate: "{member}.{namespace}.example.com"}
+	if got := ExternalNames(vc, nodes); !slices.Equal(got, []string{"vk-a.ns.example.com", "vk-b.ns.example.com"}) {
+		t.Errorf("ExternalNames = %v", got)
 	}
 }

@@ -224,7 +224,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).Info("not acting on an invalid spec", "errors", len(g.Errs))
 		return reconcile.Result{}, r.writeUnknown(ctx, &vc, "the spec is invalid (see InvalidSpec)", g.Condition)
 	}
-	s := &scope{vc: &vc, now: r.now(), names: ClientNames(vc.Name, vc.Namespace, r.clusterDomain())}
+	names := ClientNames(vc.Name, vc.Namespace, r.clusterDomain())
+	if vc.Spec.ExternalAccess != nil && vc.Spec.ExternalAccess.HostnameTemplate != "" {
+		nodes, err := membership.Of(ctx, r.Client, &vc)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		names = append(names, ExternalNames(&vc, nodes)...)
+	}
+	s := &scope{vc: &vc, now: r.now(), names: names}
 	res, err := r.pass(ctx, s)
 	if err != nil {
 		why := "the controller could not complete its pass: " + err.Error()

@@ -9,6 +9,12 @@
 - apiGroups:
   - ""
   resources:
+  - nodes
+  verbs:
+  - get
+- apiGroups:
+  - ""
+  resources:
   - secrets
   verbs:
   - list
@@ -18,6 +24,7 @@
   resources:
   - services
   verbs:
+  - delete
   - list
   - patch
   - watch
