@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/rueidis"
 )
 
 // FailoverMode selects the variant of CLUSTER FAILOVER.
@@ -236,6 +238,77 @@ func (c *Client) setSlot(ctx context.Context, slot int, sub, id string) error {
 		return fmt.Errorf("cluster setslot %d %s %s: %w", slot, sub, id, err)
 	}
 	return nil
+}
+
+// SetSlots runs CLUSTER SETSLOT <slot> <sub> [id] for every slot of slots in one round
+// trip (pipelined), in order; sub is IMPORTING, MIGRATING, NODE or STABLE. The first
+// refusal is returned, naming its slot; the commands after it have run too.
+func (c *Client) SetSlots(ctx context.Context, slots []int, sub, id string) error {
+	if len(slots) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, 0, len(slots))
+	for _, slot := range slots {
+		if !validSlot(slot) {
+			return fmt.Errorf("cluster setslot %d %s: %w", slot, sub, ErrInvalidArgument)
+		}
+		args := []string{"CLUSTER", "SETSLOT", strconv.Itoa(slot), sub}
+		if id != "" {
+			args = append(args, id)
+		}
+		cmds = append(cmds, c.rc.B().Arbitrary(args...).Build())
+	}
+	ctx, cancel := c.withTimeout(ctx, 0)
+	defer cancel()
+	for i, r := range c.rc.DoMulti(ctx, cmds...) {
+		msg, err := r.ToMessage()
+		if err == nil {
+			var s string
+			if s, err = replyString(msg); err == nil && s != "OK" {
+				err = fmt.Errorf("unexpected reply %q", truncate(s, 64))
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("cluster setslot %d %s %s: %w", slots[i], sub, id, asServerError(err))
+		}
+	}
+	return nil
+}
+
+// KeysInSlots returns up to count keys of each slot of slots (CLUSTER GETKEYSINSLOT), in
+// one round trip (pipelined); a slot without keys has none in the map.
+func (c *Client) KeysInSlots(ctx context.Context, slots []int, count int) (map[int][]string, error) {
+	cmds := make(rueidis.Commands, 0, len(slots))
+	for _, slot := range slots {
+		if !validSlot(slot) || count < 0 {
+			return nil, fmt.Errorf("cluster getkeysinslot %d %d: %w", slot, count, ErrInvalidArgument)
+		}
+		cmds = append(cmds, c.rc.B().Arbitrary("CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.Itoa(count)).Build())
+	}
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := c.withTimeout(ctx, 0)
+	defer cancel()
+	out := map[int][]string{}
+	for i, r := range c.rc.DoMulti(ctx, cmds...) {
+		msg, err := r.ToMessage()
+		if err != nil {
+			return nil, fmt.Errorf("cluster getkeysinslot %d: %w", slots[i], asServerError(err))
+		}
+		v, err := toTree(msg)
+		if err != nil {
+			return nil, fmt.Errorf("cluster getkeysinslot %d: %w", slots[i], err)
+		}
+		keys, err := stringList(v)
+		if err != nil {
+			return nil, fmt.Errorf("cluster getkeysinslot %d: %w", slots[i], err)
+		}
+		if len(keys) > 0 {
+			out[slots[i]] = keys
+		}
+	}
+	return out, nil
 }
 
 // CountKeysInSlot returns the number of keys the server holds in slot.

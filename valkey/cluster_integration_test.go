@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ func TestCluster(t *testing.T) {
 		{"parse", testParseLive},
 		{"failover", testFailover},
 		{"legacy slot migration", testLegacyMigration},
+		{"legacy migration of several slots, pipelined", testPipelinedMigration},
 		{"atomic slot migration", testAtomicMigration},
 		{"forget", testForget},
 	}
@@ -354,6 +356,72 @@ func testLegacyMigration(t *testing.T, c *testCluster) {
 	v, err := c.clients[dst].Do(ctx, "GET", "{"+tag+"}:7")
 	if err != nil || v != "7" {
 		t.Fatalf("GET on target = %q, %v", v, err)
+	}
+}
+
+// testPipelinedMigration moves three slots of one primary, two with keys and one empty,
+// with SetSlots and KeysInSlots (one round trip per step for all three) and a MIGRATE
+// per slot that has keys.
+func testPipelinedMigration(t *testing.T, c *testCluster) {
+	ctx := ctxT(t)
+	src := c.ownerOf(t, valkey.KeySlot("{batch-a}"))
+	dst := (src + 1) % primaries
+	var slots []int
+	tags := map[int]string{}
+	for i := 0; len(slots) < 3; i++ {
+		tag := fmt.Sprintf("batch-%d", i)
+		slot := valkey.KeySlot("{" + tag + "}")
+		if c.ownerOf(t, slot) != src || tags[slot] != "" {
+			continue
+		}
+		tags[slot] = tag
+		slots = append(slots, slot)
+	}
+	c.writeKeys(t, src, tags[slots[0]], 250)
+	c.writeKeys(t, src, tags[slots[1]], 3)
+	must(t, c.clients[dst].SetSlots(ctx, slots, "IMPORTING", c.ids[src]))
+	must(t, c.clients[src].SetSlots(ctx, slots, "MIGRATING", c.ids[dst]))
+	for _, slot := range slots {
+		checkMigrationFlags(t, c, src, dst, slot)
+	}
+	target := c.servers[dst]
+	pending := slots
+	for round := 0; len(pending) > 0; round++ {
+		if round == 10 {
+			t.Fatalf("keys still in slots %v after 10 rounds", pending)
+		}
+		keys, err := c.clients[src].KeysInSlots(ctx, pending, 100)
+		must(t, err)
+		if round == 0 && (len(keys[slots[0]]) != 100 || len(keys[slots[1]]) != 3 || len(keys[slots[2]]) != 0) {
+			t.Fatalf("first round's keys per slot: %d, %d, %d; want 100, 3, 0", len(keys[slots[0]]), len(keys[slots[1]]), len(keys[slots[2]]))
+		}
+		var next []int
+		for _, slot := range pending {
+			if len(keys[slot]) == 0 {
+				continue
+			}
+			must(t, c.clients[src].Migrate(ctx, valkey.MigrateArgs{
+				Host: target.Host, Port: target.Port, Keys: keys[slot], Timeout: 5 * time.Second,
+				Username: valkeytest.AdminUser, Password: target.AdminPassword, Replace: true,
+			}))
+			next = append(next, slot)
+		}
+		pending = next
+	}
+	for _, i := range []int{dst, src, 3 - src - dst} {
+		must(t, c.clients[i].SetSlots(ctx, slots, "NODE", c.ids[dst]))
+	}
+	for slot, want := range map[int]int64{slots[0]: 250, slots[1]: 3, slots[2]: 0} {
+		if n, err := c.clients[dst].CountKeysInSlot(ctx, slot); err != nil || n != want {
+			t.Errorf("target holds %d keys of slot %d (%v), want %d", n, slot, err, want)
+		}
+		if got := c.ownerOf(t, slot); got != dst {
+			t.Errorf("slot %d owned by node %d, want %d", slot, got, dst)
+		}
+	}
+	// A refusal names its slot: the target cannot import a slot it owns from itself.
+	if err := c.clients[dst].SetSlots(ctx, slots[:1], "IMPORTING", c.ids[dst]); err == nil || !strings.Contains(err.Error(), strconv.Itoa(slots[0])) {
+		t.Errorf("SetSlots IMPORTING from itself: %v, want a refusal naming slot %d", err, slots[0])
 	}
 }
 

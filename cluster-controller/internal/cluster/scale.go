@@ -20,7 +20,10 @@ import (
 const (
 	migrationBudget = 5 * time.Second
 	keysPerMigrate  = 200
-	migrateTimeout  = 10 * time.Second
+	// slotsPerBatch slots move together on Valkey before 9.0 (pipelined SETSLOT and
+	// GETKEYSINSLOT).
+	slotsPerBatch  = 64
+	migrateTimeout = 10 * time.Second
 )
 
 // reconcileScale moves slots until every shard of the spec holds an even share and the
@@ -222,23 +225,29 @@ func (r *Reconciler) moveSlots(ctx context.Context, s *scope, from, to *member, 
 	if s.allAtLeast9() {
 		return r.migrateAtomically(ctx, s, from, to, ranges)
 	}
+	var slots []int
 	for _, rg := range ranges {
 		for slot := rg.Start; slot <= rg.End; slot++ {
-			if time.Now().After(deadline) {
-				return false, nil
-			}
-			if err := r.migrateSlot(ctx, s, from, to, slot); err != nil {
-				return false, err
-			}
+			slots = append(slots, slot)
+		}
+	}
+	for batch := range slices.Chunk(slots, slotsPerBatch) {
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		if err := r.migrateSlots(ctx, s, from, to, batch); err != nil {
+			return false, err
 		}
 	}
 	return true, nil
 }
 
-// migrateSlot moves one slot with keys: the target imports it, the source marks it
-// migrating, keys move in batches (clients get ASK redirects for moved keys meanwhile),
-// then both, and every other primary, are told the new owner.
-func (r *Reconciler) migrateSlot(ctx context.Context, s *scope, from, to *member, slot int) error {
+// migrateSlots moves a batch of slots with their keys (Valkey before 9.0): the target
+// imports them, the source marks them migrating, keys move slot by slot in batches
+// (clients get ASK redirects for moved keys meanwhile), then both, and every other
+// primary, are told the new owner. Each step is one pipelined round trip for the whole
+// batch, so a slot costs a MIGRATE per batch of its keys, not eight round trips.
+func (r *Reconciler) migrateSlots(ctx context.Context, s *scope, from, to *member, slots []int) error {
 	src, err := r.client(ctx, s, from)
 	if err != nil {
 		return err
@@ -247,43 +256,52 @@ func (r *Reconciler) migrateSlot(ctx context.Context, s *scope, from, to *member
 	if err != nil {
 		return err
 	}
-	if from.self.Migrating[slot] != to.id() {
-		if err := dst.SetSlotImporting(ctx, slot, from.id()); err != nil {
-			return err
-		}
-		if err := src.SetSlotMigrating(ctx, slot, to.id()); err != nil {
-			return err
+	var open []int // not migrating to the target yet (a pass may have started some)
+	for _, slot := range slots {
+		if from.self.Migrating[slot] != to.id() {
+			open = append(open, slot)
 		}
 	}
-	return r.drainAndAssign(ctx, s, src, dst, from, to, slot)
+	if err := dst.SetSlots(ctx, open, "IMPORTING", from.id()); err != nil {
+		return err
+	}
+	if err := src.SetSlots(ctx, open, "MIGRATING", to.id()); err != nil {
+		return err
+	}
+	return r.drainAndAssign(ctx, s, src, dst, from, to, slots)
 }
 
-// drainAndAssign moves the keys still in slot from src to dst and gives the slot to dst.
-func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *valkey.Client, from, to *member, slot int) error {
+// drainAndAssign moves the keys still in slots from src to dst and gives the slots to dst.
+func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *valkey.Client, from, to *member, slots []int) error {
 	host, port, err := to.hostPort()
 	if err != nil {
 		return err
 	}
-	for {
-		keys, err := src.GetKeysInSlot(ctx, slot, keysPerMigrate)
+	for pending := slots; len(pending) > 0; {
+		keys, err := src.KeysInSlots(ctx, pending, keysPerMigrate)
 		if err != nil {
 			return err
 		}
-		if len(keys) == 0 {
-			break
+		var next []int
+		for _, slot := range pending {
+			if len(keys[slot]) == 0 {
+				continue
+			}
+			if err := src.Migrate(ctx, valkey.MigrateArgs{
+				Host: host, Port: port, Keys: keys[slot], Timeout: migrateTimeout,
+				Username: s.cred.Username, Password: s.cred.Password, Replace: true,
+			}); err != nil {
+				return fmt.Errorf("migrate %d keys of slot %d to %s: %w", len(keys[slot]), slot, to.name(), err)
+			}
+			next = append(next, slot)
 		}
-		if err := src.Migrate(ctx, valkey.MigrateArgs{
-			Host: host, Port: port, Keys: keys, Timeout: migrateTimeout,
-			Username: s.cred.Username, Password: s.cred.Password, Replace: true,
-		}); err != nil {
-			return fmt.Errorf("migrate %d keys of slot %d to %s: %w", len(keys), slot, to.name(), err)
-		}
+		pending = next
 	}
-	// The target first, so it owns the slot before the source stops redirecting to it.
-	if err := dst.SetSlotNode(ctx, slot, to.id()); err != nil {
+	// The target first, so it owns the slots before the source stops redirecting to it.
+	if err := dst.SetSlots(ctx, slots, "NODE", to.id()); err != nil {
 		return err
 	}
-	if err := src.SetSlotNode(ctx, slot, to.id()); err != nil {
+	if err := src.SetSlots(ctx, slots, "NODE", to.id()); err != nil {
 		return err
 	}
 	for _, m := range s.topo.reachable() {
@@ -291,7 +309,7 @@ func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *val
 			continue
 		}
 		if c, err := r.client(ctx, s, m); err == nil {
-			_ = c.SetSlotNode(ctx, slot, to.id()) // gossip would tell it too; this is faster
+			_ = c.SetSlots(ctx, slots, "NODE", to.id()) // gossip would tell it too; this is faster
 		}
 	}
 	return nil
@@ -372,7 +390,7 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 					return 0, err
 				}
 			}
-			if err := r.drainAndAssign(ctx, s, src, dst, m, to, slot); err != nil {
+			if err := r.drainAndAssign(ctx, s, src, dst, m, to, []int{slot}); err != nil {
 				return 0, err
 			}
 			s.progress(v1alpha1.ReasonMigratingSlots, "finished the migration of slot %d", slot)
