@@ -43,7 +43,9 @@ func (g *dialGate) open(ctx context.Context, addr string, d *net.Dialer, tc *tls
 		if g.refused == nil {
 			g.refused = map[string]string{}
 		}
-		g.refused[addr] = err.Error()
+		if _, seen := g.refused[addr]; !seen {
+			g.refused[addr] = err.Error() + " (first at " + time.Now().Format("15:04:05.000") + ")"
+		}
 		g.mu.Unlock()
 		return nil, fmt.Errorf("the write-checker may not connect to %s: %w", addr, err)
 	}

@@ -480,10 +480,11 @@ func markUnseen(members []*member) {
 	}
 }
 
-// externalKnown reports whether every member shows member m at its announced external
-// address, so that no redirection names its pod address: always without external access.
+// externalKnown reports whether every member knows member m and shows it at its
+// announced external address, so that no redirection or slot map names its pod address:
+// always without external access.
 func (s *scope) externalKnown(m *member) bool {
-	return !s.vc.Spec.ExternalAccessEnabled() || len(m.unseenBy) == 0
+	return !s.vc.Spec.ExternalAccessEnabled() || len(m.unseenBy) == 0 && s.topo.formedWith(m)
 }
 
 // externalUnseen lists the members (not leaving) whose announced address some members do

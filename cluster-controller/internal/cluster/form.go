@@ -316,6 +316,7 @@ func (s *scope) servedBefore() bool {
 // reconcileReplicas makes every other member of a shard replicate the shard's primary.
 func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (time.Duration, error) {
 	var pending []string
+	var after time.Duration
 	for sh := int32(0); sh < s.shards(); sh++ {
 		p := s.candidate(sh)
 		if p == nil {
@@ -330,6 +331,13 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (time.Dura
 			}
 			if !m.knows(p.id()) {
 				pending = append(pending, m.name())
+				continue
+			}
+			if !s.externalKnown(m) {
+				// A replica is in every slot map: it is made one only once every member
+				// names it by its external address (gossip spreads it, no event says when).
+				pending = append(pending, m.name()+" (its external address not known to every member yet)")
+				after = requeueSync
 				continue
 			}
 			c, err := r.client(ctx, s, m)
@@ -351,7 +359,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (time.Dura
 	if len(pending) > 0 {
 		s.progress(v1alpha1.ReasonReplicating, "setting up replication of %s", strings.Join(pending, ", "))
 	}
-	return 0, nil
+	return after, nil
 }
 
 // truncate shortens s to n bytes, marking the cut.
