@@ -13,6 +13,7 @@ const (
 	claimOwner       = "spec.persistence.reclaimPolicy changed, or a claim grown: the node-controller patches the claim (node-controller integration suite)"
 	classDefault     = "a Pending claim without a class: the StorageClasses are listed to find the default one and say why (node-controller integration suite)"
 	certRenewed      = "the webhooks' self-signed certificate is renewed in place before it expires (webhooks integration suite)"
+	applyCreates     = "the cluster-controller writes these with server-side apply: an apply that creates the object is also authorized as create, a check made inside the request that the audit log records as patch (the suites fail without it)"
 	externalOnly     = "spec.externalAccess: a NodePort member's node read by name, a gone member's Service deleted (external suite, make e2e)"
 )
 
@@ -26,6 +27,9 @@ var reviewed = []allowance{
 	{component: "backup-controller", key: "valkey.io/valkeybackups/finalizers update", reason: ownerFinalizers},
 	{component: "backup-controller", key: "valkey.io/valkeyclusters/finalizers update", reason: ownerFinalizers},
 
+	{component: "cluster-controller", key: "core/services create", reason: applyCreates},
+	{component: "cluster-controller", key: "policy/poddisruptionbudgets create", reason: applyCreates},
+	{component: "cluster-controller", key: "networking.k8s.io/networkpolicies create", reason: applyCreates},
 	{component: "cluster-controller", key: "networking.k8s.io/networkpolicies delete", reason: networkPolicyOff},
 	{component: "cluster-controller", key: "policy/poddisruptionbudgets delete", reason: pdbRemoved},
 	{component: "cluster-controller", key: "valkey.io/valkeyclusters patch", suites: []string{"operate"}, reason: requestClosed},

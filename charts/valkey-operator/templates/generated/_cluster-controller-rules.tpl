@@ -24,6 +24,7 @@
   resources:
   - services
   verbs:
+  - create
   - delete
   - list
   - patch
@@ -52,6 +53,7 @@
   resources:
   - networkpolicies
   verbs:
+  - create
   - delete
   - list
   - patch
@@ -61,6 +63,7 @@
   resources:
   - poddisruptionbudgets
   verbs:
+  - create
   - delete
   - list
   - patch
