@@ -333,8 +333,8 @@ func throughChanges(ctx context.Context, t *testing.T, k *framework.Cluster, maj
 	r := framework.StopChecker(ctx, t, ch, "through a roll, a scale 3 -> 4 -> 3 and a primary kill", false)
 	// Seen on 8.1 only, once per run, right after the primary kill: a member that a
 	// fresh node has just met lists it at its pod address for a moment (Valkey has not
-	// taken its announced address from the handshake yet), and rueidis dials every node
-	// CLUSTER SHARDS lists, slots or not. The node served no slot then (the operator
+	// taken its announced address from the handshake yet, as far as we can tell), and
+	// rueidis dials the nodes of the topology it reads. The node served no slot then (the operator
 	// makes it a replica only once every member shows its external address), and no slot
 	// map or redirection the test checks names a pod address: reported, not failed.
 	if len(r.Refused) > 0 {
