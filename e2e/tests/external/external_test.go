@@ -185,11 +185,11 @@ func (c *cliClient) run(args ...string) (string, error) {
 	base := []string{"-c", "-h", host, "-p", port, "--user", framework.TestUser, "--pass", "any", "--no-auth-warning"}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	argv := append([]string{"valkey-cli"}, append(base, args...)...)
+	cmd := exec.CommandContext(ctx, "valkey-cli", append(base, args...)...)
 	if c.netns != "" {
-		argv = append([]string{"ip", "netns", "exec", c.netns}, argv...)
+		cmd = exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", c.netns, "valkey-cli"}, append(base, args...)...)...)
 	}
-	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	out, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
 
