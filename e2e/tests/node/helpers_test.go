@@ -165,7 +165,8 @@ func (f *fixture) create(ctx context.Context, t *testing.T, vn *v1alpha1.ValkeyN
 	must(t, f.nodes.Create(ctx, vn), "create ValkeyNode "+vn.Name)
 }
 
-// update changes a node's spec, retrying on conflicts.
+// update changes a node's spec as the cluster-controller does, with a patch (its rules
+// have no update), retrying on conflicts.
 func (f *fixture) update(ctx context.Context, t *testing.T, name string, mutate func(*v1alpha1.ValkeyNode)) {
 	t.Helper()
 	err := framework.Until(ctx, statusTimeout, "update ValkeyNode "+name, func(ctx context.Context) (bool, string, error) {
@@ -173,8 +174,9 @@ func (f *fixture) update(ctx context.Context, t *testing.T, name string, mutate 
 		if err := f.c.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: name}, &vn); err != nil {
 			return false, "", err
 		}
+		base := vn.DeepCopy()
 		mutate(&vn)
-		if err := f.nodes.Update(ctx, &vn); err != nil {
+		if err := f.nodes.Patch(ctx, &vn, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 			return false, "", err
 		}
 		return true, "", nil
