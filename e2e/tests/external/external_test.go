@@ -331,8 +331,8 @@ func throughChanges(ctx context.Context, t *testing.T, k *framework.Cluster, maj
 
 	time.Sleep(time.Second)
 	r := framework.StopChecker(ctx, t, ch, "through a roll, a scale 3 -> 4 -> 3 and a primary kill", false)
-	// Seen on 8.1 only, once per run, right after the primary kill: a member that a
-	// fresh node has just met lists it at its pod address for a moment (Valkey has not
+	// Seen about once per run (8.1 and 9.1), after a fresh node joined (a primary
+	// killed, a successor): a member that has just met it lists it at its pod address for a moment (Valkey has not
 	// taken its announced address from the handshake yet, as far as we can tell), and
 	// rueidis dials the nodes of the topology it reads. The node served no slot then (the operator
 	// makes it a replica only once every member shows its external address), and no slot
