@@ -190,7 +190,7 @@ func (lb *loadBalancer) place(ctx context.Context, n Node, want map[netip.Addr]b
 	}
 	have := map[netip.Addr]bool{}
 	for _, f := range strings.Fields(out) {
-		if p, err := netip.ParsePrefix(f); err == nil && inPool(p.Addr()) {
+		if p, err := netip.ParsePrefix(f); err == nil && InLoadBalancerPool(p.Addr()) {
 			have[p.Addr()] = true
 		}
 	}
@@ -217,21 +217,22 @@ func (lb *loadBalancer) place(ctx context.Context, n Node, want map[netip.Addr]b
 // poolAddress is the pool address the Service's status already records.
 func poolAddress(s *corev1.Service) (netip.Addr, bool) {
 	for _, in := range s.Status.LoadBalancer.Ingress {
-		if a, err := netip.ParseAddr(in.IP); err == nil && inPool(a) {
+		if a, err := netip.ParseAddr(in.IP); err == nil && InLoadBalancerPool(a) {
 			return a, true
 		}
 	}
 	return netip.Addr{}, false
 }
 
-func inPool(a netip.Addr) bool {
+// InLoadBalancerPool reports whether a is one of the addresses the load balancer hands out.
+func InLoadBalancerPool(a netip.Addr) bool {
 	first, last := netip.MustParseAddr(LoadBalancerPoolFirst), netip.MustParseAddr(LoadBalancerPoolLast)
 	return a.Compare(first) >= 0 && a.Compare(last) <= 0
 }
 
 // freeAddress is the lowest pool address not in used.
 func freeAddress(used map[netip.Addr]bool) (netip.Addr, bool) {
-	for a := netip.MustParseAddr(LoadBalancerPoolFirst); inPool(a); a = a.Next() {
+	for a := netip.MustParseAddr(LoadBalancerPoolFirst); InLoadBalancerPool(a); a = a.Next() {
 		if !used[a] {
 			return a, true
 		}

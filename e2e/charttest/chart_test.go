@@ -17,6 +17,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/valkey-operator/valkey-operator/localkube"
 )
 
 // kubeVersion is the Kubernetes version the chart is rendered for (the local
@@ -34,20 +36,11 @@ var components = map[string]string{
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := localkube.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
-		}
-		if parent := filepath.Dir(dir); parent != dir {
-			dir = parent
-			continue
-		}
-		t.Fatal("no go.work above the test")
-	}
+	return root
 }
 
 func helm(t *testing.T, args ...string) (string, error) {

@@ -64,7 +64,10 @@ func secureMetrics() []allowance {
 // files written since E2E_AUDIT_SINCE, RFC 3339, when set), and on any request RBAC
 // refused. hack/e2e.sh runs it after the suites.
 func TestRulesUsed(t *testing.T) {
-	root := repoRoot(t)
+	root, err := localkube.FindRepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := os.Getenv("E2E_AUDIT_DIR")
 	if dir == "" {
 		dir = filepath.Join(root, ".cache", "localkube", "audit")
@@ -227,22 +230,4 @@ func chartGrants(t *testing.T, root string) []Grant {
 		}
 	}
 	return grants
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.work")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.work above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -62,10 +62,9 @@ func nodePorts(ctx context.Context, t *testing.T, k *framework.Cluster) outside 
 // loadBalancers admits the local load balancer's addresses (localkube's pool on the
 // node bridge).
 func loadBalancers() outside {
-	first, last := netip.MustParseAddr(localkube.LoadBalancerPoolFirst), netip.MustParseAddr(localkube.LoadBalancerPoolLast)
 	return outside{what: "a load balancer's address", hosts: func(h string) bool {
 		a, err := netip.ParseAddr(h)
-		return err == nil && a.Compare(first) >= 0 && a.Compare(last) <= 0
+		return err == nil && localkube.InLoadBalancerPool(a)
 	}}
 }
 
