@@ -16,16 +16,76 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// Member returns the member of shard sh with the given role.
+// Member returns the member of shard sh with the given role, as the cluster's status
+// names it (the cluster-controller's view, the one Ready speaks for). The member's own
+// ValkeyNode status is the node-controller's view, written after its next read of the
+// server: right after Ready, a member just made a replica may still show the role it
+// started with. Member waits, up to memberAgreeTimeout, for the two views to agree, so a
+// test never takes a replica for its primary.
 func (k *Cluster) Member(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, sh int32, role v1alpha1.Role) v1alpha1.ValkeyNode {
 	t.Helper()
-	for _, m := range k.Members(ctx, t, vc) {
-		if m.Spec.ShardIndex == sh && m.Status.Role == role {
+	start := time.Now()
+	deadline := start.Add(memberAgreeTimeout)
+	var waited string
+	for {
+		m, why := k.member(ctx, t, vc, sh, role)
+		if why == "" {
+			if waited != "" {
+				t.Logf("the %s of shard %d is %s after %s (before: %s)", role, sh, m.Name, time.Since(start).Round(10*time.Millisecond), waited)
+			}
 			return m
 		}
+		waited = why
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("no %s in shard %d after %s: %s", role, sh, memberAgreeTimeout, why)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("no %s in shard %d", role, sh)
-	return v1alpha1.ValkeyNode{}
+}
+
+// memberAgreeTimeout bounds Member's wait: the node-controller reads a server's role
+// again at least every 20 s (node.RoleRefreshInterval).
+const memberAgreeTimeout = 30 * time.Second
+
+// member is one try of Member: the member, or why none is found yet.
+func (k *Cluster) member(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, sh int32, role v1alpha1.Role) (v1alpha1.ValkeyNode, string) {
+	t.Helper()
+	now := &v1alpha1.ValkeyCluster{}
+	if err := k.Client.Get(ctx, client.ObjectKeyFromObject(vc), now); err != nil {
+		t.Fatal(err)
+	}
+	var named []string // by the cluster's status; nil when it has no such shard
+	for _, s := range now.Status.Shards {
+		if s.Index != sh {
+			continue
+		}
+		if role == v1alpha1.RolePrimary && s.Primary != "" {
+			named = []string{s.Primary}
+		} else if role == v1alpha1.RoleReplica {
+			named = s.Replicas
+		}
+	}
+	var found []v1alpha1.ValkeyNode
+	for _, m := range k.Members(ctx, t, vc) {
+		if m.Spec.ShardIndex == sh && m.Status.Role == role && m.Status.NodeID != "" {
+			found = append(found, m)
+		}
+	}
+	if named != nil {
+		for _, m := range found {
+			if m.Name == named[0] {
+				return m, ""
+			}
+		}
+		return v1alpha1.ValkeyNode{}, fmt.Sprintf("the cluster's status names %s, whose ValkeyNode does not show that role yet (%d %s ValkeyNodes in the shard)", named[0], len(found), role)
+	}
+	switch {
+	case len(found) == 0:
+		return v1alpha1.ValkeyNode{}, "no ValkeyNode shows that role"
+	case role == v1alpha1.RolePrimary && len(found) > 1:
+		return v1alpha1.ValkeyNode{}, fmt.Sprintf("%d ValkeyNodes show it", len(found))
+	}
+	return found[0], ""
 }
 
 // PodOf returns the pod of the member called name.
