@@ -72,8 +72,36 @@ func InstallOperator(sets ...string) env.Func {
 		if err := k.RestartOperatorIfImageChanged(ctx); err != nil {
 			return ctx, err
 		}
+		if err := k.waitWebhooksServing(ctx, time.Minute); err != nil {
+			return ctx, err
+		}
 		fmt.Fprintf(os.Stderr, "e2e: operator installed in %s\n", time.Since(start).Round(10*time.Millisecond))
 		return ctx, nil
+	}
+}
+
+// waitWebhooksServing waits until the API server reaches the webhooks through their
+// Service. Ready pods are not enough: until kube-proxy on the API server's node has the
+// Service's endpoint, the API server's call is refused (seen on kind: the suite's first
+// create failed with "failed calling webhook ... connection refused"). A server-side dry
+// run of a valid ValkeyCluster tells: any answer but a failed webhook call means they
+// serve (without the webhooks, the chart's toggle off, the API server answers alone).
+func (k *Cluster) waitWebhooksServing(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		probe := NewValkeyCluster(OperatorNamespace, "e2e-webhooks-probe", 3, 1)
+		err := k.Client.Create(ctx, probe, client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the webhooks do not answer the API server %s after the install: %w", timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }
 
