@@ -25,22 +25,24 @@ import (
 func (k *Cluster) Member(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, sh int32, role v1alpha1.Role) v1alpha1.ValkeyNode {
 	t.Helper()
 	start := time.Now()
-	deadline := start.Add(memberAgreeTimeout)
+	var got v1alpha1.ValkeyNode
 	var waited string
-	for {
-		m, why := k.member(ctx, t, vc, sh, role)
-		if why == "" {
-			if waited != "" {
-				t.Logf("the %s of shard %d is %s after %s (before: %s)", role, sh, m.Name, time.Since(start).Round(10*time.Millisecond), waited)
-			}
-			return m
+	err := Until(ctx, memberAgreeTimeout, fmt.Sprintf("the %s of shard %d", role, sh), func(ctx context.Context) (bool, string, error) {
+		m, why, err := k.member(ctx, vc, sh, role)
+		if err != nil || why != "" {
+			waited = why
+			return false, why, err
 		}
-		waited = why
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("no %s in shard %d after %s: %s", role, sh, memberAgreeTimeout, why)
-		}
-		time.Sleep(200 * time.Millisecond)
+		got = m
+		return true, "", nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if waited != "" {
+		t.Logf("the %s of shard %d is %s after %s (before: %s)", role, sh, got.Name, time.Since(start).Round(10*time.Millisecond), waited)
+	}
+	return got
 }
 
 // memberAgreeTimeout bounds Member's wait: the node-controller reads a server's role
@@ -48,44 +50,46 @@ func (k *Cluster) Member(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyC
 const memberAgreeTimeout = 30 * time.Second
 
 // member is one try of Member: the member, or why none is found yet.
-func (k *Cluster) member(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, sh int32, role v1alpha1.Role) (v1alpha1.ValkeyNode, string) {
-	t.Helper()
+func (k *Cluster) member(ctx context.Context, vc *v1alpha1.ValkeyCluster, sh int32, role v1alpha1.Role) (v1alpha1.ValkeyNode, string, error) {
 	now := &v1alpha1.ValkeyCluster{}
 	if err := k.Client.Get(ctx, client.ObjectKeyFromObject(vc), now); err != nil {
-		t.Fatal(err)
+		return v1alpha1.ValkeyNode{}, "", err
 	}
-	var named []string // by the cluster's status; nil when it has no such shard
+	named := "" // by the cluster's status; empty when it names none
 	for _, s := range now.Status.Shards {
-		if s.Index != sh {
-			continue
+		switch {
+		case s.Index != sh:
+		case role == v1alpha1.RolePrimary:
+			named = s.Primary
+		case role == v1alpha1.RoleReplica && len(s.Replicas) > 0:
+			named = s.Replicas[0]
 		}
-		if role == v1alpha1.RolePrimary && s.Primary != "" {
-			named = []string{s.Primary}
-		} else if role == v1alpha1.RoleReplica {
-			named = s.Replicas
-		}
+	}
+	members, err := k.listMembers(ctx, vc)
+	if err != nil {
+		return v1alpha1.ValkeyNode{}, "", err
 	}
 	var found []v1alpha1.ValkeyNode
-	for _, m := range k.Members(ctx, t, vc) {
+	for _, m := range members {
 		if m.Spec.ShardIndex == sh && m.Status.Role == role && m.Status.NodeID != "" {
 			found = append(found, m)
 		}
 	}
-	if named != nil {
+	if named != "" {
 		for _, m := range found {
-			if m.Name == named[0] {
-				return m, ""
+			if m.Name == named {
+				return m, "", nil
 			}
 		}
-		return v1alpha1.ValkeyNode{}, fmt.Sprintf("the cluster's status names %s, whose ValkeyNode does not show that role yet (%d %s ValkeyNodes in the shard)", named[0], len(found), role)
+		return v1alpha1.ValkeyNode{}, fmt.Sprintf("the cluster's status names %s, whose ValkeyNode does not show that role yet (%d %s ValkeyNodes in the shard)", named, len(found), role), nil
 	}
 	switch {
 	case len(found) == 0:
-		return v1alpha1.ValkeyNode{}, "no ValkeyNode shows that role"
+		return v1alpha1.ValkeyNode{}, "no ValkeyNode shows that role", nil
 	case role == v1alpha1.RolePrimary && len(found) > 1:
-		return v1alpha1.ValkeyNode{}, fmt.Sprintf("%d ValkeyNodes show it", len(found))
+		return v1alpha1.ValkeyNode{}, fmt.Sprintf("%d ValkeyNodes show it", len(found)), nil
 	}
-	return found[0], ""
+	return found[0], "", nil
 }
 
 // PodOf returns the pod of the member called name.

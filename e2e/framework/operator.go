@@ -87,22 +87,14 @@ func InstallOperator(sets ...string) env.Func {
 // run of a valid ValkeyCluster tells: any answer but a failed webhook call means they
 // serve (without the webhooks, the chart's toggle off, the API server answers alone).
 func (k *Cluster) waitWebhooksServing(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	return Until(ctx, timeout, "the webhooks to answer the API server after the install", func(ctx context.Context) (bool, string, error) {
 		probe := NewValkeyCluster(OperatorNamespace, "e2e-webhooks-probe", 3, 1)
 		err := k.Client.Create(ctx, probe, client.DryRunAll)
-		if err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
-			return nil
+		if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
+			return false, err.Error(), nil
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the webhooks do not answer the API server %s after the install: %w", timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
+		return true, "", nil
+	})
 }
 
 // RestartOperatorIfImageChanged restarts the operator's Deployments whose pods run an older

@@ -93,9 +93,18 @@ func (k *Cluster) WaitClusterReady(ctx context.Context, t testing.TB, vc *v1alph
 // Members lists the ValkeyNodes of a cluster that are not being deleted, by shard.
 func (k *Cluster) Members(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster) []v1alpha1.ValkeyNode {
 	t.Helper()
+	out, err := k.listMembers(ctx, vc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// listMembers is Members for callers that handle the error (a wait retries it).
+func (k *Cluster) listMembers(ctx context.Context, vc *v1alpha1.ValkeyCluster) ([]v1alpha1.ValkeyNode, error) {
 	var list v1alpha1.ValkeyNodeList
 	if err := k.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelInstance: vc.Name}); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var out []v1alpha1.ValkeyNode
 	for _, n := range list.Items {
@@ -109,7 +118,7 @@ func (k *Cluster) Members(ctx context.Context, t testing.TB, vc *v1alpha1.Valkey
 		}
 		return out[i].Name < out[j].Name
 	})
-	return out
+	return out, nil
 }
 
 // Pods lists the Valkey pods of a cluster, leaving out pods being deleted (a retired
