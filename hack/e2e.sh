@@ -81,6 +81,22 @@ audit_check=0
 [[ ${E2E_PROVIDER:-local} == local && ( -z ${1:-} || ${1:-} == ci ) && -z ${E2E_ARGS:-} ]] && audit_check=1
 audit_since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
+# recap repeats, after a failed suite, each failed feature's last lines before the dump
+# of its namespace (e2e/framework.DumpMarker): the failure is said there, and the pods
+# and events that follow push it out of a short excerpt of the output.
+recap() {
+	awk -v suite="$1" -v n=15 '
+		index($0, "pods and events of the failed feature'"'"'s namespace") {
+			ns = $NF; sub(/:$/, "", ns)
+			printf "e2e: %s: the last %d lines before the dump of %s\n", suite, n, ns
+			for (i = NR - n; i < NR; i++) if (i > 0) print "e2e: | " buf[i % n]
+			next
+		}
+		{ buf[NR % n] = $0 }'
+}
+
+LOG=$(mktemp)
+trap 'rm -f "$LOG"' EXIT
 declare -a RESULTS
 failed=0
 for s in "${SUITES[@]}"; do
@@ -88,11 +104,12 @@ for s in "${SUITES[@]}"; do
 	start=$(date +%s%N)
 	args=()
 	[[ -n "${E2E_ARGS:-}" ]] && read -r -a args <<<"-args $E2E_ARGS"
-	if (cd "$ROOT/e2e" && GOWORK=off go test -tags e2e -count=1 -v -timeout "$TIMEOUT" "./tests/$s/..." "${args[@]}"); then
+	if (cd "$ROOT/e2e" && GOWORK=off go test -tags e2e -count=1 -v -timeout "$TIMEOUT" "./tests/$s/..." "${args[@]}") 2>&1 | tee "$LOG"; then
 		result=ok
 	else
 		result=FAIL
 		failed=1
+		recap "$s" <"$LOG"
 	fi
 	ms=$((($(date +%s%N) - start) / 1000000))
 	RESULTS+=("$(printf '%-20s %-7s %5d.%d s' "$s" "$result" $((ms / 1000)) $((ms % 1000 / 100)))")

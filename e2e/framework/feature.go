@@ -134,9 +134,15 @@ func (k *Cluster) cleanupNamespace(t *testing.T, ns string) {
 	}
 }
 
+// DumpMarker starts the lines LogNamespace logs: hack/e2e.sh finds a failed feature's
+// last lines before it (where the failure was said) and repeats them after the suite,
+// as the dump pushes them out of sight.
+const DumpMarker = "pods and events of the failed feature's namespace"
+
 // LogNamespace logs the pods and the latest events of a namespace (for failures).
 func (k *Cluster) LogNamespace(ctx context.Context, t testing.TB, ns string) {
 	t.Helper()
+	t.Logf("%s %s:", DumpMarker, ns)
 	var pods corev1.PodList
 	if err := k.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		t.Logf("list pods of %s: %v", ns, err)
