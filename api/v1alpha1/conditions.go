@@ -119,6 +119,7 @@ const (
 	ReasonScalingOut          = "ScalingOut"
 	ReasonScalingIn           = "ScalingIn"
 	ReasonMigratingSlots      = "MigratingSlots"
+	ReasonSlotsNotPropagated  = "SlotsNotPropagated" // every slot served; some members' slot maps still name an old owner
 	ReasonAddingReplicas      = "AddingReplicas"
 	ReasonRemovingReplicas    = "RemovingReplicas"
 	ReasonReplacingMember     = "ReplacingMember"

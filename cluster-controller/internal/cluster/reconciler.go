@@ -203,6 +203,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 		{"config", r.reconcileLiveConfig, true},
 		{"roll", r.reconcileRoll, true},
 		{"scale", r.reconcileScale, true},
+		{"slot maps", r.awaitSlotMaps, false},
 	}
 	for _, p := range phases {
 		if p.planned && (s.healOnly || s.paused) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -419,6 +420,19 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 		return requeueFast, nil
 	}
 	return 0, nil
+}
+
+// awaitSlotMaps keeps the cluster Progressing until every member's slot map names the
+// owners the owners themselves report: a finished scale or failover is not done while a
+// client could still read the old owner from a member. Gossip spreads the change and no
+// Kubernetes event says when it has, so the next look is soon.
+func (r *Reconciler) awaitSlotMaps(_ context.Context, s *scope) (time.Duration, error) {
+	u := s.topo.slotsUnsettled()
+	if len(u) == 0 {
+		return 0, nil
+	}
+	s.progress(v1alpha1.ReasonSlotsNotPropagated, "waiting for %s to learn which primary serves each slot", strings.Join(u, ", "))
+	return requeueSync, nil
 }
 
 // ownerOf returns the member serving slot, by its own report.

@@ -248,6 +248,41 @@ func (t *topology) openSlots() bool {
 	return false
 }
 
+// slotsUnsettled names the reachable members whose CLUSTER NODES does not show every
+// reachable member serving exactly the slots it says it serves. A migration's end or a
+// failover changes a slot's owner, and gossip brings the change to the other members
+// moments later; until it has, a client that reads the slot map from such a member
+// sends that slot's requests to the old owner (which redirects them), and a tool that
+// trusts one member's map sees a shard serve slots it gave away. Entries of members
+// that do not answer are left out: whether their slots are served is Ready's question.
+func (t *topology) slotsUnsettled() []string {
+	claims := map[string]string{} // node ID -> the slots it serves by its own report
+	for _, m := range t.reachable() {
+		claims[m.id()] = slotsOf(m.self)
+	}
+	var out []string
+	for _, m := range t.reachable() {
+		if m.leaving() {
+			continue
+		}
+		for _, n := range m.view {
+			if want, ok := claims[n.ID]; ok && slotsOf(n) != want {
+				out = append(out, m.name())
+				break
+			}
+		}
+	}
+	return out
+}
+
+// slotsOf is the slots a CLUSTER NODES entry gives its node, normalised ("" for none).
+func slotsOf(n valkey.ClusterNode) string {
+	if !n.Primary {
+		return ""
+	}
+	return valkey.FormatRanges(valkey.NormalizeRanges(n.Slots))
+}
+
 // known reports whether every reachable member knows every other reachable member.
 func (t *topology) formed() bool {
 	r := t.reachable()

@@ -492,3 +492,61 @@ func TestOpenSlotsArePrimaries(t *testing.T) {
 		t.Error("a primary's migrating slot does not count")
 	}
 }
+
+// setView sets, in member name's view, the slots the entry of id shows.
+func setView(t *testing.T, topo *topology, name, id, slots string) {
+	t.Helper()
+	m := memberNamed(t, topo, name)
+	for i := range m.view {
+		if m.view[i].ID != id {
+			continue
+		}
+		rs, err := valkey.ParseRanges(slots)
+		if slots != "" && err != nil {
+			t.Fatal(err)
+		}
+		m.view[i].Slots = rs
+		return
+	}
+	t.Fatalf("%s does not know %s", name, id)
+}
+
+func TestSlotsUnsettled(t *testing.T) {
+	settled := build(t, healthyThreeByOne())
+	if got := settled.slotsUnsettled(); len(got) != 0 {
+		t.Errorf("every member names the owners the owners report: want none, got %v", got)
+	}
+
+	// Slot 5461 moved from a to b; b2 has not heard of it yet.
+	fms := healthyThreeByOne()
+	fms[0].slots, fms[1].slots = "0-5460", "5461-10922"
+	moved := build(t, fms)
+	setView(t, moved, "b2", "A", "0-5461")
+	setView(t, moved, "b2", "B", "5462-10922")
+	if got := moved.slotsUnsettled(); !slices.Equal(got, []string{"b2"}) {
+		t.Errorf("b2 still names a as the owner of slot 5461: want [b2], got %v", got)
+	}
+
+	// The same range written another way (split in two) is the same map.
+	split := build(t, healthyThreeByOne())
+	setView(t, split, "c", "A", "0-100,101-5461")
+	if got := split.slotsUnsettled(); len(got) != 0 {
+		t.Errorf("a range split in two is the same slots: want none, got %v", got)
+	}
+
+	// A member that does not answer says nothing of its slots, and its stale view is unread.
+	down := healthyThreeByOne()
+	down[2].down = true
+	gone := build(t, down)
+	if got := gone.slotsUnsettled(); len(got) != 0 {
+		t.Errorf("c does not answer: its entry is not compared, got %v", got)
+	}
+
+	// A leaving member's view is not read; its own report still counts.
+	lv := with(healthyThreeByOne(), "b2", func(f *fakeMember) { f.leaving = true })
+	leaving := build(t, lv)
+	setView(t, leaving, "b2", "A", "0-100")
+	if got := leaving.slotsUnsettled(); len(got) != 0 {
+		t.Errorf("b2 is leaving: its view is not read, got %v", got)
+	}
+}

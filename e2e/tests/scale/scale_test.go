@@ -5,6 +5,8 @@ package scale
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/e2e/framework"
+	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 const keys = 50000
@@ -52,19 +55,33 @@ func testScale(t *testing.T, major, minor int) {
 }
 
 // checkBalanced asks the servers: shards primaries each within one slot of an even share,
-// every slot served (framework.CheckBalanced), and no slot importing or migrating.
+// every slot served (framework.CheckBalanced), no slot importing or migrating, and every
+// member's slot map the same (a client may read it from any of them).
 func checkBalanced(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, shards int) {
 	t.Helper()
 	k.CheckBalanced(ctx, t, vc, shards)
+	maps := map[string][]string{} // slot map -> the members that show it
 	for _, addr := range k.MemberAddrs(ctx, t, vc) {
 		ns, err := k.Admin(ctx, t, vc, addr).ClusterNodes(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
+		var owners []string
 		for _, n := range ns {
 			if n.Myself && (len(n.Importing) > 0 || len(n.Migrating) > 0) {
 				t.Errorf("%s has open slots: importing %v migrating %v", addr, n.Importing, n.Migrating)
 			}
+			if n.Primary && len(n.Slots) > 0 {
+				owners = append(owners, n.ID[:8]+" "+valkey.FormatRanges(valkey.NormalizeRanges(n.Slots)))
+			}
+		}
+		sort.Strings(owners)
+		key := strings.Join(owners, "; ")
+		maps[key] = append(maps[key], addr)
+	}
+	if len(maps) > 1 {
+		for m, addrs := range maps {
+			t.Errorf("%v show the slot map %s", addrs, m)
 		}
 	}
 }
