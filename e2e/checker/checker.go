@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -115,6 +116,9 @@ type Checker struct {
 	wg      sync.WaitGroup
 	writers []*writer
 	gate    *dialGate
+	// startWait and startErr: how long Start retried its first command, and why.
+	startWait time.Duration
+	startErr  error
 }
 
 type writer struct {
@@ -154,13 +158,18 @@ func Start(ctx context.Context, o Options) (*Checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect the write-checker: %w", err)
 	}
-	slots, err := shardSlots(ctx, c)
+	began := time.Now()
+	var firstErr error
+	slots, err := shardSlotsRetrying(ctx, c, &firstErr)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	ch := &Checker{o: o, client: c, cancel: cancel, gate: gate}
+	if firstErr != nil {
+		ch.startWait, ch.startErr = time.Since(began), firstErr
+	}
 	for i, slot := range slots {
 		w := &writer{tag: tagFor(slot, i), slot: slot}
 		ch.writers = append(ch.writers, w)
@@ -171,6 +180,37 @@ func Start(ctx context.Context, o Options) (*Checker, error) {
 		}()
 	}
 	return ch, nil
+}
+
+// StartWait says how long Start retried its first command, and the error that made it
+// retry (0 and nil when the first try answered).
+func (ch *Checker) StartWait() (time.Duration, error) { return ch.startWait, ch.startErr }
+
+// startRetry bounds how long Start retries a network error of its first command. Seen
+// on the local Kubernetes once in a CI run: a member's pod started 6 s before, its first
+// connection from the host got no answer within the 5 s dial timeout, right after the
+// cluster turned Ready. The retry is reported (StartWait), not hidden.
+const startRetry = 20 * time.Second
+
+// shardSlotsRetrying is shardSlots, retried on network errors for up to startRetry; the
+// first error it retried is left in *first.
+func shardSlotsRetrying(ctx context.Context, c rueidis.Client, first *error) ([]int, error) {
+	deadline := time.Now().Add(startRetry)
+	for {
+		slots, err := shardSlots(ctx, c)
+		var ne net.Error
+		if err == nil || !errors.As(err, &ne) || time.Now().After(deadline) {
+			return slots, err
+		}
+		if *first == nil {
+			*first = err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // shardSlots returns the first slot of each shard's first range.

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +58,9 @@ func (k *Cluster) StartCheckerWith(ctx context.Context, t testing.TB, vc *v1alph
 	ch, err := checker.Start(ctx, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wait, why := ch.StartWait(); why != nil {
+		t.Logf("write-checker: its first command was retried for %s (first error: %v)", wait.Round(10*time.Millisecond), why)
 	}
 	return ch
 }

@@ -179,11 +179,7 @@ func (k *Cluster) Admin(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCl
 // StartChecker starts the write-checker on a cluster as the test user.
 func (k *Cluster) StartChecker(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster) *checker.Checker {
 	t.Helper()
-	ch, err := checker.Start(ctx, checker.Options{Addrs: k.MemberAddrs(ctx, t, vc), Username: TestUser, Password: "any"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ch
+	return k.StartCheckerWith(ctx, t, vc, checker.Options{})
 }
 
 // Events returns the events of the namespace whose reason is one of reasons.
