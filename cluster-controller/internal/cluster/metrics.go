@@ -216,6 +216,27 @@ func (m *Metrics) observe(s *scope, st clusterStatus, ok bool) {
 	m.shards[key] = shards
 }
 
+// failoverKinds are the values of valkey_operator_failovers_total's kind label.
+var failoverKinds = []string{kindPlanned, kindForced, kindElected}
+
+// zeroCounters makes sure the cluster's counters exist, at 0 until something is counted:
+// one per shard and failover kind, one per phase that can fail. A series that is born
+// at 1 shows no increase() or rate() for its first failover or error, and a panel or an
+// alert reads an absent series as no data rather than none happened.
+func (m *Metrics) zeroCounters(key types.NamespacedName, shards int32, phases []string) {
+	if m == nil {
+		return
+	}
+	for sh := range shards {
+		for _, kind := range failoverKinds {
+			m.failovers.WithLabelValues(key.Namespace, key.Name, strconv.Itoa(int(sh)), kind)
+		}
+	}
+	for _, p := range phases {
+		m.reconcileErrors.WithLabelValues(key.Namespace, key.Name, p)
+	}
+}
+
 // forget removes every series of a cluster that is gone.
 func (m *Metrics) forget(key types.NamespacedName) {
 	if m == nil {

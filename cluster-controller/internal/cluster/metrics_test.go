@@ -207,6 +207,35 @@ func TestMetricsForget(t *testing.T) {
 	}
 }
 
+// TestZeroCounters checks that a cluster's counters exist at 0 from its first pass, one
+// per shard and kind and one per phase, keep what was counted, and go with forget.
+func TestZeroCounters(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	r := &Reconciler{}
+	key := types.NamespacedName{Namespace: "ns", Name: "vk"}
+	m.failover(cluster(nil), 1, kindPlanned)
+	m.zeroCounters(key, 3, r.errorPhases())
+	if got := testutil.CollectAndCount(m.failovers); got != 9 {
+		t.Errorf("%d failover series after a pass over 3 shards, want 9 (3 shards x planned, forced, elected)", got)
+	}
+	if got := testutil.ToFloat64(m.failovers.WithLabelValues("ns", "vk", "1", kindPlanned)); got != 1 {
+		t.Errorf("planned failovers of shard 1 = %v after zeroCounters, want the 1 counted before", got)
+	}
+	phases := r.errorPhases()
+	if got := testutil.CollectAndCount(m.reconcileErrors); got != len(phases) {
+		t.Errorf("%d reconcile error series, want one per phase (%d: %v)", got, len(phases), phases)
+	}
+	for _, p := range []string{"observe", "roll", "scale", "status"} {
+		if !slices.Contains(phases, p) {
+			t.Errorf("phase %q is not a value of the phase label (%v)", p, phases)
+		}
+	}
+	m.forget(key)
+	if n := testutil.CollectAndCount(m.failovers) + testutil.CollectAndCount(m.reconcileErrors); n != 0 {
+		t.Errorf("%d counter series left after forget", n)
+	}
+}
+
 // lastSuccessOf is the last-successful-pass gauge of a cluster, as a collector.
 func lastSuccessOf(t *testing.T, m *Metrics, name string) prometheus.Collector {
 	t.Helper()

@@ -150,6 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Metrics.failover(vc, sh, kindElected)
 	}
 	r.Metrics.observe(s, s.reported, runErr == nil)
+	r.Metrics.zeroCounters(req.NamespacedName, s.shards(), r.errorPhases())
 	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.topo.members))
 	for _, m := range s.topo.members {
 		nodes = append(nodes, m.node)
@@ -166,26 +167,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, nil
 }
 
-// run executes the phases of a pass in order; a phase that must wait for the cluster to
-// settle stops the pass and says when to look again.
-func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if msg := s.heldMessage(); msg != "" {
-		reason := v1alpha1.ReasonInvalid
-		if s.guard.Valid() {
-			reason = v1alpha1.ReasonImmutableField
-		}
-		s.progress(reason, "%s", msg)
-	}
-	if !s.mayAct() && !s.healOnly {
-		return ctrl.Result{}, nil
-	}
-	phases := []struct {
-		name string
-		fn   func(context.Context, *scope) (time.Duration, error)
-		// planned: a change the spec asks for, held while the spec is invalid or the
-		// cluster is paused.
-		planned bool
-	}{
+// phase is one step of a pass.
+type phase struct {
+	name string
+	fn   func(context.Context, *scope) (time.Duration, error)
+	// planned: a change the spec asks for, held while the spec is invalid or the
+	// cluster is paused.
+	planned bool
+}
+
+// phases are the steps of a pass, in order; their names label
+// valkey_operator_cluster_reconcile_errors_total.
+func (r *Reconciler) phases() []phase {
+	return []phase{
 		{"services", r.reconcileServices, false},
 		{"external access", r.reconcileExternal, false},
 		{"network policy", r.reconcileNetworkPolicy, false},
@@ -205,7 +199,32 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 		{"scale", r.reconcileScale, true},
 		{"slot maps", r.awaitSlotMaps, false},
 	}
-	for _, p := range phases {
+}
+
+// errorPhases are the values of valkey_operator_cluster_reconcile_errors_total's phase
+// label: reading the cluster (observe), each phase, and writing the status.
+func (r *Reconciler) errorPhases() []string {
+	names := []string{"observe"}
+	for _, p := range r.phases() {
+		names = append(names, p.name)
+	}
+	return append(names, "status")
+}
+
+// run executes the phases of a pass in order; a phase that must wait for the cluster to
+// settle stops the pass and says when to look again.
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if msg := s.heldMessage(); msg != "" {
+		reason := v1alpha1.ReasonInvalid
+		if s.guard.Valid() {
+			reason = v1alpha1.ReasonImmutableField
+		}
+		s.progress(reason, "%s", msg)
+	}
+	if !s.mayAct() && !s.healOnly {
+		return ctrl.Result{}, nil
+	}
+	for _, p := range r.phases() {
 		if p.planned && (s.healOnly || s.paused) {
 			continue
 		}
