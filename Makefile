@@ -134,6 +134,10 @@ $(LOCALKUBE): $(shell find localkube -name '*.go' -not -name '*_test.go' 2>/dev/
 local-build: deps-demo $(LOCALKUBE) ## Build the Kubernetes, etcd, CoreDNS and kube-network-policies binaries (cached in .cache)
 	$(LOCALKUBE) build
 
+.PHONY: monitoring-build
+monitoring-build: deps-demo $(LOCALKUBE) ## Also build the Prometheus Operator and its config reloader (hack/promop, cached in .cache/monitoring) for the e2e monitoring suite
+	$(LOCALKUBE) build --monitoring
+
 .PHONY: operator-binaries
 operator-binaries:
 	@mkdir -p $(BIN)/operator

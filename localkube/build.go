@@ -91,3 +91,72 @@ func (c Config) goCmd(ctx context.Context, dir string, env []string, args ...str
 	c.Log("go %s done in %s", args[0], time.Since(start).Round(time.Second))
 	return nil
 }
+
+// prometheusOperatorModule is the Prometheus Operator's main module; hack/promop requires
+// it and builds its commands.
+const prometheusOperatorModule = "github.com/prometheus-operator/prometheus-operator"
+
+// MonitoringCommands are the binaries BuildMonitoring makes, by the names the images use.
+var MonitoringCommands = map[string]string{
+	"prometheus-operator":        prometheusOperatorModule + "/cmd/operator",
+	"prometheus-config-reloader": prometheusOperatorModule + "/cmd/prometheus-config-reloader",
+}
+
+// BuildMonitoring builds, once per version, what the e2e monitoring suite runs besides
+// Prometheus itself (whose image comes from Debian's package): the Prometheus Operator
+// and its config reloader from hack/promop, into MonitoringDir()/bin, and copies the
+// operator's CRDs from its module into MonitoringDir()/crds. Nothing else needs them, so
+// plain local-build leaves them out.
+func BuildMonitoring(ctx context.Context, c Config) error {
+	c, err := c.WithDefaults()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(c.RepoRoot, "hack", "promop")
+	bin := filepath.Join(c.MonitoringDir(), "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return err
+	}
+	version := strings.TrimPrefix(PrometheusOperatorVersion, "v")
+	ld := "-s -w -X github.com/prometheus/common/version.Version=" + version +
+		" -X github.com/prometheus/common/version.Branch=release-" + version[:strings.LastIndex(version, ".")]
+	for name, pkg := range MonitoringCommands {
+		if _, err := os.Stat(filepath.Join(bin, name)); err == nil {
+			continue
+		}
+		c.Log("building %s %s", name, PrometheusOperatorVersion)
+		if err := c.goCmd(ctx, dir, nil, "build", "-trimpath", "-ldflags="+ld, "-o", filepath.Join(bin, name), pkg); err != nil {
+			return err
+		}
+	}
+	crds := filepath.Join(c.MonitoringDir(), "crds")
+	if _, err := os.Stat(crds); err == nil {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", prometheusOperatorModule)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("find the %s module: %w", prometheusOperatorModule, err)
+	}
+	src := filepath.Join(strings.TrimSpace(string(out)), "example", "prometheus-operator-crd")
+	files, err := filepath.Glob(filepath.Join(src, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no CRDs in %s (%v)", src, err)
+	}
+	tmp := crds + ".tmp"
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(tmp, filepath.Base(f)), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return os.Rename(tmp, crds)
+}

@@ -23,6 +23,9 @@ const (
 	// NetpolVersion is the NetworkPolicy engine's: sigs.k8s.io/kube-network-policies,
 	// installed with `go install` (docs/security.md says why this one).
 	NetpolVersion = "v0.8.0"
+	// PrometheusOperatorVersion is the Prometheus Operator's, built from hack/promop
+	// for the e2e monitoring suite (localkube build --monitoring).
+	PrometheusOperatorVersion = "v0.85.0"
 )
 
 // Network layout. The host holds the bridge and reaches every node and pod through it;
@@ -124,6 +127,12 @@ func (c Config) CoreDNSBinary() string {
 // NetpolBinary is the NetworkPolicy engine's binary, built once per version.
 func (c Config) NetpolBinary() string {
 	return filepath.Join(c.CacheDir, "netpol", NetpolVersion, "kube-network-policies")
+}
+
+// MonitoringDir holds the Prometheus Operator's binaries (bin/) and CRDs (crds/) of
+// PrometheusOperatorVersion, which localkube build --monitoring makes.
+func (c Config) MonitoringDir() string {
+	return filepath.Join(c.CacheDir, "monitoring", PrometheusOperatorVersion)
 }
 
 // AuditDir holds the API server's audit logs, one file per bring-up; it is outside

@@ -42,6 +42,12 @@ type Config struct {
 	// build makes it), put in the NetworkPolicy engine's image (NetpolRef). Empty: no
 	// engine image.
 	NetpolBinary string
+	// MonitoringBinaries maps ComponentPrometheusOperator and ComponentConfigReloader to
+	// their static binaries (localkube build --monitoring makes them), for the e2e
+	// monitoring suite's images, Prometheus included. Empty: none of the three.
+	MonitoringBinaries map[string]string
+	// MonitoringVersion is the tag of the Prometheus Operator's two images.
+	MonitoringVersion string
 	// Refresh downloads the Debian package lists again and re-resolves the
 	// packages, picking up new versions. Without it the network is used only
 	// when a package is missing.

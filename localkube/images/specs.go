@@ -10,11 +10,12 @@ import (
 
 // requests are the packages asked from each dist; apt adds their
 // dependency closure. Valkey 8.0 comes from bookworm-backports (Debian 12),
-// 8.1 from trixie (Debian 13), 9.x and the exporter from sid.
+// 8.1 from trixie (Debian 13), 9.x, the exporter and Prometheus (the e2e monitoring
+// suite's, monitoring.go) from sid.
 var requests = map[string][]string{
 	bookworm.name: {"valkey-server/bookworm-backports", "valkey-tools/bookworm-backports", "busybox-static"},
 	trixie.name:   {"valkey-server", "valkey-tools"},
-	sid.name:      {"valkey-server", "valkey-tools", "prometheus-redis-exporter"},
+	sid.name:      {"valkey-server", "valkey-tools", "prometheus-redis-exporter", "prometheus"},
 }
 
 // valkeySources are the dists the Valkey images come from, oldest first,
@@ -92,6 +93,11 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 		}
 		specs = append(specs, np)
 	}
+	mon, err := b.monitoringSpecs()
+	if err != nil {
+		return nil, err
+	}
+	specs = append(specs, mon...)
 	if len(b.c.OperatorBinaries) > 0 {
 		op, err := b.operatorSpec()
 		if err != nil {

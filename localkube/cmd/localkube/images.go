@@ -26,6 +26,15 @@ func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref, s3Binar
 	if _, err := os.Stat(cfg.NetpolBinary()); err == nil {
 		ic.NetpolBinary = cfg.NetpolBinary()
 	}
+	mon := map[string]string{}
+	for name := range localkube.MonitoringCommands {
+		if p := filepath.Join(cfg.MonitoringDir(), "bin", name); fileExists(p) {
+			mon[name] = p
+		}
+	}
+	if len(mon) == len(localkube.MonitoringCommands) {
+		ic.MonitoringBinaries, ic.MonitoringVersion = mon, localkube.PrometheusOperatorVersion
+	}
 	if binDir != "" {
 		entries, err := os.ReadDir(binDir)
 		if err != nil {
@@ -53,6 +62,11 @@ func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref, s3Binar
 		files = append(files, img.File)
 	}
 	return localkube.LoadImages(ctx, cfg, files)
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // listImages prints the image tarballs of the manifest, one per line.

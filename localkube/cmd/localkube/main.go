@@ -50,6 +50,7 @@ func run(args []string) error {
 	kindOut := fs.String("out", "", "also write the node image as a docker-archive to this file (kind-image)")
 	kindNoLoad := fs.Bool("no-load", false, "build the node image without loading it into Docker (kind-image)")
 	s3Bin := fs.String("s3-binary", "", "static versitygw binary to build the S3 server image from (images)")
+	monitoring := fs.Bool("monitoring", false, "also build the Prometheus Operator and its config reloader, for the e2e monitoring suite (build)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -64,7 +65,10 @@ func run(args []string) error {
 	}
 	switch args[0] {
 	case "build":
-		return localkube.Build(ctx, cfg)
+		if err := localkube.Build(ctx, cfg); err != nil || !*monitoring {
+			return err
+		}
+		return localkube.BuildMonitoring(ctx, cfg)
 	case "images":
 		return buildImages(ctx, cfg, *opBins, *opRef, *s3Bin)
 	case "up":

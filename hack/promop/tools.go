@@ -1,0 +1,2 @@
+// Package promop only exists so the module has a package; the binaries are its tools.
+package promop
