@@ -13,6 +13,11 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TESTS="$ROOT/e2e/tests"
 CI_SUITES=(localkube api node cluster-form heal config roll scale acl tls chart release)
+# Tests of the CI suites that only make e2e runs (go test -skip patterns), to keep make test
+# within its budget (docs/testing.md): TestScaleOn80 (3 -> 5 -> 2 shards with MIGRATE on
+# Valkey 8.0, about 7 minutes; the cluster-controller's integration suite scales real 8.0
+# servers with keys in make unit).
+declare -A CI_SKIP=([scale]='^TestScaleOn80$')
 TIMEOUT=${E2E_TIMEOUT:-20m}
 export LOCALKUBE_CACHE=${LOCALKUBE_CACHE:-$ROOT/.cache}
 
@@ -66,6 +71,11 @@ elif [[ -z ${E2E_KIND_IMAGE:-} ]]; then
 else
 	make -s -C "$ROOT" "$ROOT/bin/localkube"
 fi
+# The monitoring suite runs the Prometheus Operator, built from the Go module proxy once
+# (hack/promop); the next images step then builds its images and Prometheus's.
+for s in "${SUITES[@]}"; do
+	[[ $s == monitoring ]] && make -s -C "$ROOT" monitoring-build
+done
 if needs_operator; then
 	make -s -C "$ROOT" images
 else
@@ -104,7 +114,12 @@ for s in "${SUITES[@]}"; do
 	start=$(date +%s%N)
 	args=()
 	[[ -n "${E2E_ARGS:-}" ]] && read -r -a args <<<"-args $E2E_ARGS"
-	if (cd "$ROOT/e2e" && GOWORK=off go test -tags e2e -count=1 -v -timeout "$TIMEOUT" "./tests/$s/..." "${args[@]}") 2>&1 | tee "$LOG"; then
+	skip=()
+	if [[ ${1:-} == ci && -n ${CI_SKIP[$s]:-} ]]; then
+		skip=(-skip "${CI_SKIP[$s]}")
+		echo "e2e: $s: skipping ${CI_SKIP[$s]} in CI (make e2e SUITE=$s runs it)"
+	fi
+	if (cd "$ROOT/e2e" && GOWORK=off go test -tags e2e -count=1 -v -timeout "$TIMEOUT" "${skip[@]}" "./tests/$s/..." "${args[@]}") 2>&1 | tee "$LOG"; then
 		result=ok
 	else
 		result=FAIL
