@@ -154,41 +154,20 @@ func (b *builder) operatorSpec() (spec, error) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var inputs []string
-	for _, n := range names {
-		fi, err := os.Stat(b.c.OperatorBinaries[n])
-		if err != nil {
-			return spec{}, fmt.Errorf("operator binary %s: %w", n, err)
-		}
-		inputs = append(inputs, fmt.Sprintf("%s %s %d %d", n, b.c.OperatorBinaries[n], fi.Size(), fi.ModTime().UnixNano()))
+	si := staticImage{
+		ref: ref, component: ComponentOperator, version: tag.TagStr(), file: "operator",
+		user: "65532:65532",
+		home: true,
 	}
-	cfg := v1.Config{User: "65532:65532", Env: []string{pathEnv}, WorkingDir: "/"}
+	for _, n := range names {
+		si.bins = append(si.bins, staticBinary{
+			key: n, what: "operator binary " + n, src: b.c.OperatorBinaries[n], dest: "/usr/local/bin/" + n,
+		})
+	}
 	if len(names) == 1 {
-		cfg.Entrypoint = []string{"/usr/local/bin/" + names[0]}
+		si.entrypoint = "/usr/local/bin/" + names[0]
 	}
-	return spec{
-		Image:  Image{Ref: ref, Tags: []string{ref}, Component: ComponentOperator, Version: tag.TagStr()},
-		file:   "operator",
-		config: cfg,
-		inputs: inputs,
-		fill: func(_ context.Context, t tree) error {
-			return b.fillOperator(t, names)
-		},
-	}, nil
-}
-
-// fillOperator adds the operator binaries, accounts and home directory.
-func (b *builder) fillOperator(t tree, names []string) error {
-	for _, n := range names {
-		p := b.c.OperatorBinaries[n]
-		if err := checkStatic(p); err != nil {
-			return fmt.Errorf("operator binary %s: %w", n, err)
-		}
-		t.file("/usr/local/bin/"+n, p, 0o755)
-	}
-	addBase(t, operatorAccounts)
-	t.dir("/home/nonroot", 0o700, 65532, 65532)
-	return nil
+	return b.staticSpec(si)
 }
 
 // checkStatic fails unless p is an ELF executable without an interpreter

@@ -3,7 +3,6 @@ package images
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -39,7 +38,7 @@ func (b *builder) monitoringSpecs() ([]spec, error) {
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		s, err := b.staticSpec(n, monitoringBinaries[n])
+		s, err := b.monitoringBinarySpec(n, monitoringBinaries[n])
 		if err != nil {
 			return nil, err
 		}
@@ -52,38 +51,23 @@ func (b *builder) monitoringSpecs() ([]spec, error) {
 	return append(specs, p), nil
 }
 
-// staticSpec is the image of one static binary of Config.MonitoringBinaries, run as
-// nobody (the Prometheus Operator's pods run as 65534).
-func (b *builder) staticSpec(component, dest string) (spec, error) {
+// monitoringBinarySpec is the image of one static binary of Config.MonitoringBinaries,
+// run as nobody (the Prometheus Operator's pods run as 65534).
+func (b *builder) monitoringBinarySpec(component, dest string) (spec, error) {
 	src, ok := b.c.MonitoringBinaries[component]
 	if !ok {
 		return spec{}, fmt.Errorf("monitoring images: no %s binary", component)
-	}
-	fi, err := os.Stat(src)
-	if err != nil {
-		return spec{}, fmt.Errorf("%s binary: %w", component, err)
 	}
 	version := b.c.MonitoringVersion
 	if version == "" {
 		version = "dev"
 	}
-	ref := "docker.io/local/" + component + ":" + version
-	return spec{
-		Image: Image{Ref: ref, Tags: []string{ref}, Component: component, Version: version},
-		file:  component,
-		config: v1.Config{
-			Entrypoint: []string{dest}, User: "65534:65534", Env: []string{pathEnv}, WorkingDir: "/",
-		},
-		inputs: []string{fmt.Sprintf("%s %s %d %d", component, src, fi.Size(), fi.ModTime().UnixNano())},
-		fill: func(_ context.Context, t tree) error {
-			if err := checkStatic(src); err != nil {
-				return fmt.Errorf("%s binary: %w", component, err)
-			}
-			t.file(dest, src, 0o755)
-			addBase(t, operatorAccounts)
-			return nil
-		},
-	}, nil
+	return b.staticSpec(staticImage{
+		ref: "docker.io/local/" + component + ":" + version, component: component, version: version, file: component,
+		bins:       []staticBinary{{key: component, what: component + " binary", src: src, dest: dest}},
+		entrypoint: dest,
+		user:       "65534:65534",
+	})
 }
 
 // prometheusSpec is Prometheus from Debian sid's package (the Prometheus Operator needs
