@@ -13,6 +13,10 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TESTS="$ROOT/e2e/tests"
 CI_SUITES=(localkube api node cluster-form heal config roll scale acl tls chart release)
+# The CI suites that make test also runs on kind, after the local ones (docs/testing.md,
+# "CI budget": what fits within its 60 minutes), so that the kind provider and the node
+# image of make kind-image are proven on every CI run.
+CI_KIND_SUITES=(api cluster-form)
 # Tests of the CI suites that only make e2e runs (go test -skip patterns), to keep make test
 # within its budget (docs/testing.md): TestScaleOn80 (3 -> 5 -> 2 shards with MIGRATE on
 # Valkey 8.0, about 7 minutes; the cluster-controller's integration suite scales real 8.0
@@ -28,6 +32,7 @@ all_suites() {
 	done
 }
 
+PROVIDER=${E2E_PROVIDER:-local}
 case "${1:-}" in
 "") mapfile -t SUITES < <(all_suites) ;;
 ci) SUITES=("${CI_SUITES[@]}") ;;
@@ -36,6 +41,18 @@ ci) SUITES=("${CI_SUITES[@]}") ;;
 	SUITES=("$1")
 	;;
 esac
+# RUNS are "suite provider" pairs, in order: every suite on E2E_PROVIDER, then, in ci
+# mode on the local Kubernetes, CI_KIND_SUITES on kind.
+RUNS=()
+for s in "${SUITES[@]}"; do RUNS+=("$s $PROVIDER"); done
+if [[ ${1:-} == ci && $PROVIDER == local ]]; then
+	for s in "${CI_KIND_SUITES[@]}"; do RUNS+=("$s kind"); done
+fi
+uses_provider() {
+	local r
+	for r in "${RUNS[@]}"; do [[ ${r#* } == "$1" ]] && return 0; done
+	return 1
+}
 
 # Suites that run no operator: they need the cluster's binaries and the Valkey and
 # toolbox images, but not freshly built operator binaries (which may not build while
@@ -64,12 +81,13 @@ fi
 # images both providers load. Warm, this only checks the caches (and imports the images
 # into a running local cluster).
 echo "e2e: checking binaries and images"
-if [[ ${E2E_PROVIDER:-local} == local ]]; then
-	make -s -C "$ROOT" local-build
-elif [[ -z ${E2E_KIND_IMAGE:-} ]]; then
-	make -s -C "$ROOT" kind-image
-else
-	make -s -C "$ROOT" "$ROOT/bin/localkube"
+uses_provider local && make -s -C "$ROOT" local-build
+if uses_provider kind; then
+	if [[ -z ${E2E_KIND_IMAGE:-} ]]; then
+		make -s -C "$ROOT" kind-image
+	else
+		make -s -C "$ROOT" deps-kind "$ROOT/bin/localkube"
+	fi
 fi
 # The monitoring suite runs the Prometheus Operator, built from the Go module proxy once
 # (hack/promop); the next images step then builds its images and Prometheus's.
@@ -88,7 +106,7 @@ fi
 # the chart gives a component was used by its service account in the API server's audit
 # logs of these suites (e2e/rbacaudit, docs/security.md).
 audit_check=0
-[[ ${E2E_PROVIDER:-local} == local && ( -z ${1:-} || ${1:-} == ci ) && -z ${E2E_ARGS:-} ]] && audit_check=1
+[[ $PROVIDER == local && ( -z ${1:-} || ${1:-} == ci ) && -z ${E2E_ARGS:-} ]] && audit_check=1
 audit_since=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
 # recap repeats, after a failed suite, each failed feature's last lines before the dump
@@ -109,8 +127,10 @@ LOG=$(mktemp)
 trap 'rm -f "$LOG"' EXIT
 declare -a RESULTS
 failed=0
-for s in "${SUITES[@]}"; do
-	echo "e2e: suite $s"
+for r in "${RUNS[@]}"; do
+	s=${r% *} provider=${r#* } name=$s
+	[[ $provider == "$PROVIDER" ]] || name="$s ($provider)"
+	echo "e2e: suite $name"
 	start=$(date +%s%N)
 	args=()
 	[[ -n "${E2E_ARGS:-}" ]] && read -r -a args <<<"-args $E2E_ARGS"
@@ -119,15 +139,15 @@ for s in "${SUITES[@]}"; do
 		skip=(-skip "${CI_SKIP[$s]}")
 		echo "e2e: $s: skipping ${CI_SKIP[$s]} in CI (make e2e SUITE=$s runs it)"
 	fi
-	if (cd "$ROOT/e2e" && GOWORK=off go test -tags e2e -count=1 -v -timeout "$TIMEOUT" "${skip[@]}" "./tests/$s/..." "${args[@]}") 2>&1 | tee "$LOG"; then
+	if (cd "$ROOT/e2e" && E2E_PROVIDER=$provider GOWORK=off go test -tags e2e -count=1 -v -timeout "$TIMEOUT" "${skip[@]}" "./tests/$s/..." "${args[@]}") 2>&1 | tee "$LOG"; then
 		result=ok
 	else
 		result=FAIL
 		failed=1
-		recap "$s" <"$LOG"
+		recap "$name" <"$LOG"
 	fi
 	ms=$((($(date +%s%N) - start) / 1000000))
-	RESULTS+=("$(printf '%-20s %-7s %5d.%d s' "$s" "$result" $((ms / 1000)) $((ms % 1000 / 100)))")
+	RESULTS+=("$(printf '%-20s %-7s %5d.%d s' "$name" "$result" $((ms / 1000)) $((ms % 1000 / 100)))")
 done
 
 if ((audit_check)); then
