@@ -205,9 +205,24 @@ func Start(t testing.TB, n int, o Options) []*Server {
 		t.Cleanup(s.Stop)
 		servers[i] = s
 	}
-	for _, s := range servers {
-		if err := s.waitReady(); err != nil {
+	for i, s := range servers {
+		err := s.waitReady()
+		if err == nil {
+			continue
+		}
+		if !s.lostPort() {
 			t.Fatalf("valkey-server %s: %v\n%s", s.Addr(), err, s.LogTail(20))
+		}
+		// Another process bound its port after freePortPair: again, on new ports.
+		s.Stop()
+		forgetLostStart(s.Dir, o.NodesConf != "")
+		s, err = launchReady(s.Dir, bin, version, admin, repl, o)
+		if s != nil {
+			t.Cleanup(s.Stop)
+			servers[i] = s
+		}
+		if err != nil {
+			t.Fatalf("%v", err)
 		}
 	}
 	return servers
@@ -219,15 +234,11 @@ func Start(t testing.TB, n int, o Options) []*Server {
 func Launch(t testing.TB, o Options) (*Server, error) {
 	t.Helper()
 	bin := Binary(t)
-	s, err := launch(t.TempDir(), bin, BinaryVersion(t, bin), secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
-	if err != nil {
-		return nil, err
+	s, err := launchReady(t.TempDir(), bin, BinaryVersion(t, bin), secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
+	if s != nil {
+		t.Cleanup(s.Stop)
 	}
-	t.Cleanup(s.Stop)
-	if err := s.waitReady(); err != nil {
-		return s, fmt.Errorf("valkey-server %s: %w\n%s", s.Addr(), err, s.LogTail(20))
-	}
-	return s, nil
+	return s, err
 }
 
 // StartIn starts one server in dir, outside of any test's lifetime, and waits until
@@ -243,15 +254,63 @@ func StartIn(dir string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := launch(dir, bin, version, secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
+	s, err := launchReady(dir, bin, version, secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
 	if err != nil {
+		if s != nil {
+			s.Stop()
+		}
 		return nil, err
 	}
-	if err := s.waitReady(); err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("valkey-server %s: %w\n%s", s.Addr(), err, s.LogTail(20))
-	}
 	return s, nil
+}
+
+// portRetries is how many times launchReady starts a server again on new ports when
+// another process bound its port, or its bus port, between freePortPair and the
+// server's own bind (the tests of several modules run at once on one machine).
+const portRetries = 5
+
+// launchReady launches a server in dir and waits until it accepts connections,
+// starting it again on new ports when it lost its ports to another process. On a
+// failure it returns the last server, stopped or exited, with the end of its log in
+// the error.
+func launchReady(dir, bin string, version valkey.Version, admin, repl string, o Options) (*Server, error) {
+	_, err := os.Stat(filepath.Join(dir, "nodes.conf"))
+	keepNodesConf := o.NodesConf != "" || err == nil // a restart on the server's volume
+	for attempt := 0; ; attempt++ {
+		s, err := launch(dir, bin, version, admin, repl, o)
+		if err != nil {
+			return nil, err
+		}
+		err = s.waitReady()
+		if err == nil {
+			return s, nil
+		}
+		if !s.lostPort() || attempt == portRetries {
+			s.Stop()
+			return s, fmt.Errorf("valkey-server %s: %w\n%s", s.Addr(), err, s.LogTail(20))
+		}
+		s.Stop()
+		forgetLostStart(dir, keepNodesConf)
+	}
+}
+
+// forgetLostStart removes the nodes.conf a server that lost its ports may have written
+// in dir (a node ID of its own), so that the next start is the new node it was meant
+// to be; keep leaves a nodes.conf the server was started with.
+func forgetLostStart(dir string, keep bool) {
+	if !keep {
+		_ = os.Remove(filepath.Join(dir, "nodes.conf"))
+	}
+}
+
+// lostPort reports whether the server exited because its port or its bus port was
+// already bound.
+func (s *Server) lostPort() bool {
+	if s.Running() {
+		return false
+	}
+	b, _ := os.ReadFile(s.LogFile)
+	return strings.Contains(string(b), "Address already in use")
 }
 
 // secretOr returns pw, or a random secret when it is empty.
