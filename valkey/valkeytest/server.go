@@ -84,10 +84,16 @@ type Server struct {
 	// CA issued the server's certificate when it runs with TLS.
 	CA *CA
 
-	users []string // extra ACL lines (Options.Users)
-	cmd   *exec.Cmd
-	done  chan struct{}
-	once  sync.Once
+	cmd  *exec.Cmd
+	done chan struct{}
+	once sync.Once
+	// bin and opts started the server (opts.Users are extra ACL lines): ready
+	// starts it again with them.
+	bin  string
+	opts Options
+	// hadNodesConf: dir held a nodes.conf when the server started (given by
+	// Options.NodesConf, or a restart on its volume).
+	hadNodesConf bool
 }
 
 // Addr returns "host:port".
@@ -206,19 +212,9 @@ func Start(t testing.TB, n int, o Options) []*Server {
 		servers[i] = s
 	}
 	for i, s := range servers {
-		err := s.waitReady()
-		if err == nil {
-			continue
-		}
-		if !s.lostPort() {
-			t.Fatalf("valkey-server %s: %v\n%s", s.Addr(), err, s.LogTail(20))
-		}
-		// Another process bound its port after freePortPair: again, on new ports.
-		s.Stop()
-		forgetLostStart(s.Dir, o.NodesConf != "")
-		s, err = launchReady(s.Dir, bin, version, admin, repl, o)
+		s, err := ready(s)
 		if s != nil {
-			t.Cleanup(s.Stop)
+			t.Cleanup(s.Stop) // a server started again on new ports; Stop runs once
 			servers[i] = s
 		}
 		if err != nil {
@@ -234,7 +230,11 @@ func Start(t testing.TB, n int, o Options) []*Server {
 func Launch(t testing.TB, o Options) (*Server, error) {
 	t.Helper()
 	bin := Binary(t)
-	s, err := launchReady(t.TempDir(), bin, BinaryVersion(t, bin), secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
+	s, err := launch(t.TempDir(), bin, BinaryVersion(t, bin), secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
+	if err != nil {
+		return nil, err
+	}
+	s, err = ready(s)
 	if s != nil {
 		t.Cleanup(s.Stop)
 	}
@@ -254,8 +254,11 @@ func StartIn(dir string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := launchReady(dir, bin, version, secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
+	s, err := launch(dir, bin, version, secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
 	if err != nil {
+		return nil, err
+	}
+	if s, err = ready(s); err != nil {
 		if s != nil {
 			s.Stop()
 		}
@@ -264,53 +267,44 @@ func StartIn(dir string, o Options) (*Server, error) {
 	return s, nil
 }
 
-// portRetries is how many times launchReady starts a server again on new ports when
+// portRetries is how many times ready starts a server again on new ports when
 // another process bound its port, or its bus port, between freePortPair and the
 // server's own bind (the tests of several modules run at once on one machine).
 const portRetries = 5
 
-// launchReady launches a server in dir and waits until it accepts connections,
-// starting it again on new ports when it lost its ports to another process. On a
-// failure it returns the last server, stopped or exited, with the end of its log in
-// the error.
-func launchReady(dir, bin string, version valkey.Version, admin, repl string, o Options) (*Server, error) {
-	_, err := os.Stat(filepath.Join(dir, "nodes.conf"))
-	keepNodesConf := o.NodesConf != "" || err == nil // a restart on the server's volume
+// ready waits until s accepts connections. A server that lost its ports to another
+// process is started again in its directory on new ports, without the nodes.conf
+// (a node ID of its own) it may have written unless it was started with one. It returns
+// the server that came up or, on a failure, the last one (nil when it could not be
+// started) with the end of its log in the error.
+func ready(s *Server) (*Server, error) {
 	for attempt := 0; ; attempt++ {
-		s, err := launch(dir, bin, version, admin, repl, o)
-		if err != nil {
-			return nil, err
-		}
-		err = s.waitReady()
+		err := s.waitReady()
 		if err == nil {
 			return s, nil
 		}
 		if !s.lostPort() || attempt == portRetries {
-			s.Stop()
 			return s, fmt.Errorf("valkey-server %s: %w\n%s", s.Addr(), err, s.LogTail(20))
 		}
-		s.Stop()
-		forgetLostStart(dir, keepNodesConf)
-	}
-}
-
-// forgetLostStart removes the nodes.conf a server that lost its ports may have written
-// in dir (a node ID of its own), so that the next start is the new node it was meant
-// to be; keep leaves a nodes.conf the server was started with.
-func forgetLostStart(dir string, keep bool) {
-	if !keep {
-		_ = os.Remove(filepath.Join(dir, "nodes.conf"))
+		if !s.hadNodesConf {
+			_ = os.Remove(filepath.Join(s.Dir, "nodes.conf"))
+		}
+		if s, err = launch(s.Dir, s.bin, s.Version, s.AdminPassword, s.ReplicationPassword, s.opts); err != nil {
+			return nil, err
+		}
 	}
 }
 
 // lostPort reports whether the server exited because its port or its bus port was
 // already bound.
 func (s *Server) lostPort() bool {
-	if s.Running() {
-		return false
-	}
+	return !s.Running() && s.logContains("Address already in use")
+}
+
+// logContains reports whether the server's log holds text.
+func (s *Server) logContains(text string) bool {
 	b, _ := os.ReadFile(s.LogFile)
-	return strings.Contains(string(b), "Address already in use")
+	return strings.Contains(string(b), text)
 }
 
 // secretOr returns pw, or a random secret when it is empty.
@@ -327,15 +321,18 @@ func launch(dir, bin string, version valkey.Version, admin, repl string, o Optio
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	port, err := freePortPair(host)
+	port, err := portPair(host)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Host: host, Port: port, Dir: dir, Version: version, users: o.Users,
-		AdminPassword: admin, ReplicationPassword: repl, CA: o.TLS, done: make(chan struct{})}
+	s := &Server{Host: host, Port: port, Dir: dir, Version: version,
+		AdminPassword: admin, ReplicationPassword: repl, CA: o.TLS, done: make(chan struct{}),
+		bin: bin, opts: o}
 	if err := s.writeFiles(o); err != nil {
 		return nil, err
 	}
+	_, err = os.Stat(filepath.Join(dir, "nodes.conf"))
+	s.hadNodesConf = err == nil
 	logf, err := os.Create(s.LogFile)
 	if err != nil {
 		return nil, fmt.Errorf("create log: %w", err)
@@ -415,7 +412,7 @@ func (s *Server) ACLFileContent() string {
 	content := "user default off\n" +
 		"user " + AdminUser + " on #" + hash(s.AdminPassword) + " ~* &* +@all\n" +
 		"user " + ReplicationUser + " on #" + hash(s.ReplicationPassword) + " " + repl + "\n"
-	for _, u := range s.users {
+	for _, u := range s.opts.Users {
 		content += u + "\n"
 	}
 	return content
@@ -431,6 +428,9 @@ func randomSecret() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// portPair is freePortPair, or a test's stand-in that hands out a port already taken.
+var portPair = freePortPair
 
 // freePortPair finds a port P such that P and the cluster bus port P+10000
 // are both free on host.
@@ -456,17 +456,24 @@ func freePortPair(host string) (int, error) {
 	return 0, fmt.Errorf("no free port pair (P, P+10000) on %s", host)
 }
 
-// waitReady waits until the server accepts TCP connections.
+// readyLine is what a server logs once it listens.
+const readyLine = "Ready to accept connections"
+
+// waitReady waits until the server has logged that it listens and accepts a
+// connection. The log line tells it from another process holding its port, which a
+// dial alone would reach.
 func (s *Server) waitReady() error {
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {
 		if !s.Running() {
 			return errors.New("exited during start")
 		}
-		conn, err := net.DialTimeout("tcp", s.Addr(), 200*time.Millisecond)
-		if err == nil {
-			conn.Close()
-			return nil
+		if s.logContains(readyLine) {
+			conn, err := net.DialTimeout("tcp", s.Addr(), 200*time.Millisecond)
+			if err == nil {
+				conn.Close()
+				return nil
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
