@@ -197,10 +197,21 @@ func testParseLive(t *testing.T, c *testCluster) {
 }
 
 func checkShards(t *testing.T, c *testCluster, even [][]valkey.SlotRange) {
-	shards, err := c.clients[1].ClusterShards(ctxT(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A replica's move into its primary's shard reaches the other nodes by gossip:
+	// wait until node 1 has heard of every one before reading its answer.
+	var shards []valkey.ClusterShard
+	waitFor(t, 10*time.Second, "node 1's CLUSTER SHARDS to show every replica in its primary's shard", func() (bool, error) {
+		var err error
+		if shards, err = c.clients[1].ClusterShards(ctxT(t)); err != nil {
+			return false, err
+		}
+		for _, sh := range shards {
+			if _, ok := sh.Primary(); !ok || len(sh.Slots) > 0 && len(sh.Nodes) != 2 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 	owner := map[string][]valkey.SlotRange{}
 	for _, sh := range shards {
 		p, ok := sh.Primary()
