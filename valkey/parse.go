@@ -372,6 +372,32 @@ func ParseReplication(info Info) Replication {
 	return r
 }
 
+// KeyCount returns the number of keys of every database in the keyspace section of
+// info ("db0:keys=12,expires=0,avg_ttl=0"), 0 when it lists none: a server whose
+// dataset is empty. ok is false when a database line cannot be read.
+func KeyCount(info Info) (n int64, ok bool) {
+	ok = true
+	for db, v := range info.Section("keyspace") {
+		if !strings.HasPrefix(db, "db") {
+			continue
+		}
+		keys, found := "", false
+		for _, f := range strings.Split(v, ",") {
+			if k, val, cut := strings.Cut(f, "="); cut && k == "keys" {
+				keys, found = val, true
+				break
+			}
+		}
+		c, err := strconv.ParseInt(keys, 10, 64)
+		if !found || err != nil || c < 0 {
+			ok = false
+			continue
+		}
+		n += c
+	}
+	return n, ok
+}
+
 // infoInt returns the first present key as an integer (0 when absent or bad).
 func infoInt(info Info, keys ...string) int64 {
 	v, _ := info.first(keys...)

@@ -350,3 +350,27 @@ func TestParseRealOutput(t *testing.T) {
 		}
 	}
 }
+
+func TestKeyCount(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"no keyspace section", "# Server\r\nvalkey_version:8.0.1\r\n", 0, true},
+		{"empty keyspace", "# Keyspace\r\n", 0, true},
+		{"one database", "# Keyspace\r\ndb0:keys=12,expires=3,avg_ttl=100\r\n", 12, true},
+		{"several databases", "# Keyspace\r\ndb0:keys=1,expires=0,avg_ttl=0\r\ndb3:keys=41,expires=0,avg_ttl=0\r\n", 42, true},
+		{"a line without keys", "# Keyspace\r\ndb0:expires=0\r\n", 0, false},
+		{"a bad count", "# Keyspace\r\ndb0:keys=many,expires=0\r\ndb1:keys=2\r\n", 2, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, ok := valkey.KeyCount(valkey.ParseInfo(tt.in))
+			if n != tt.want || ok != tt.ok {
+				t.Errorf("KeyCount = %d, %v; want %d, %v", n, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}

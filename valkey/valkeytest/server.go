@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,6 +67,9 @@ type Options struct {
 	AdminPassword, ReplicationPassword string
 	// Users are extra lines for the ACL file: users the test logs in as.
 	Users []string
+	// BusRelay puts a relay in front of each server's cluster bus, which CutBus uses to
+	// cut the bus between two servers (see busRelay). It needs Host.
+	BusRelay bool
 }
 
 // Server is one running valkey-server.
@@ -94,6 +98,8 @@ type Server struct {
 	// hadNodesConf: dir held a nodes.conf when the server started (given by
 	// Options.NodesConf, or a restart on its volume).
 	hadNodesConf bool
+	// relay is the relay of its cluster bus (Options.BusRelay), or nil.
+	relay *busRelay
 }
 
 // Addr returns "host:port".
@@ -127,8 +133,18 @@ func (s *Server) Stop() {
 	s.once.Do(func() {
 		_ = s.cmd.Process.Kill()
 		<-s.done
+		if s.relay != nil {
+			s.relay.close()
+		}
 	})
 }
+
+// Freeze stops the process without ending it (SIGSTOP), as a node that stops
+// scheduling it would: its connections stay open and nothing answers on them.
+func (s *Server) Freeze() error { return s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Thaw lets a frozen process run again (SIGCONT).
+func (s *Server) Thaw() error { return s.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Running reports whether the process has not exited.
 func (s *Server) Running() bool {
@@ -204,7 +220,7 @@ func Start(t testing.TB, n int, o Options) []*Server {
 	admin, repl := secretOr(o.AdminPassword), secretOr(o.ReplicationPassword) // shared, as in one cluster
 	servers := make([]*Server, n)
 	for i := range servers {
-		s, err := launch(t.TempDir(), bin, version, admin, repl, o)
+		s, err := launch(t.TempDir(), bin, version, admin, repl, o, nil)
 		if err != nil {
 			t.Fatalf("start valkey-server: %v", err)
 		}
@@ -230,7 +246,7 @@ func Start(t testing.TB, n int, o Options) []*Server {
 func Launch(t testing.TB, o Options) (*Server, error) {
 	t.Helper()
 	bin := Binary(t)
-	s, err := launch(t.TempDir(), bin, BinaryVersion(t, bin), secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
+	s, err := launch(t.TempDir(), bin, BinaryVersion(t, bin), secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +270,7 @@ func StartIn(dir string, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := launch(dir, bin, version, secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o)
+	s, err := launch(dir, bin, version, secretOr(o.AdminPassword), secretOr(o.ReplicationPassword), o, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +305,7 @@ func ready(s *Server) (*Server, error) {
 		if !s.hadNodesConf {
 			_ = os.Remove(filepath.Join(s.Dir, "nodes.conf"))
 		}
-		if s, err = launch(s.Dir, s.bin, s.Version, s.AdminPassword, s.ReplicationPassword, s.opts); err != nil {
+		if s, err = launch(s.Dir, s.bin, s.Version, s.AdminPassword, s.ReplicationPassword, s.opts, s.relay); err != nil {
 			return nil, err
 		}
 	}
@@ -316,7 +332,9 @@ func secretOr(pw string) string {
 }
 
 // launch writes the files of one server in dir and starts it; the caller stops it.
-func launch(dir, bin string, version valkey.Version, admin, repl string, o Options) (*Server, error) {
+// launch starts a server in dir; relay is the bus relay of the server it starts again
+// (nil for a first start, which makes one when o.BusRelay asks).
+func launch(dir, bin string, version valkey.Version, admin, repl string, o Options, relay *busRelay) (_ *Server, err error) {
 	host := o.Host
 	if host == "" {
 		host = "127.0.0.1"
@@ -325,9 +343,25 @@ func launch(dir, bin string, version valkey.Version, admin, repl string, o Optio
 	if err != nil {
 		return nil, err
 	}
+	if relay == nil && o.BusRelay {
+		if host == "127.0.0.1" {
+			return nil, errors.New("valkeytest: Options.BusRelay needs Options.Host")
+		}
+		if relay, err = newBusRelay(host); err != nil {
+			return nil, fmt.Errorf("bus relay: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				relay.close() // made for a start that failed
+			}
+		}()
+	}
+	if relay != nil {
+		relay.relayTo(host, port+10000)
+	}
 	s := &Server{Host: host, Port: port, Dir: dir, Version: version,
 		AdminPassword: admin, ReplicationPassword: repl, CA: o.TLS, done: make(chan struct{}),
-		bin: bin, opts: o}
+		bin: bin, opts: o, relay: relay}
 	if err := s.writeFiles(o); err != nil {
 		return nil, err
 	}
@@ -391,6 +425,9 @@ func (s *Server) writeFiles(o Options) error {
 		// replication, MIGRATE) leave from the server's own address, and it
 		// announces that address as a pod announces its IP.
 		conf = append(conf, []byte("bind-source-addr "+s.Host+"\ncluster-announce-ip "+s.Host+"\n")...)
+	}
+	if s.relay != nil {
+		conf = append(conf, []byte("cluster-announce-bus-port "+strconv.Itoa(s.relay.port())+"\n")...)
 	}
 	if err := os.WriteFile(s.ConfigFile, conf, 0o600); err != nil {
 		return fmt.Errorf("write config: %w", err)
