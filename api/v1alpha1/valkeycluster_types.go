@@ -433,6 +433,12 @@ type ValkeyClusterStatus struct {
 	// all linked and in sync.
 	// +optional
 	ReadyShards int32 `json:"readyShards,omitempty"`
+	// FirstReadyTime is when the cluster was Ready for the first time; unset while it is
+	// being created. Only a cluster that has been Ready can have lost data: the operator
+	// assigns all slots again, empty, only to such a cluster, and only once every member
+	// answers with an empty dataset and none serves a slot (docs/failure-modes.md).
+	// +optional
+	FirstReadyTime *metav1.Time `json:"firstReadyTime,omitempty"`
 	// Shards describes each shard as the servers report it.
 	// +optional
 	// +listType=map

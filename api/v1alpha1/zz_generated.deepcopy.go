@@ -941,6 +941,10 @@ func (in *ValkeyClusterStatus) DeepCopyInto(out *ValkeyClusterStatus) {
 		*out = make([]string, len(*in))
 		copy(*out, *in)
 	}
+	if in.FirstReadyTime != nil {
+		in, out := &in.FirstReadyTime, &out.FirstReadyTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Shards != nil {
 		in, out := &in.Shards, &out.Shards
 		*out = make([]ShardStatus, len(*in))

@@ -263,21 +263,20 @@ func (s *scope) candidate(sh int32) *member {
 	return nil
 }
 
-// reconcileSlots gives a new cluster its slots: once every shard has a server up, each
-// shard's primary gets its contiguous even share, all in one pass.
+// reconcileSlots gives a cluster whose servers serve no slot at all its slots: each
+// shard's primary gets its contiguous even share, all in one pass, when planEmpty says
+// so (a new cluster, or one whose every server came back empty).
 func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duration, error) {
 	if !clusterEmpty(s.topo) {
 		return 0, nil
 	}
-	primaries := make([]*member, s.shards())
-	for sh := range primaries {
-		if primaries[sh] = s.candidate(int32(sh)); primaries[sh] == nil {
-			s.progress(v1alpha1.ReasonWaitingForPods, "waiting for a server in every shard before assigning slots")
-			return 0, nil
-		}
+	plan := s.planEmpty()
+	if plan.wait != "" {
+		s.progress(plan.reason, "%s", plan.wait)
+		return 0, nil
 	}
 	var given []string
-	for sh, p := range primaries {
+	for sh, p := range plan.primaries {
 		c, err := r.client(ctx, s, p)
 		if err != nil {
 			return 0, err
@@ -290,7 +289,7 @@ func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duratio
 		p.self.Primary = true
 		given = append(given, fmt.Sprintf("slots %s to %s (shard %d)", valkey.FormatRanges(ranges), p.name(), sh))
 	}
-	if s.servedBefore() {
+	if plan.lost {
 		r.event(s.vc, nil, eventWarning, "SlotsReassigned", "AssignSlots",
 			"every server of the cluster restarted without its data, so the data of all 16384 slots is lost; given, empty: %s", strings.Join(given, "; "))
 		s.progress(v1alpha1.ReasonDataLost, "every server restarted without its data; the slots were assigned again, empty")
@@ -301,16 +300,58 @@ func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duratio
 	return 0, nil
 }
 
-// servedBefore reports whether a member of the cluster was active: the cluster served its
-// slots once, so an empty cluster now is one whose servers all lost their data, not one
-// being created.
-func (s *scope) servedBefore() bool {
+// emptyPlan is the slots phase's decision for a cluster no answering server serves a
+// slot of: primaries, one per shard of the spec, to give the slots to; lost, when the
+// cluster served them before (its data is gone); or wait, why not yet, with reason.
+type emptyPlan struct {
+	primaries    []*member
+	lost         bool
+	reason, wait string
+}
+
+// planEmpty decides on a cluster whose answering servers serve no slot. Giving out all
+// 16384 slots is the most destructive thing the operator does to a cluster that held
+// data, so it needs positive evidence that nothing is there to lose, never the silence
+// of a member:
+//   - every member that is not leaving answers: one that does not may be serving the
+//     slots (given to it by an earlier pass, or holding them since before it went
+//     silent), and the answering ones may not have heard of it yet;
+//   - every answering member's dataset is empty: keys on a server that serves no slot
+//     are data the operator cannot place;
+//   - each shard of the spec has a member to be its primary.
+//
+// A cluster that has never been Ready (status.firstReadyTime unset) is being created: its
+// slots are assigned as new. One that has been Ready lost its data with its servers,
+// which the plan says (lost).
+func (s *scope) planEmpty() emptyPlan {
+	var silent, holding []string
 	for _, m := range s.topo.members {
-		if m.node.Status.Lifecycle == v1alpha1.LifecycleActive {
-			return true
+		switch {
+		case m.leaving():
+		case !m.reachable:
+			silent = append(silent, m.name())
+		case !m.keysKnown || m.keys > 0:
+			holding = append(holding, fmt.Sprintf("%s (%d keys)", m.name(), m.keys))
 		}
 	}
-	return false
+	servedBefore := s.vc.Status.FirstReadyTime != nil
+	switch {
+	case len(silent) > 0 && servedBefore:
+		return emptyPlan{reason: v1alpha1.ReasonSlotsUncovered, wait: fmt.Sprintf(
+			"no server that answers serves a slot; waiting for %s to answer before concluding that the data is lost", strings.Join(silent, ", "))}
+	case len(silent) > 0:
+		return emptyPlan{reason: v1alpha1.ReasonWaitingForPods, wait: "waiting for the servers of " + strings.Join(silent, ", ") + " before assigning slots"}
+	case len(holding) > 0:
+		return emptyPlan{reason: v1alpha1.ReasonSlotsUncovered, wait: fmt.Sprintf(
+			"no server serves a slot, but %s hold data: the slots are not assigned again while a member holds keys no slot map places", strings.Join(holding, ", "))}
+	}
+	primaries := make([]*member, s.shards())
+	for sh := range primaries {
+		if primaries[sh] = s.candidate(int32(sh)); primaries[sh] == nil {
+			return emptyPlan{reason: v1alpha1.ReasonWaitingForPods, wait: "waiting for a server in every shard before assigning slots"}
+		}
+	}
+	return emptyPlan{primaries: primaries, lost: servedBefore}
 }
 
 // reconcileReplicas makes every other member of a shard replicate the shard's primary.

@@ -50,3 +50,76 @@ func TestStuckCause(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanEmpty: the slots of a cluster whose answering servers serve none are given
+// out only on positive evidence that nothing is there to lose, and as lost data only for
+// a cluster that has been Ready.
+func TestPlanEmpty(t *testing.T) {
+	// fresh is a 3x1 cluster of new servers: none serves a slot, none holds a key.
+	fresh := func() []fakeMember {
+		var out []fakeMember
+		for _, f := range healthyThreeByOne() {
+			f.slots, f.primary, f.linkUp, f.joining = "", "", false, true
+			out = append(out, f)
+		}
+		return out
+	}
+	// restarted is fresh after the cluster was Ready: every member active before.
+	restarted := func() []fakeMember {
+		var out []fakeMember
+		for _, f := range fresh() {
+			f.joining = false
+			out = append(out, f)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		fms   []fakeMember
+		ready bool // the cluster has been Ready
+		want  string
+	}{
+		{name: "a new cluster whose servers all answer: the slots are assigned as new", fms: fresh(),
+			want: "assign a, b, c"},
+		{name: "a new cluster with a member slow to answer: wait, it may already hold slots", fms: with(fresh(), "a2", func(f *fakeMember) { f.down = true }),
+			want: "wait WaitingForPods: waiting for the servers of a2 before assigning slots"},
+		{name: "during formation the primaries given slots went silent and their replicas do not know it yet: no second assignment",
+			fms:  with(with(with(fresh(), "a", func(f *fakeMember) { f.down = true }), "b", func(f *fakeMember) { f.down = true }), "c", func(f *fakeMember) { f.down = true }),
+			want: "wait WaitingForPods: waiting for the servers of a, b, c before assigning slots"},
+		{name: "members active before but a cluster never Ready: assigned as new, no data was served", fms: restarted(),
+			want: "assign a, b, c"},
+		{name: "a cluster that was Ready, every server back empty: the slots are given again, the data is lost", fms: restarted(), ready: true,
+			want: "lost a, b, c"},
+		{name: "a cluster that was Ready with a member that does not answer: wait for it",
+			fms: with(restarted(), "b2", func(f *fakeMember) { f.down = true }), ready: true,
+			want: "wait SlotsUncovered: no server that answers serves a slot; waiting for b2 to answer before concluding that the data is lost"},
+		{name: "a cluster that was Ready with a member holding keys: no slot is given while its data has no place",
+			fms: with(restarted(), "c2", func(f *fakeMember) { f.keys = 40 }), ready: true,
+			want: "wait SlotsUncovered: no server serves a slot, but c2 (40 keys) hold data: the slots are not assigned again while a member holds keys no slot map places"},
+		{name: "a leaving member that does not answer does not hold the decision",
+			fms: with(restarted(), "c2", func(f *fakeMember) { f.down, f.leaving = true, true }), ready: true,
+			want: "lost a, b, c"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := scopeFor(t, cluster(nil), tc.fms)
+			if tc.ready {
+				wasReady(s)
+			}
+			p := s.planEmpty()
+			got := "wait " + p.reason + ": " + p.wait
+			if p.wait == "" {
+				names := make([]string, len(p.primaries))
+				for i, m := range p.primaries {
+					names[i] = m.name()
+				}
+				got = "assign " + strings.Join(names, ", ")
+				if p.lost {
+					got = "lost " + strings.Join(names, ", ")
+				}
+			}
+			if got != tc.want {
+				t.Errorf("planEmpty:\n got %s\nwant %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -315,7 +315,7 @@ func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyco
 		fail(err)
 		return
 	}
-	info, err := c.Info(ctx, "replication", "server", "cluster")
+	info, err := c.Info(ctx, "replication", "server", "cluster", "keyspace")
 	if err != nil {
 		fail(err)
 		return
@@ -332,6 +332,7 @@ func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyco
 		}
 	}
 	m.repl = valkey.ParseReplication(info)
+	m.keys, m.keysKnown = valkey.KeyCount(info)
 	m.version, _ = valkey.VersionFromInfo(info)
 	m.state = ci["cluster_state"]
 	m.reachable = m.self.ID != ""

@@ -23,6 +23,7 @@ type clusterStatus struct {
 	ObservedGeneration int64                  `json:"observedGeneration,omitempty"`
 	State              v1alpha1.ClusterState  `json:"state,omitempty"`
 	ReadyShards        int32                  `json:"readyShards"`
+	FirstReadyTime     *metav1.Time           `json:"firstReadyTime,omitempty"`
 	Shards             []v1alpha1.ShardStatus `json:"shards,omitempty"`
 	SeedEndpoints      []string               `json:"seedEndpoints,omitempty"`
 	// AppliedSpec is the spec of the last pass that acted on a valid spec.
@@ -159,6 +160,11 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	}
 	st.State = clusterState(s, applied, degraded)
 	holdForRestore(vc, &st)
+	st.FirstReadyTime = vc.Status.FirstReadyTime
+	if st.FirstReadyTime == nil && conditions.IsTrue(st.Conditions, v1alpha1.ConditionReady) {
+		now := metav1.NewTime(s.topo.now)
+		st.FirstReadyTime = &now
+	}
 	st.Conditions = append(st.Conditions, kstatusConditions(*conditions.Get(st.Conditions, v1alpha1.ConditionProgressing),
 		*conditions.Get(st.Conditions, v1alpha1.ConditionReady), st.State, gen)...)
 	return st
@@ -217,10 +223,10 @@ func clusterState(s *scope, ready bool, degraded metav1.Condition) v1alpha1.Clus
 }
 
 func degradedCondition(s *scope, gen int64) metav1.Condition {
-	if s.credErr == nil && clusterEmpty(s.topo) && s.servedBefore() {
+	if s.credErr == nil && clusterEmpty(s.topo) && s.vc.Status.FirstReadyTime != nil {
 		why := "no member answers"
 		if len(s.topo.reachable()) > 0 {
-			why = "every member that answers restarted without its data"
+			why = "no member that answers serves one"
 		}
 		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonSlotsUncovered, "no server serves any slot (0-16383): "+why, gen)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -202,6 +203,12 @@ func TestComputeClusterStatus(t *testing.T) {
 	}
 }
 
+// wasReady marks the scope's cluster as one that has been Ready.
+func wasReady(s *scope) {
+	at := metav1.NewTime(t0.Add(-time.Hour))
+	s.vc.Status.FirstReadyTime = &at
+}
+
 func TestDegradedCondition(t *testing.T) {
 	const fine = "False ClusterReady: every shard has its primary and all its replicas in sync"
 	empty := func(joining bool) []fakeMember {
@@ -234,9 +241,15 @@ func TestDegradedCondition(t *testing.T) {
 			want: "False Waiting: the cluster is being created",
 		},
 		{
-			name: "every server restarted without its data after the cluster served: no slot is served",
+			name: "every server restarted without its data after the cluster was Ready: no slot is served",
 			fms:  empty(false),
-			want: "True SlotsUncovered: no server serves any slot (0-16383): every member that answers restarted without its data",
+			mod:  wasReady,
+			want: "True SlotsUncovered: no server serves any slot (0-16383): no member that answers serves one",
+		},
+		{
+			name: "a cluster never Ready whose servers serve no slot is being created, whatever its members' lifecycle says",
+			fms:  empty(false),
+			want: "False Waiting: the cluster is being created",
 		},
 		{
 			name: "no member answers after the cluster served: no slot is served",
@@ -248,6 +261,7 @@ func TestDegradedCondition(t *testing.T) {
 				}
 				return out
 			}(),
+			mod:  wasReady,
 			want: "True SlotsUncovered: no server serves any slot (0-16383): no member answers",
 		},
 		{

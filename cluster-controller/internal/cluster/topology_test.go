@@ -40,6 +40,10 @@ type fakeMember struct {
 	// podNotReady is the reason of a PodReady condition that is False: the member's pod
 	// cannot run (ImagePullBackOff, CrashLoop, ...).
 	podNotReady string
+	// keys is the size of its dataset (INFO keyspace).
+	keys int64
+	// vacated: its pod left the address of its node ID, which refuses connections.
+	vacated bool
 	// For scopeFor: outdated members run a pod the spec no longer asks for (an older
 	// image); restarting members were authorised a new pod not rebuilt yet.
 	outdated, restarting bool
@@ -124,6 +128,7 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 				m.view = append(m.view, v)
 			}
 			m.state = "ok"
+			m.keys, m.keysKnown = f.keys, true
 			m.repl = valkey.Replication{Role: valkey.RolePrimary, Offset: f.offset}
 			if f.primary != "" {
 				m.repl = valkey.Replication{Role: valkey.RoleReplica, LinkUp: f.linkUp, Offset: f.offset}
