@@ -209,6 +209,14 @@ type takeover struct {
 // A member that still reaches the primary means a partition between it and the operator:
 // Valkey decides. The most caught-up replica takes over, with a vote (FORCE) when the
 // operator reaches a majority of primaries, else without (TAKEOVER).
+//
+// A proven death also escalates from FORCE to TAKEOVER, which needs no vote, when a
+// vote cannot be won or was not: the replica claims the dead primary's slots with an
+// older config epoch than a voter knows for them (each voter refuses it, and only the
+// dead primary could have told the replica its newer epoch), or the primary has been
+// silent for longer than a forced failover is given to complete (forcedWindow) and its
+// replica still has not taken over. Without a proof of death the operator never takes
+// over while a majority could vote.
 func (s *scope) planTakeovers() []takeover {
 	limit := 2*nodeTimeout(s.vc) + takeoverMargin
 	mode := valkey.FailoverTakeover
@@ -220,8 +228,20 @@ func (s *scope) planTakeovers() []takeover {
 		t := takeover{lost: lp, mode: mode}
 		switch {
 		case lp.dead != "":
-			if by := mostCaughtUp(promotable(lp.replicas, limit)); by != nil {
-				t.by, t.why = by, fmt.Sprintf("primary %s is gone (%s)", shortID(lp.id), lp.dead)
+			by := mostCaughtUp(promotable(lp.replicas, lp.silentFor+limit))
+			if by == nil {
+				break
+			}
+			t.by, t.why = by, fmt.Sprintf("primary %s is gone (%s)", shortID(lp.id), lp.dead)
+			if t.mode != valkey.FailoverForce {
+				break
+			}
+			if mine, known := s.topo.staleEpoch(by, lp.id); mine < known {
+				t.mode = valkey.FailoverTakeover
+				t.why += fmt.Sprintf("; %s knows its config epoch as %d, the voters as %d, so they would refuse it their votes", by.name(), mine, known)
+			} else if w := s.forcedWindow(); lp.silentFor >= w {
+				t.mode = valkey.FailoverTakeover
+				t.why += fmt.Sprintf("; silent for %s, longer than a forced failover is given (%s), and not taken over", lp.silentFor.Round(time.Second), w)
 			}
 		case len(lp.reachedBy) == 0 && lp.silentFor >= limit:
 			t.by = mostCaughtUp(lp.replicas)
@@ -233,10 +253,30 @@ func (s *scope) planTakeovers() []takeover {
 	return out
 }
 
-// promotable keeps the replicas fit to replace a primary the moment it is proven dead:
-// not in the middle of a full sync, and linked to it until at most within (the wait
-// Valkey's own failover would take): a replica that lost its primary long before holds
-// older data than the cluster's own failover would accept.
+// staleEpoch returns the config epoch replica m knows for node id, and the highest one
+// a voter (a reachable primary with slots) knows for it.
+func (t *topology) staleEpoch(m *member, id string) (mine, known uint64) {
+	if e, ok := m.entry(id); ok {
+		mine = e.ConfigEpoch
+	}
+	known = mine
+	for _, v := range t.reachable() {
+		if !v.isPrimary() || len(v.slots()) == 0 {
+			continue
+		}
+		if e, ok := v.entry(id); ok && e.ConfigEpoch > known {
+			known = e.ConfigEpoch
+		}
+	}
+	return mine, known
+}
+
+// promotable keeps the replicas fit to replace a primary proven dead: not in the middle
+// of a full sync, and linked to it until at most within ago: the primary's silence plus
+// the wait Valkey's own failover would take. A replica that lost its primary long
+// before the primary died holds older data than the cluster's own failover would
+// accept; one whose link went down with the primary holds all it replicated, however
+// long ago that was.
 func promotable(ms []*member, within time.Duration) []*member {
 	var out []*member
 	for _, m := range ms {

@@ -22,6 +22,15 @@ func oldIdentity(id, slots string, mod func(*valkey.ClusterNode)) valkey.Cluster
 	return n
 }
 
+// setEpoch sets the config epoch of node id in m's view.
+func setEpoch(m *member, id string, epoch uint64) {
+	for i := range m.view {
+		if m.view[i].ID == id {
+			m.view[i].ConfigEpoch = epoch
+		}
+	}
+}
+
 func TestPlanTakeovers(t *testing.T) {
 	silent := func(d time.Duration) func(*fakeMember) {
 		return func(f *fakeMember) { f.down, f.silent = true, d }
@@ -102,10 +111,47 @@ func TestPlanTakeovers(t *testing.T) {
 			want: "A: a2 TAKEOVER; B: wait",
 		},
 		{
-			name:  "a primary that restarted empty at its address (its old ID without an address) is taken over",
+			name:  "a primary that restarted empty at its address (its old ID without an address) a minute ago: taken over without a vote",
 			fms:   restartedEmpty,
 			extra: []valkey.ClusterNode{oldIdentity("A", "0-5461", func(n *valkey.ClusterNode) { n.NoAddr = true })},
-			want:  "A: a2 FORCE",
+			want:  "A: a2 TAKEOVER",
+		},
+		{
+			name: "Kubernetes saw the primary's server exit, but its replica knows an older config epoch of it than the voters: FORCE cannot win",
+			fms:  with(healthyThreeByOne(), "a", exited),
+			mod: func(s *scope) {
+				setEpoch(memberNamed(t, s.topo, "b"), "A", 2)
+				setEpoch(memberNamed(t, s.topo, "a2"), "A", 1)
+			},
+			want: "A: a2 TAKEOVER",
+		},
+		{
+			name: "a proven death whose forced failover did not take effect within its window (20 s for a 5 s node timeout): taken over without a vote",
+			fms:  with(healthyThreeByOne(), "a", func(f *fakeMember) { exited(f); f.silent = 21 * time.Second }),
+			want: "A: a2 TAKEOVER",
+		},
+		{
+			name: "a proven death whose forced failover did not take effect, the replica's link down since the death: still the one to take over",
+			fms:  with(healthyThreeByOne(), "a", func(f *fakeMember) { exited(f); f.silent = 30 * time.Second }),
+			mod: func(s *scope) {
+				r := memberNamed(t, s.topo, "a2")
+				r.repl.LinkUp, r.repl.LinkDownSince = false, 30
+			},
+			want: "A: a2 TAKEOVER",
+		},
+		{
+			name: "a proven death, but the replica's link went down long before the primary went silent: not promoted",
+			fms:  with(healthyThreeByOne(), "a", func(f *fakeMember) { exited(f); f.silent = 3 * time.Second }),
+			mod: func(s *scope) {
+				r := memberNamed(t, s.topo, "a2")
+				r.repl.LinkUp, r.repl.LinkDownSince = false, 60
+			},
+			want: "A: wait",
+		},
+		{
+			name: "a proven death within the forced failover's window: FORCE",
+			fms:  with(healthyThreeByOne(), "a", func(f *fakeMember) { exited(f); f.silent = 19 * time.Second }),
+			want: "A: a2 FORCE",
 		},
 		{
 			name: "a partition: the operator and the replica lose the primary, another member still reaches it: no takeover",

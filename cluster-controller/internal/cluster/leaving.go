@@ -158,11 +158,21 @@ func (s *scope) failoverPending(sh int32) *member {
 // new one sooner, whatever it is asked: asking again would only repeat the request (and
 // its Takeover event) on a node slow to gather the votes.
 func (s *scope) failoverWindow(m *member) time.Duration {
-	w := valkeyconf.ManualFailoverTimeout(s.vc.Spec.Config) + 2*time.Second
 	if m.node.Annotations[annotationFailoverKind] == kindForced {
-		w = max(w, 2*max(2*nodeTimeout(s.vc), 2*time.Second))
+		return s.forcedWindow()
 	}
-	return w
+	return s.plannedWindow()
+}
+
+// plannedWindow is how long a planned failover is awaited: the manual failover timeout
+// plus a margin.
+func (s *scope) plannedWindow() time.Duration {
+	return valkeyconf.ManualFailoverTimeout(s.vc.Spec.Config) + 2*time.Second
+}
+
+// forcedWindow is how long a forced failover is awaited (see failoverWindow).
+func (s *scope) forcedWindow() time.Duration {
+	return max(s.plannedWindow(), 2*max(2*nodeTimeout(s.vc), 2*time.Second))
 }
 
 func failoverRequestedAt(m *member) (time.Time, bool) {
@@ -226,6 +236,7 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 		if kind == "" {
 			kind = kindPlanned
 		}
+		window := s.failoverWindow(m) // before closing the request drops its kind
 		if closed, err := r.closeFailoverRequest(ctx, m); err != nil || !closed {
 			return 0, err
 		}
@@ -237,7 +248,7 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 			continue
 		}
 		log.FromContext(ctx).Info("failover timed out", "member", m.name(), "shard", m.shard())
-		r.event(s.vc, m.node, eventWarning, "FailoverTimedOut", "Failover", "%s did not take over shard %d within %s", m.name(), m.shard(), s.failoverWindow(m))
+		r.event(s.vc, m.node, eventWarning, "FailoverTimedOut", "Failover", "%s did not take over shard %d within %s", m.name(), m.shard(), window)
 	}
 	return 0, nil
 }
