@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -154,15 +155,19 @@ func TestWaitForTakeover(t *testing.T) {
 	if err := os.WriteFile(auth, []byte("primaryauth "+peer.AdminPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	lifecycle := filepath.Join(t.TempDir(), "lifecycle")
+	if err := os.WriteFile(lifecycle, []byte(peer.AdminPassword), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	me.Stop()
 	wait := func(max string) string {
 		t.Helper()
-		out, _ := runCommand(t, os.Environ(), shell(takeoverSh+`wait_for_takeover "$1" "$2" "$3" "$4"; echo "rc=$?"`,
-			"wait", conf, max, valkeytest.AdminUser, auth))
+		out, _ := runCommand(t, os.Environ(), shell(takeoverSh+`wait_for_takeover "$1" "$2" "$3" "$4" "$5" "$6"; echo "rc=$?"`,
+			"wait", conf, max, valkeytest.AdminUser, auth, valkeytest.AdminUser, lifecycle))
 		return out
 	}
-	if out := wait("2"); !strings.Contains(out, "no takeover seen within 2s") || !strings.HasSuffix(out, "rc=1\n") {
-		t.Errorf("while the peer lists it as the owner: %q", out)
+	if out := wait("2"); !strings.Contains(out, "no takeover seen within 2s, and no replica of "+myID+" to take over") || !strings.HasSuffix(out, "rc=1\n") {
+		t.Errorf("while the peer lists it as the owner and its replica does not answer: %q", out)
 	}
 	if err := pc.DelSlotsRange(ctx, []valkey.SlotRange{{Start: 0, End: 100}}); err != nil {
 		t.Fatal(err)
@@ -176,5 +181,100 @@ func TestWaitForTakeover(t *testing.T) {
 	}
 	if out := wait("30"); out != "rc=1\n" {
 		t.Errorf("a replica's file: %q", out)
+	}
+}
+
+// TestWaitForTakeoverAsksReplica: a restarted primary whose replica nobody promoted (here
+// a node timeout of a minute holds Valkey's own election back) has that replica take
+// over without a vote once its wait is over, and starts once a peer shows it: it is the
+// proof that its old identity's process is gone, and its replica must not resync from
+// an empty server at its address.
+func TestWaitForTakeoverAsksReplica(t *testing.T) {
+	servers := valkeytest.Start(t, 3, valkeytest.Options{Config: map[string]string{"cluster-node-timeout": "60000"}})
+	peer, me, replica := servers[0], servers[1], servers[2]
+	ctx := context.Background()
+	pc, mc, rc := peer.Dial(t), me.Dial(t), replica.Dial(t)
+	for _, o := range []*valkeytest.Server{peer, replica} {
+		if err := mc.Meet(ctx, o.Host, o.Port, o.Port+10000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := mc.AddSlotsRange(ctx, []valkey.SlotRange{{Start: 0, End: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	myID, err := mc.MyID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		err := rc.Replicate(ctx, myID)
+		if err == nil {
+			break
+		}
+		if i > 100 {
+			t.Fatalf("replicate: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := 0; ; i++ {
+		r, err := rc.ReplicationInfo(ctx)
+		if err == nil && r.LinkUp {
+			break
+		}
+		if i > 200 {
+			t.Fatalf("the replica never linked to its primary: %+v %v", r, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The cluster state file me leaves behind once the others know its slots and the
+	// peer knows the replica.
+	var state []byte
+	owner := func(n valkey.ClusterNode) bool { return n.ID == myID && len(n.Slots) > 0 }
+	for i := 0; ; i++ {
+		nodes, err := pc.ClusterNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen, err := rc.ClusterNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(nodes, func(n valkey.ClusterNode) bool { return n.Replica && n.PrimaryID == myID }) &&
+			slices.ContainsFunc(nodes, owner) && slices.ContainsFunc(seen, owner) {
+			if state, err = os.ReadFile(filepath.Join(me.Dir, "nodes.conf")); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(state), " "+myID+" ") {
+				break
+			}
+		}
+		if i > 200 {
+			t.Fatalf("the peer never learnt of the replica")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	conf := filepath.Join(t.TempDir(), "nodes.conf")
+	if err := os.WriteFile(conf, state, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auth := filepath.Join(t.TempDir(), "primaryauth.conf")
+	if err := os.WriteFile(auth, []byte("primaryauth "+peer.AdminPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lifecycle := filepath.Join(t.TempDir(), "lifecycle")
+	if err := os.WriteFile(lifecycle, []byte(peer.AdminPassword), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	me.Stop()
+
+	out, _ := runCommand(t, os.Environ(), shell(takeoverSh+`wait_for_takeover "$1" "$2" "$3" "$4" "$5" "$6"; echo "rc=$?"`,
+		"wait", conf, "2", valkeytest.AdminUser, auth, valkeytest.AdminUser, lifecycle))
+	if !strings.Contains(out, "takes over without a vote (CLUSTER FAILOVER TAKEOVER)") || !strings.Contains(out, "no longer lists "+myID) ||
+		!strings.HasSuffix(out, "rc=0\n") {
+		t.Errorf("wait_for_takeover: %q", out)
+	}
+	r, err := rc.ReplicationInfo(ctx)
+	if err != nil || r.Role != valkey.RolePrimary {
+		t.Errorf("the replica is %+v (%v), want the primary", r, err)
 	}
 }

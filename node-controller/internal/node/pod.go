@@ -250,8 +250,9 @@ func handoverHook(vn *v1alpha1.ValkeyNode) *corev1.Lifecycle {
 func serverCommand(vn *v1alpha1.ValkeyNode) []string {
 	start := startArgs(vn)
 	wait := strconv.Itoa(int(restartWaitSeconds(vn)))
-	// Who asks the other members whether a replica took over (takeover.sh).
-	peers := []string{v1alpha1.UserReplication, PrimaryAuthPath}
+	// Who asks the other members whether a replica took over, and who asks a replica to
+	// take over when none did (takeover.sh).
+	peers := []string{v1alpha1.UserReplication, PrimaryAuthPath, v1alpha1.UserLifecycle, LifecyclePasswordPath}
 	if vn.Spec.TLSSecretName != "" {
 		peers = append(peers, TLSDir+"/ca.crt")
 	}
@@ -286,8 +287,9 @@ func startArgs(vn *v1alpha1.ValkeyNode) []string {
 // server already ran in this pod.
 const startedMarker = ".server-started"
 
-// restartWaitSeconds is the longest a restarted primary waits for a replica to take its
-// slots over (takeover.sh): twice the node timeout (one to flag the old identity as
+// restartWaitSeconds is how long a restarted primary waits for a replica to take its
+// slots over (takeover.sh) before it has its most caught-up replica take over without a
+// vote, and again after that: twice the node timeout (one to flag the old identity as
 // failing, one for the election and its retry) and two seconds, as long as the operator
 // gives Valkey before it forces a takeover. With the operator's fast failover the wait
 // ends within a second or two.
@@ -313,8 +315,8 @@ const (
 // protocol, not through Service endpoints.
 func livenessProbe(vn *v1alpha1.ValkeyNode) *corev1.Probe {
 	p := &corev1.Probe{
-		// Counted from each start of the container: a restart first waits.
-		InitialDelaySeconds: probeInitialDelay + restartWaitSeconds(vn),
+		// Counted from each start of the container: a restart first waits, twice at most.
+		InitialDelaySeconds: probeInitialDelay + 2*restartWaitSeconds(vn),
 		PeriodSeconds:       probePeriod,
 		TimeoutSeconds:      probeTimeout,
 		FailureThreshold:    probeFailures,

@@ -628,9 +628,9 @@ func TestServerCommand(t *testing.T) {
 	vn := &v1alpha1.ValkeyNode{}
 	cmd := serverCommand(vn)
 	start := ConfigPath + " - - " + VersionedDefaultsPath + " " + VersionedIncludePath
-	peers := v1alpha1.UserReplication + " " + PrimaryAuthPath
+	peers := v1alpha1.UserReplication + " " + PrimaryAuthPath + " " + v1alpha1.UserLifecycle + " " + LifecyclePasswordPath
 	if args := strings.Join(cmd[3:], " "); args != "server "+start+" "+DataDir+" "+ClusterConfigFile+" "+startedMarker+" 12 "+peers {
-		t.Errorf("without persistence, arguments %q, want a restart wait of at most 12 s and who asks the peers", args)
+		t.Errorf("without persistence, arguments %q, want a restart wait of at most 12 s, who asks the peers and who asks a replica to take over", args)
 	}
 	// Run it with the host's sh in a data directory of its own: a cluster state file of a
 	// replica, so a restart has nothing to wait for.
@@ -638,7 +638,7 @@ func TestServerCommand(t *testing.T) {
 	env := stubServer(t, "8.0.1")
 	defaults, include := startFiles(t)
 	run := shell(serverScript(false), "server", ConfigPath, "-", "-", defaults, include, data,
-		ClusterConfigFile, startedMarker, "0", v1alpha1.UserReplication, filepath.Join(data, "auth"))
+		ClusterConfigFile, startedMarker, "0", v1alpha1.UserReplication, filepath.Join(data, "auth"), v1alpha1.UserLifecycle, filepath.Join(data, "lifecycle"))
 	for _, f := range []string{ClusterConfigFile, "dump.rdb", "keep.me"} {
 		if err := os.WriteFile(filepath.Join(data, f), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
@@ -669,8 +669,8 @@ func TestServerCommand(t *testing.T) {
 	if got := restartWaitSeconds(vn); got != 32 {
 		t.Errorf("wait with a 15 s node timeout = %d s, want 32", got)
 	}
-	if p := livenessProbe(vn); p.InitialDelaySeconds != probeInitialDelay+32 {
-		t.Errorf("liveness initial delay = %d, want the restart wait added", p.InitialDelaySeconds)
+	if p := livenessProbe(vn); p.InitialDelaySeconds != probeInitialDelay+2*32 {
+		t.Errorf("liveness initial delay = %d, want the restart wait added twice (before and after a takeover it asks for)", p.InitialDelaySeconds)
 	}
 	vn.Spec.Persistence = &v1alpha1.PersistenceSpec{}
 	cmd = serverCommand(vn)

@@ -1,7 +1,7 @@
 # shellcheck shell=sh
 # The server container of a member without persistence.
 #
-#   sh -c "$(cat version.sh start.sh takeover.sh server-ephemeral.sh)" server CONFIG REQUIRED KEYS DEFAULTS INCLUDE DATA_DIR NODES_CONF STARTED_MARKER RESTART_WAIT USER AUTH_FILE [TLS_CA]
+#   sh -c "$(cat version.sh start.sh takeover.sh server-ephemeral.sh)" server CONFIG REQUIRED KEYS DEFAULTS INCLUDE DATA_DIR NODES_CONF STARTED_MARKER RESTART_WAIT USER AUTH_FILE LIFECYCLE_USER LIFECYCLE_PASSWORD_FILE [TLS_CA]
 #
 # (REQUIRED to INCLUDE: see prepare_start in start.sh.)
 #
@@ -14,10 +14,11 @@
 #
 # A primary must not come back before its slots have a new owner either: its replicas
 # keep reconnecting to the pod's address, and an empty primary there would give them a
-# full resync of nothing. So a restart first waits (wait_for_takeover, at most
-# RESTART_WAIT seconds, which the liveness probe's delay accounts for) until a replica
-# took over; a replica, or a primary without slots or replicas, starts at once. The first
-# start of a pod does not wait: its directory is new (STARTED_MARKER marks a later one).
+# full resync of nothing. So a restart first waits (wait_for_takeover, RESTART_WAIT
+# seconds, then as long again after it had its most caught-up replica take over without a
+# vote; the liveness probe's delay accounts for both) until a replica took over; a
+# replica, or a primary without slots or replicas, starts at once. The first start of a
+# pod does not wait: its directory is new (STARTED_MARKER marks a later one).
 config=$1
 data=$6
 nodes_conf=$7
@@ -25,10 +26,12 @@ marker=$8
 wait=$9
 user=${10}
 auth=${11}
-ca=${12:-}
+lifecycle_user=${12}
+lifecycle_password=${13}
+ca=${14:-}
 prepare_start "$2" "$3" "$4" "$5"
 if [ -e "$data/$marker" ]; then
-  wait_for_takeover "$data/$nodes_conf" "$wait" "$user" "$auth" "$ca" || true
+  wait_for_takeover "$data/$nodes_conf" "$wait" "$user" "$auth" "$lifecycle_user" "$lifecycle_password" "$ca" || true
 fi
 touch "$data/$marker"
 rm -rf "${data:?}/$nodes_conf" "$data/dump.rdb" "$data/appendonlydir"

@@ -2,17 +2,19 @@
 # The server container of a member with persistence: valkey-server on the member's
 # volume, after the shard IDs of its cluster state file are repaired.
 #
-#   sh -c "$(cat version.sh start.sh takeover.sh server-persistent.sh)" server CONFIG REQUIRED KEYS DEFAULTS INCLUDE NODES_CONF RESTART_WAIT USER AUTH_FILE [TLS_CA]
+#   sh -c "$(cat version.sh start.sh takeover.sh server-persistent.sh)" server CONFIG REQUIRED KEYS DEFAULTS INCLUDE NODES_CONF RESTART_WAIT USER AUTH_FILE LIFECYCLE_USER LIFECYCLE_PASSWORD_FILE [TLS_CA]
 #
 # (REQUIRED to INCLUDE: see prepare_start in start.sh.)
 #
 # A server that held slots, with replicas, when it stopped unplanned (a crash, a node
 # lost) first waits until a replica took them over (wait_for_takeover in takeover.sh, at
-# most RESTART_WAIT seconds). If one did, the data on the volume is older than the new
+# most RESTART_WAIT seconds, then as long again after it had its most caught-up replica
+# take over without a vote). If one did, the data on the volume is older than the new
 # owner's, and the old identity must not serve the slots it still claims in its file
 # until gossip corrects it: the server starts as a new, empty node instead, which joins
-# as a replica and syncs. If none did, it starts on its volume as the owner. A planned
-# restart (an in-place roll) finds itself a replica in the file and starts at once.
+# as a replica and syncs. If none did (no replica could), it starts on its volume as the
+# owner. A planned restart (an in-place roll) finds itself a replica in the file and
+# starts at once.
 #
 # Valkey without the fix for valkey-io/valkey#2171 (8.0.1 among them) refuses to start
 # ("corrupted cluster config file") when the file records a replica with another shard
@@ -33,9 +35,11 @@ nodes_conf=$6
 wait=$7
 user=$8
 auth=$9
-ca=${10:-}
+lifecycle_user=${10}
+lifecycle_password=${11}
+ca=${12:-}
 prepare_start "$2" "$3" "$4" "$5"
-if wait_for_takeover "$nodes_conf" "$wait" "$user" "$auth" "$ca"; then
+if wait_for_takeover "$nodes_conf" "$wait" "$user" "$auth" "$lifecycle_user" "$lifecycle_password" "$ca"; then
   echo "its slots have a new owner: starting as a new, empty node"
   data=$(dirname "$nodes_conf")
   rm -rf "$nodes_conf" "$data/dump.rdb" "$data/appendonlydir"
