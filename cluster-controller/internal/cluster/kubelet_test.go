@@ -37,6 +37,9 @@ type kubelet struct {
 	byIP    map[string]*valkeytest.Server
 	deleted map[string]bool // bare pods gone for good: never started again
 	held    map[string]bool // crashed servers not restarted yet (a restarted server's wait)
+	// busRelay starts the servers behind bus relays, so a spec can cut the bus between
+	// two of them (valkeytest.CutBus). Set before the cluster is created.
+	busRelay bool
 }
 
 // pod is the server of one member.
@@ -119,7 +122,7 @@ func (k *kubelet) ensure(vn *v1alpha1.ValkeyNode) (*pod, error) {
 		return nil, fmt.Errorf("directory of %s: %w", vn.Name, err)
 	}
 	s, err := valkeytest.StartIn(dir, valkeytest.Options{
-		Host: newIP(), Config: vn.Spec.Config,
+		Host: newIP(), Config: vn.Spec.Config, BusRelay: k.busRelay,
 		AdminPassword: adminPassword, ReplicationPassword: replicationPassword,
 		Users: []string{"user " + v1alpha1.UserOperator + " on #" + valkey.ACLPasswordHash(operatorPassword) + " ~* &* +@all"},
 	})

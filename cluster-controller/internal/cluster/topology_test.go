@@ -115,6 +115,9 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 				Reason: f.podNotReady, Message: "the pod does not run"}}
 		}
 		m := &member{node: vn, reachable: !f.down}
+		if f.vacated {
+			m.vacated = "its pod no longer has the address " + f.ip + ":6379, where connections are refused"
+		}
 		if !f.down {
 			for _, n := range nodes {
 				v := n

@@ -1,0 +1,175 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
+)
+
+// The decisions of the crash path (docs/failure-modes.md) under the timing a slow API
+// server and busy nodes give: members slow to start or to answer, and crashes right
+// after a change.
+var _ = Describe("The crash path", func() {
+	var e *env
+	ctx := context.Background()
+
+	BeforeEach(func() { e = newEnv() })
+
+	eventReasons := func(g Gomega) map[string]int {
+		var evs eventsv1.EventList
+		g.Expect(k8s.List(ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
+		out := map[string]int{}
+		for _, ev := range evs.Items {
+			out[ev.Reason]++
+		}
+		return out
+	}
+
+	It("does not give out the slots again when the members holding them go silent and the others answer empty", Label("slow"), func() {
+		// The controller gives each shard's first member its slots. Then those three stop
+		// answering (frozen, as on a node that no longer runs them) while the other three
+		// come back as new, empty servers (their pods recreated): every member that
+		// answers serves no slot and knows nothing of the silent ones. Silence is no
+		// evidence that the data is gone: nothing may be assigned a second time.
+		e.createCluster("late", 3, 1)
+		var primaries []*valkeytest.Server
+		var others []v1alpha1.ValkeyNode
+		Eventually(func(g Gomega) {
+			primaries, others = nil, nil
+			for _, vn := range e.members(g, "late") {
+				s := e.kubelet.server(vn.Name)
+				g.Expect(s).NotTo(BeNil(), vn.Name)
+				self, ok := selfOf(s)
+				g.Expect(ok).To(BeTrue(), vn.Name)
+				if len(self.Slots) > 0 {
+					primaries = append(primaries, s)
+				} else {
+					others = append(others, vn)
+				}
+			}
+			g.Expect(primaries).To(HaveLen(3))
+		}).WithTimeout(time.Minute).WithPolling(50 * time.Millisecond).Should(Succeed())
+		Expect(eventReasons(Default)).To(HaveKeyWithValue("SlotsAssigned", 1))
+
+		for _, s := range primaries {
+			Expect(s.Freeze()).To(Succeed())
+		}
+		for i := range others {
+			Expect(e.kubelet.recreatePod(ctx, &others[i])).To(Succeed())
+		}
+		By("waiting for the silent members instead of giving their slots to the empty ones")
+		Consistently(func(g Gomega) {
+			g.Expect(eventReasons(g)).NotTo(HaveKey("SlotsReassigned"))
+			for _, vn := range others {
+				if s := e.kubelet.server(vn.Name); s != nil {
+					self, _ := selfOf(s)
+					g.Expect(self.Slots).To(BeEmpty(), "%s serves slots", vn.Name)
+				}
+			}
+		}).WithTimeout(15 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+
+		By("healing once they answer again, with the slots as first given")
+		for _, s := range primaries {
+			Expect(s.Thaw()).To(Succeed())
+		}
+		e.expectReady("late", time.Minute)
+		Expect(eventReasons(Default)).To(And(HaveKeyWithValue("SlotsAssigned", 1), Not(HaveKey("SlotsReassigned"))))
+		Expect(e.cluster(Default, "late").Status.FirstReadyTime).NotTo(BeNil())
+	})
+
+	It("promotes a crashed primary's replica that missed its primary's last config epoch, which no vote can elect", Label("slow"), func() {
+		// The replica of shard 0 and its primary lose their bus to each other (their
+		// replication link stays up); the primary's config epoch then rises, which the
+		// other primaries hear and the replica cannot; then the primary's server dies.
+		// The replica asks for votes with the epoch it knows, every voter refuses it
+		// ("slot epoch > reqEpoch"), and only the dead primary could have told it the new
+		// one: neither Valkey's election nor a forced failover can ever succeed. Kubernetes'
+		// report of the exit is proof enough to take over without a vote.
+		e.kubelet.busRelay = true
+		e.createCluster("epoch", 3, 1)
+		e.expectReady("epoch", time.Minute)
+		keys := writeKeys(e.anyServer("epoch"), 300)
+		dead := e.member(Default, "epoch", 0, true)
+		replica := e.member(Default, "epoch", 0, false)
+		expectCaughtUp(e, dead.Name, replica.Name)
+		p, r := e.kubelet.server(dead.Name), e.kubelet.server(replica.Name)
+		Expect(valkeytest.CutBus(p, r)).To(Succeed())
+		c := dial(Default, p)
+		_, err := c.Do(ctx, "CLUSTER", "BUMPEPOCH")
+		c.Close()
+		Expect(err).NotTo(HaveOccurred())
+		var newEpoch uint64
+		Eventually(func(g Gomega) {
+			self, ok := selfOf(p)
+			g.Expect(ok).To(BeTrue())
+			newEpoch = self.ConfigEpoch
+			for _, vn := range e.members(g, "epoch") {
+				if vn.Name == dead.Name || vn.Name == replica.Name {
+					continue
+				}
+				g.Expect(nodesOf(g, e.kubelet.server(vn.Name))).To(ContainElement(And(
+					HaveField("ID", dead.Status.NodeID), HaveField("ConfigEpoch", newEpoch))), "%s's view of the primary", vn.Name)
+			}
+		}).WithTimeout(20 * time.Second).Should(Succeed())
+		Expect(nodesOf(Default, r)).To(ContainElement(And(HaveField("ID", dead.Status.NodeID), HaveField("ConfigEpoch", BeNumerically("<", newEpoch)))),
+			"the replica must not have heard of the new epoch")
+
+		Expect(e.kubelet.crash(ctx, &dead)).To(Succeed())
+		By("taking over without a vote, on Kubernetes' report of the exit")
+		Eventually(func(g Gomega) {
+			g.Expect(e.cluster(g, "epoch").Status.Shards[0].Primary).To(Equal(replica.Name))
+		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		var evs eventsv1.EventList
+		Expect(k8s.List(ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
+		var notes []string
+		for _, ev := range evs.Items {
+			if ev.Reason == "Takeover" {
+				notes = append(notes, ev.Note)
+			}
+		}
+		Expect(notes).To(ContainElement(And(ContainSubstring("config epoch"), ContainSubstring("TAKEOVER"))))
+
+		By("letting the server start again: it joins, empty, as the replica")
+		e.kubelet.release(dead.Name)
+		e.expectReady("epoch", time.Minute)
+		expectKeys(Default, e.anyServer("epoch"), keys)
+	})
+
+	It("promotes the replica of a primary whose pod is deleted with no grace period on the operator's word", Label("slow"), func() {
+		// The pod is gone from the API before the kubelet could report its server's exit,
+		// so ServerDown never says so; the address the pod had refuses connections.
+		// Valkey would need cluster-node-timeout (5 s here) to flag the primary failing.
+		e.createCluster("gone", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) {
+			s.Config = map[string]string{"cluster-node-timeout": "5000"}
+		})
+		e.expectReady("gone", time.Minute)
+		keys := writeKeys(e.anyServer("gone"), 300)
+		dead := e.member(Default, "gone", 1, true)
+		replica := e.member(Default, "gone", 1, false)
+		expectCaughtUp(e, dead.Name, replica.Name)
+
+		Expect(e.kubelet.recreatePod(ctx, &dead)).To(Succeed())
+		By("promoting the replica with a forced failover that names the refused address")
+		Eventually(func(g Gomega) {
+			g.Expect(e.cluster(g, "gone").Status.Shards[1].Primary).To(Equal(replica.Name))
+		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		var evs eventsv1.EventList
+		Expect(k8s.List(ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
+		var notes []string
+		for _, ev := range evs.Items {
+			if ev.Reason == "Takeover" {
+				notes = append(notes, ev.Note)
+			}
+		}
+		Expect(notes).To(ContainElement(ContainSubstring("connections are refused")))
+		e.expectReady("gone", time.Minute)
+		expectKeys(Default, e.anyServer("gone"), keys)
+	})
+})
