@@ -87,6 +87,9 @@ type Reconciler struct {
 	draining sync.Map
 	// causes remembers, per cluster (UID), the member causes told on it (causes.go).
 	causes sync.Map
+	// stalls remembers, per cluster (UID), the step its change is on and since when
+	// (stall.go).
+	stalls sync.Map
 }
 
 // addr is the client address of a member's server.
@@ -128,6 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !vc.DeletionTimestamp.IsZero() {
 		r.Metrics.forget(req.NamespacedName)
 		r.causes.Delete(vc.UID)
+		r.stalls.Delete(vc.UID)
 		return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 	}
 

@@ -61,12 +61,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) er
 	}
 	vc := s.vc
 	want := computeClusterStatus(s, runErr)
+	r.reportStall(s, want.Conditions)
 	want.Conditions = conditions.Resolve(vc.Status.Conditions, s.topo.now, want.Conditions...)
 	s.reported = want
 	r.warnOnTransitions(s, want.Conditions)
 	have := clusterStatus{
 		ObservedGeneration: vc.Status.ObservedGeneration, State: vc.Status.State, ReadyShards: vc.Status.ReadyShards,
-		Shards: vc.Status.Shards, SeedEndpoints: vc.Status.SeedEndpoints, AppliedSpec: vc.Status.AppliedSpec,
+		FirstReadyTime: vc.Status.FirstReadyTime, Shards: vc.Status.Shards, SeedEndpoints: vc.Status.SeedEndpoints, AppliedSpec: vc.Status.AppliedSpec,
 		Conditions: conditions.Owned(vc.Status.Conditions, clusterConditionTypes...),
 	}
 	if !status.Equal(have, want) {
