@@ -228,6 +228,11 @@ kind-load: deps-kind images ## Load the images into the kind cluster KIND_CLUSTE
 e2e: deps ## Run the e2e suites (SUITE=<label> for one) on E2E_PROVIDER=local|kind
 	hack/e2e.sh "$(SUITE)"
 
+.PHONY: e2e-repeat
+e2e-repeat: deps ## Run one suite N times in a row (SUITE=heal N=10; E2E_REPEAT_LOAD=cpu, E2E_SLOW_API=bloat), each run reported
+	@test -n "$(SUITE)" || { echo "e2e-repeat: set SUITE=<suite> (and N, default 10)"; exit 2; }
+	hack/e2e-repeat.sh "$(SUITE)" "$(or $(N),10)"
+
 .PHONY: e2e-ci
 e2e-ci: deps ## The e2e suites that fit CI (see docs/testing.md)
 	hack/e2e.sh ci

@@ -47,6 +47,9 @@
 //	                   working directory)
 //	E2E_LOCALKUBE      the localkube binary (default <repo>/bin/localkube, built if missing)
 //	E2E_KUBECTL        kubectl binary (default <cache>/k8s/<version>/bin/kubectl, then PATH)
+//	E2E_SLOW_API       bloat: before the features, write and delete 200 Secrets of
+//	                   900 KiB (once per cluster), so the API server answers as a busy
+//	                   one whose etcd holds hundreds of megabytes (slowapi.go)
 //
 // The flags of e2e-framework work after -args: --feature, --assess, --labels,
 // --skip-labels, --fail-fast and the others (hack/e2e.sh passes E2E_ARGS there).

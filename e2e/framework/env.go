@@ -50,6 +50,7 @@ type Cluster struct {
 	manifest  *images.Manifest
 	failed    bool
 	finishErr error
+	artifacts string // artifactsDir, once known
 }
 
 type clusterKey struct{}
@@ -185,6 +186,9 @@ func (k *Cluster) use(ctx context.Context, cfg *envconf.Config, kubeconfig strin
 	if err := k.connect(kubeconfig, kc.RESTConfig()); err != nil {
 		return ctx, err
 	}
+	if err := k.slowAPI(ctx, os.Getenv("E2E_SLOW_API")); err != nil {
+		return ctx, err
+	}
 	ctx = context.WithValue(ctx, support.ClusterNameContextKey(k.Suite), p)
 	return context.WithValue(ctx, clusterKey{}, k), nil
 }
@@ -232,12 +236,23 @@ func (k *Cluster) finishError() error {
 	return k.finishErr
 }
 
-// exportLogs copies the cluster's logs to E2E_ARTIFACTS (or a folder of the cache).
-func (k *Cluster) exportLogs(ctx context.Context) {
-	dest := os.Getenv("E2E_ARTIFACTS")
-	if dest == "" {
-		dest = filepath.Join(k.Paths.CacheDir, "e2e", "artifacts", k.Suite+"-"+time.Now().Format("20060102-150405"))
+// artifactsDir is where the suite keeps what a failure leaves: E2E_ARTIFACTS, or a
+// folder of the cache named after the suite and the time of its first failure.
+func (k *Cluster) artifactsDir() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.artifacts == "" {
+		k.artifacts = os.Getenv("E2E_ARTIFACTS")
+		if k.artifacts == "" {
+			k.artifacts = filepath.Join(k.Paths.CacheDir, "e2e", "artifacts", k.Suite+"-"+time.Now().Format("20060102-150405"))
+		}
 	}
+	return k.artifacts
+}
+
+// exportLogs copies the cluster's logs to the artifacts folder.
+func (k *Cluster) exportLogs(ctx context.Context) {
+	dest := k.artifactsDir()
 	if err := k.Provider.ExportLogs(ctx, dest); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: export cluster logs: %v\n", err)
 		return

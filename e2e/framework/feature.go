@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -147,10 +148,13 @@ func (k *Cluster) LogNamespace(ctx context.Context, t testing.TB, ns string) {
 	if err := k.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		t.Logf("list pods of %s: %v", ns, err)
 	} else {
+		dir := filepath.Join(k.artifactsDir(), ns)
 		for i := range pods.Items {
 			t.Logf("pod %s", DescribePod(&pods.Items[i]))
 			k.logRestartedContainers(ctx, t, &pods.Items[i])
+			k.saveContainerLogs(ctx, t, &pods.Items[i], dir)
 		}
+		t.Logf("the logs of every container of %s are in %s", ns, dir)
 	}
 	var events corev1.EventList
 	if err := k.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
@@ -180,6 +184,36 @@ func (k *Cluster) logRestartedContainers(ctx context.Context, t testing.TB, p *c
 			continue
 		}
 		t.Logf("previous run of %s/%s (%d restarts):\n%s", p.Name, cs.Name, cs.RestartCount, out)
+	}
+}
+
+// saveContainerLogs writes the whole log of each container of p, and of its previous
+// run when it restarted, to dir (one file per container and run): the servers' own
+// words on a failure (elections, votes refused, syncs) are gone with the namespace.
+func (k *Cluster) saveContainerLogs(ctx context.Context, t testing.TB, p *corev1.Pod, dir string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("keep the logs of %s: %v", p.Name, err)
+		return
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		runs := []string{""}
+		if cs.RestartCount > 0 {
+			runs = append(runs, "--previous")
+		}
+		for _, run := range runs {
+			args := []string{"-n", p.Namespace, "logs", p.Name, "-c", cs.Name, "--timestamps"}
+			name := p.Name + "_" + cs.Name + ".log"
+			if run != "" {
+				args, name = append(args, run), p.Name+"_"+cs.Name+".previous.log"
+			}
+			out, err := k.Kubectl(ctx, args...)
+			if err != nil {
+				out += "\n(kubectl logs: " + err.Error() + ")\n"
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(out), 0o644); err != nil {
+				t.Logf("keep the logs of %s/%s: %v", p.Name, cs.Name, err)
+			}
+		}
 	}
 }
 
