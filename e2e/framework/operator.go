@@ -10,10 +10,12 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/yaml"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
@@ -81,20 +83,57 @@ func InstallOperator(sets ...string) env.Func {
 }
 
 // waitWebhooksServing waits until the API server reaches the webhooks through their
-// Service. Ready pods are not enough: until kube-proxy on the API server's node has the
-// Service's endpoint, the API server's call is refused (seen on kind: the suite's first
-// create failed with "failed calling webhook ... connection refused"). A server-side dry
-// run of a valid ValkeyCluster tells: any answer but a failed webhook call means they
-// serve (without the webhooks, the chart's toggle off, the API server answers alone).
+// Service for every kind they validate. Ready pods are not enough: until kube-proxy on
+// the API server's node has the Service's endpoints, the API server's call is refused
+// or times out (seen on kind: a create failed with "failed calling webhook ...
+// connection refused", and a ValkeyBackupSchedule's with "context deadline exceeded"
+// right after a ValkeyCluster's had passed). A server-side dry run of a valid object of
+// each kind tells: any answer but a failed webhook call means the webhook answered
+// (without the webhooks, the chart's toggle off, the API server answers alone). The
+// webhooks run as several pods behind one Service, so the probes must pass
+// webhookProbeRounds times in a row.
 func (k *Cluster) waitWebhooksServing(ctx context.Context, timeout time.Duration) error {
+	probes, err := k.webhookProbes()
+	if err != nil {
+		return err
+	}
+	passed := 0
 	return Until(ctx, timeout, "the webhooks to answer the API server after the install", func(ctx context.Context) (bool, string, error) {
-		probe := NewValkeyCluster(OperatorNamespace, "e2e-webhooks-probe", 3, 1)
-		err := k.Client.Create(ctx, probe, client.DryRunAll)
-		if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
-			return false, err.Error(), nil
+		for _, obj := range probes {
+			err := k.Client.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+			if err != nil && strings.Contains(err.Error(), "failed calling webhook") {
+				passed = 0
+				return false, err.Error(), nil
+			}
 		}
-		return true, "", nil
+		passed++
+		return passed >= webhookProbeRounds, fmt.Sprintf("%d of %d rounds of probes answered", passed, webhookProbeRounds), nil
 	})
+}
+
+// webhookProbeRounds is how many rounds of dry runs in a row must reach the webhooks.
+const webhookProbeRounds = 5
+
+// webhookProbes are valid objects of every kind the webhooks validate on create (the
+// documentation's examples of backups, in the operator's namespace): ValkeyNodes are
+// validated only for other users than the operator's, and their identity rule refuses
+// a create anyway.
+func (k *Cluster) webhookProbes() ([]client.Object, error) {
+	out := []client.Object{NewValkeyCluster(OperatorNamespace, "e2e-webhooks-probe", 3, 1)}
+	for _, name := range []string{"backup.yaml", "backup-schedule.yaml"} {
+		b, err := os.ReadFile(filepath.Join(k.Paths.RepoRoot, "docs", "examples", name))
+		if err != nil {
+			return nil, fmt.Errorf("webhook probe: %w", err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(b, &u.Object); err != nil {
+			return nil, fmt.Errorf("webhook probe %s: %w", name, err)
+		}
+		u.SetNamespace(OperatorNamespace)
+		u.SetName("e2e-webhooks-probe")
+		out = append(out, u)
+	}
+	return out, nil
 }
 
 // RestartOperatorIfImageChanged restarts the operator's Deployments whose pods run an older
