@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -51,10 +50,25 @@ func TestReplicaPodDeleted(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-func TestPrimaryKilled(t *testing.T) {
-	f := framework.NewFeature(suite, "primary killed").
-		Assess("a replica takes over, writes resume, redundancy comes back", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			k, vc := setup(ctx, t)
+// A primary's pod killed (its server SIGKILLed, then the pod deleted with no grace
+// period, as an operator does to a pod that will not go): the pod is gone from the API
+// before the kubelet could report the exit, and the cluster-controller promotes the
+// replica on its own proof (the pod's old address refuses connections), as fast as for
+// a crashed server, on every workload type.
+func TestPrimaryKilled(t *testing.T)           { testPrimaryKilled(t, v1alpha1.WorkloadStatefulSet) }
+func TestPrimaryKilledDeployment(t *testing.T) { testPrimaryKilled(t, v1alpha1.WorkloadDeployment) }
+func TestPrimaryKilledPod(t *testing.T)        { testPrimaryKilled(t, v1alpha1.WorkloadPod) }
+
+func testPrimaryKilled(t *testing.T, workload v1alpha1.WorkloadType) {
+	f := framework.NewFeature(suite, "primary killed ("+string(workload)+")").
+		Assess("its replica takes over on the operator's word, writes resume, redundancy comes back", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			k := framework.ClusterFrom(ctx, t)
+			vc := framework.NewValkeyCluster(framework.Namespace(ctx), "vk", 3, 1)
+			vc.Spec.WorkloadType = workload
+			if err := k.Client.Create(ctx, vc); err != nil {
+				t.Fatal(err)
+			}
+			k.WaitClusterReady(ctx, t, vc, 3*time.Minute)
 			p := k.Member(ctx, t, vc, 0, v1alpha1.RolePrimary)
 			r := k.Member(ctx, t, vc, 0, v1alpha1.RoleReplica)
 			ch := k.StartChecker(ctx, t, vc)
@@ -63,18 +77,23 @@ func TestPrimaryKilled(t *testing.T) {
 			if err := framework.KillPod(ctx, k.Client, k.PodOf(ctx, t, vc, p.Name)); err != nil {
 				t.Fatal(err)
 			}
-			k.WaitNotReadyThenReady(ctx, t, vc, time.Now(), 3*time.Minute)
-			t.Logf("full redundancy back %s after the primary's pod was killed", time.Since(start).Round(10*time.Millisecond))
-			promoted := &v1alpha1.ValkeyNode{}
-			if err := k.Client.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: r.Name}, promoted); err != nil {
-				t.Fatal(err)
+			owner := k.WaitOwnerChange(ctx, t, vc, 0, p.Status.NodeID, 2*time.Minute)
+			t.Logf("shard 0 served by %.8s %s after the kill", owner, time.Since(start).Round(10*time.Millisecond))
+			if owner != r.Status.NodeID {
+				t.Errorf("shard 0 is served by %.8s, want its replica %s (%.8s)", owner, r.Name, r.Status.NodeID)
 			}
-			if promoted.Status.Role != v1alpha1.RolePrimary {
-				t.Errorf("the replica %s is %s, want primary", r.Name, promoted.Status.Role)
+			k.WaitNotReadyThenReady(ctx, t, vc, start, 3*time.Minute)
+			t.Logf("full redundancy back %s after the primary's pod was killed", time.Since(start).Round(10*time.Millisecond))
+			evs := k.Events(ctx, t, vc.Namespace, "Takeover")
+			if len(evs) != 1 {
+				t.Errorf("%d Takeover events, want 1 (the operator's promotion on its proof of the death):\n%s", len(evs), framework.DescribeEvents(evs))
+			} else {
+				t.Logf("event: %s %s: %s", evs[0].Type, evs[0].Reason, evs[0].Note)
 			}
 			k.ForgottenEverywhere(ctx, t, vc, p.Status.NodeID)
 			// An unplanned loss may lose the writes not yet replicated: reported, not asserted.
-			framework.StopChecker(ctx, t, ch, "", false)
+			rep := framework.StopChecker(ctx, t, ch, "", false)
+			t.Logf("write gap of shard 0: %s", rep.GapOf(0).Round(time.Millisecond))
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
@@ -107,8 +126,11 @@ func TestQuorumLost(t *testing.T) {
 				t.Errorf("%d Takeover events, want 1 or 2:\n%s", len(evs), framework.DescribeEvents(evs))
 			}
 			t.Logf("%d Takeover events", len(evs))
+			// Each says why it needed no vote: the lost primaries are proven gone (their
+			// pods' addresses refuse connections) or silent with quorum lost.
 			for _, e := range evs {
-				if e.Type != corev1.EventTypeWarning || !strings.Contains(e.Note, "quorum lost") {
+				if e.Type != corev1.EventTypeWarning || !strings.Contains(e.Note, "TAKEOVER") ||
+					!(strings.Contains(e.Note, "quorum lost") || strings.Contains(e.Note, "is gone")) {
 					t.Errorf("takeover event: %s %s", e.Type, e.Note)
 				}
 			}
