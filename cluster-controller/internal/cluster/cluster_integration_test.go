@@ -217,7 +217,7 @@ var _ = Describe("The cluster-controller", func() {
 				notes = append(notes, ev.Note)
 			}
 		}
-		Expect(notes).To(ContainElement(And(ContainSubstring("Kubernetes reports its server exited"), ContainSubstring("FORCE"))))
+		Expect(notes).To(ContainElement(And(ContainSubstring("its member reports the server down: container server of pod"), ContainSubstring("FORCE"))))
 		Eventually(func() []int { return e.failoversOf("crash", 3, kindForced) }).WithTimeout(10*time.Second).
 			Should(Equal([]int{0, 0, 1}), "forced failovers counted by the controller")
 

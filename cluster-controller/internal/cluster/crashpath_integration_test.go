@@ -143,9 +143,10 @@ var _ = Describe("The crash path", func() {
 	})
 
 	It("promotes the replica of a primary whose pod is deleted with no grace period on the operator's word", Label("slow"), func() {
-		// The pod is gone from the API before the kubelet could report its server's exit,
-		// so ServerDown never says so; the address the pod had refuses connections.
-		// Valkey would need cluster-node-timeout (5 s here) to flag the primary failing.
+		// The pod is gone from the API before the kubelet could report its server's exit;
+		// the node-controller's probe of the address the pod had is refused, and it says
+		// ServerDown (the stand-in kubelet writes what it would). Valkey would need
+		// cluster-node-timeout (5 s here) to flag the primary failing.
 		e.createCluster("gone", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) {
 			s.Config = map[string]string{"cluster-node-timeout": "5000"}
 		})
@@ -156,7 +157,7 @@ var _ = Describe("The crash path", func() {
 		expectCaughtUp(e, dead.Name, replica.Name)
 
 		Expect(e.kubelet.recreatePod(ctx, &dead)).To(Succeed())
-		By("promoting the replica with a forced failover that names the refused address")
+		By("promoting the replica with a forced failover that names the refused probe")
 		Eventually(func(g Gomega) {
 			g.Expect(e.cluster(g, "gone").Status.Shards[1].Primary).To(Equal(replica.Name))
 		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
@@ -168,7 +169,7 @@ var _ = Describe("The crash path", func() {
 				notes = append(notes, ev.Note)
 			}
 		}
-		Expect(notes).To(ContainElement(ContainSubstring("connections are refused")))
+		Expect(notes).To(ContainElement(ContainSubstring("no longer listens")))
 		e.expectReady("gone", time.Minute)
 		expectKeys(Default, e.anyServer("gone"), keys)
 	})

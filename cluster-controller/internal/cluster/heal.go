@@ -64,9 +64,6 @@ func (t *topology) lostPrimaries() []lostPrimary {
 		if dead == "" {
 			dead = t.serverExited(e.ID)
 		}
-		if dead == "" {
-			dead = t.vacatedBy(e.ID)
-		}
 		if !(e.Fail || e.PFail || e.NoAddr) && dead == "" {
 			continue
 		}
@@ -128,21 +125,7 @@ func (t *topology) serverExited(id string) string {
 			continue
 		}
 		if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionServerDown); c != nil && c.Status == metav1.ConditionTrue {
-			return "Kubernetes reports its server exited: " + c.Message
-		}
-	}
-	return ""
-}
-
-// vacatedBy returns the proof that node id's process is gone from its member's probe
-// (probeVacated), or "".
-func (t *topology) vacatedBy(id string) string {
-	if t.ignoreServerDown {
-		return ""
-	}
-	for _, m := range t.members {
-		if m.node.Status.NodeID == id && m.vacated != "" {
-			return m.vacated
+			return "its member reports the server down: " + c.Message
 		}
 	}
 	return ""

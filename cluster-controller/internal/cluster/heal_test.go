@@ -54,11 +54,6 @@ func TestPlanTakeovers(t *testing.T) {
 			want: "A: a2 FORCE",
 		},
 		{
-			name: "a primary whose pod was deleted with its server at once (its address refuses connections): its replica takes over at once",
-			fms:  with(healthyThreeByOne(), "a", func(f *fakeMember) { justDied(f); f.vacated = true }),
-			want: "A: a2 FORCE",
-		},
-		{
 			name: "the same with --fast-failover=false: Valkey's own detection stands",
 			fms:  with(healthyThreeByOne(), "a", exited),
 			mod:  func(s *scope) { s.topo.ignoreServerDown = true },

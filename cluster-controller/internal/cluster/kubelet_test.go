@@ -227,12 +227,16 @@ func (k *kubelet) deletePod(ctx context.Context, vn *v1alpha1.ValkeyNode) error 
 }
 
 // recreatePod kills a member's server and starts its pod again, empty and at a new
-// address: a StatefulSet's pod deleted without a volume.
+// address: a StatefulSet's pod deleted without a volume and with no grace period, its
+// server killed first. It reports what the node-controller does then: the pod gone,
+// and (its probe of the old address refused) ServerDown=True.
 func (k *kubelet) recreatePod(ctx context.Context, vn *v1alpha1.ValkeyNode) error {
 	k.kill(vn.Name)
 	pending := conditions.New(v1alpha1.ConditionPodReady, false, v1alpha1.ReasonPodPending,
 		fmt.Sprintf("pod %s is being deleted", vn.Status.PodName), vn.Generation)
-	if err := k.write(ctx, vn, podStatus{PodName: vn.Status.PodName, Revision: vn.Status.Revision}, pending); err != nil {
+	down := conditions.New(v1alpha1.ConditionServerDown, true, v1alpha1.ReasonContainerExited,
+		fmt.Sprintf("pod %s is gone and its server no longer listens at %s (connection refused)", vn.Status.PodName, vn.Status.PodIP), vn.Generation)
+	if err := k.write(ctx, vn, podStatus{PodName: vn.Status.PodName, Revision: vn.Status.Revision}, pending, down); err != nil {
 		return err
 	}
 	// The write above brings a pass of the stand-in, which starts the new pod.

@@ -7,9 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -302,64 +300,6 @@ func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, 
 	}
 	wg.Wait()
 	return members
-}
-
-// vacatedProbeTimeout bounds the dial of probeVacated.
-const vacatedProbeTimeout = 500 * time.Millisecond
-
-// probeVacated looks for primaries whose pod Kubernetes removed while their server was
-// not known to have exited: a pod deleted with no grace period (its server killed at
-// once) is gone from the API before the kubelet could report the exit. For each member
-// whose recorded node ID serves slots in some answering member's view, at an address
-// that is no longer its pod's, it dials that address: a refused connection means the
-// network namespace there answers and nothing listens on the port, so the server that
-// was there is gone (a pod being deleted gracefully still runs it; a partitioned node
-// answers nothing, and is no proof). One dial per such member, only while its primary
-// is missing; never with external access (the views hold the addresses clients use).
-func (r *Reconciler) probeVacated(ctx context.Context, vc *v1alpha1.ValkeyCluster, members []*member) {
-	if vc.Spec.ExternalAccessEnabled() {
-		return
-	}
-	for _, m := range members {
-		if m.node.Status.ExternalAddress != "" {
-			return // announced before: some views may still hold external addresses
-		}
-	}
-	var wg sync.WaitGroup
-	for _, m := range members {
-		id := m.node.Status.NodeID
-		if id == "" || (m.reachable && m.self.ID == id) {
-			continue
-		}
-		addr := ""
-		for _, v := range members {
-			if !v.reachable || v == m {
-				continue
-			}
-			for _, n := range v.view {
-				if n.ID == id && n.Primary && len(n.Slots) > 0 && n.IP != "" && n.IP != m.ip() {
-					addr = n.Addr()
-				}
-			}
-		}
-		if addr == "" {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d := net.Dialer{Timeout: vacatedProbeTimeout}
-			c, err := d.DialContext(ctx, "tcp", addr)
-			if err == nil {
-				c.Close()
-				return
-			}
-			if errors.Is(err, syscall.ECONNREFUSED) {
-				m.vacated = fmt.Sprintf("its pod no longer has the address %s, where connections are refused", addr)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyconn.Credentials) {

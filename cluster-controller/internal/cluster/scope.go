@@ -95,9 +95,6 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 		if vc.Spec.ExternalAccessEnabled() || announcedBefore(nodes) {
 			clientView(members)
 		}
-		if r.FastFailover {
-			r.probeVacated(ctx, vc, members)
-		}
 	} else {
 		for _, vn := range nodes {
 			members = append(members, &member{node: vn, err: s.credErr})

@@ -33,10 +33,6 @@ type member struct {
 	// reply could not be read.
 	keys      int64
 	keysKnown bool
-	// vacated, when set, is the proof that the server of the member's recorded node ID
-	// is gone: its pod left the address the cluster knows that node at, and connections
-	// to that address are refused (probeVacated).
-	vacated string
 	// version of the server.
 	version valkey.Version
 	// external is its external address (spec.externalAccess), nil without.

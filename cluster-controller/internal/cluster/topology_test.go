@@ -42,8 +42,6 @@ type fakeMember struct {
 	podNotReady string
 	// keys is the size of its dataset (INFO keyspace).
 	keys int64
-	// vacated: its pod left the address of its node ID, which refuses connections.
-	vacated bool
 	// For scopeFor: outdated members run a pod the spec no longer asks for (an older
 	// image); restarting members were authorised a new pod not rebuilt yet.
 	outdated, restarting bool
@@ -115,9 +113,6 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 				Reason: f.podNotReady, Message: "the pod does not run"}}
 		}
 		m := &member{node: vn, reachable: !f.down}
-		if f.vacated {
-			m.vacated = "its pod no longer has the address " + f.ip + ":6379, where connections are refused"
-		}
 		if !f.down {
 			for _, n := range nodes {
 				v := n

@@ -3,9 +3,11 @@ package node
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -45,6 +47,18 @@ type testEnv struct {
 	cancel context.CancelFunc
 	done   chan error
 	nsSeq  atomic.Int64
+	// refused are the addresses whose dial the stand-in network refuses (a pod's
+	// network namespace without a listener); any other probe times out, as the pod
+	// addresses of the suite lead nowhere.
+	refused sync.Map // "ip:port" -> bool
+}
+
+// probe is the Reconciler's Probe: refused for the addresses in refused, else a timeout.
+func (te *testEnv) probe(_ context.Context, addr string) error {
+	if _, ok := te.refused.Load(addr); ok {
+		return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	}
+	return &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
 }
 
 // startEnv starts the controller against the API server at cfg.
@@ -64,7 +78,7 @@ func startEnv(cfg *rest.Config) (*testEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager), Dialer: te.dialer}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager), Dialer: te.dialer, Probe: te.probe}
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		res, err := r.Reconcile(ctx, req)
 		n, _ := te.passes.LoadOrStore(req.NamespacedName, &atomic.Int64{})

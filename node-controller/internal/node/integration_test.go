@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
 )
 
@@ -461,4 +464,47 @@ var _ = It("reports an invalid node and does not act on it", func() {
 	Expect(vn.Status.Conditions).To(HaveLen(len(ownedConditions)))
 	te.absent(ns, name, &corev1.ConfigMap{})
 	te.absent(ns, name, &appsv1.Deployment{})
+})
+
+// A StatefulSet node whose pod is deleted with no grace period, its server killed first:
+// the pod is gone before any kubelet could report the exit, and the controller proves
+// the death by the refused connection at the pod's old address.
+var _ = Describe("A StatefulSet node whose pod goes with its server", Ordered, func() {
+	const name, ip, next = "demo-sts02", "10.200.0.7", "10.200.0.8"
+	var ns string
+	BeforeAll(func() {
+		ns = te.namespace()
+		srv := valkeytest.Start(GinkgoTB(), 1, valkeytest.Options{})[0]
+		te.dialer.set(ip, srv.Dial(GinkgoTB()))
+		te.dialer.set(next, srv.Dial(GinkgoTB()))
+		te.newNode(ns, name)
+	})
+
+	It("reports ServerDown once the pod's old address refuses connections, until its next pod's server answers", func() {
+		var sts appsv1.StatefulSet
+		te.waitObject(ns, name, &sts, func(Gomega) {})
+		pod := te.startPod(ns, name+"-0", sts.Spec.Template, ip)
+		te.waitCondition(ns, name, v1alpha1.ConditionPodReady, metav1.ConditionTrue, v1alpha1.ReasonPodRunning, nil)
+		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionFalse, v1alpha1.ReasonServing, nil)
+
+		te.refused.Store(net.JoinHostPort(ip, strconv.Itoa(ClientPort)), true)
+		Expect(te.c.Delete(context.Background(), pod, client.GracePeriodSeconds(0))).To(Succeed())
+		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionTrue, v1alpha1.ReasonContainerExited,
+			contains("pod "+name+"-0 is gone and its server no longer listens at "+ip+" (connection refused)"))
+
+		By("still down while the next pod has not started its server")
+		pending := &corev1.Pod{ObjectMeta: *sts.Spec.Template.ObjectMeta.DeepCopy(), Spec: *sts.Spec.Template.Spec.DeepCopy()}
+		pending.Name, pending.Namespace = name+"-0", ns
+		pending.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: name, UID: "sts-uid", Controller: ptr.To(true)}}
+		te.create(pending)
+		Consistently(func(g Gomega) {
+			var vn v1alpha1.ValkeyNode
+			te.get(g, ns, name, &vn)
+			g.Expect(conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionServerDown)).To(BeTrue())
+		}).WithTimeout(2 * time.Second).Should(Succeed())
+
+		By("up again once the next pod's server answers")
+		te.setPodStatus(pending, runningStatus(next))
+		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionFalse, v1alpha1.ReasonServing, nil)
+	})
 })

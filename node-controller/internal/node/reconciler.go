@@ -68,6 +68,9 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Dialer reaches the nodes' servers.
 	Dialer Dialer
+	// Probe opens a TCP connection to addr and closes it (probeVacated); nil dials
+	// with net.Dialer.
+	Probe func(ctx context.Context, addr string) error
 	// Clock is the clock of condition transition times (time.Now when nil).
 	Clock func() time.Time
 }
@@ -87,6 +90,10 @@ type scope struct {
 	deployment  *appsv1.Deployment
 	pod         *corev1.Pod
 	claim       *corev1.PersistentVolumeClaim
+
+	// vacated, when set, is the proof that the server of the pod the node last ran is
+	// gone with its pod (probeVacated).
+	vacated string
 
 	// The running server, when it answered this pass.
 	server        Server
@@ -145,6 +152,7 @@ func (r *Reconciler) pass(ctx context.Context, vn *v1alpha1.ValkeyNode, validity
 		return ctrl.Result{}, err
 	}
 	r.observeServer(ctx, s)
+	r.probeVacated(ctx, s)
 	var errs []error
 	for _, phase := range []func(context.Context, *scope) error{
 		r.reconcileStorage, r.ensureConfigMap, r.reconcileLiveConfig, r.reconcileWorkload, r.reconcileRoleLabels,

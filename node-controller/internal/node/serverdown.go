@@ -32,10 +32,21 @@ func serverRestarts(vn *v1alpha1.ValkeyNode, pod *corev1.Pod, answered bool) int
 //
 // True needs the kubelet's word that the process exited: the container is terminated,
 // waits to restart after a termination, or runs again with a higher restart count than
-// when its server last answered (and does not answer yet). A pod being deleted is never
-// down (it may be running its hand-over); a pod that is gone, or whose node stopped
-// reporting, tells nothing of its process, so it is not either. Unknown without a pod.
-func serverDownCondition(vn *v1alpha1.ValkeyNode, pod *corev1.Pod, answered bool, recorded int32, gen int64) metav1.Condition {
+// when its server last answered (and does not answer yet); or the proof of probeVacated
+// (vacated): the pod went with its server, whose address now refuses connections. A
+// pod being deleted is never down (it may be running its hand-over); a pod that is
+// gone, or whose node stopped reporting, tells nothing of its process otherwise. A
+// server proven down stays down until the member's server answers again, through the
+// passes that find no pod or a new one that has not started it yet. Unknown without a
+// pod and without such a proof.
+func serverDownCondition(vn *v1alpha1.ValkeyNode, pod *corev1.Pod, answered bool, recorded int32, vacated string, gen int64) metav1.Condition {
+	if vacated != "" && !answered {
+		return conditions.New(v1alpha1.ConditionServerDown, true, v1alpha1.ReasonContainerExited, vacated, gen)
+	}
+	if prev := conditions.Get(vn.Status.Conditions, v1alpha1.ConditionServerDown); prev != nil && prev.Status == metav1.ConditionTrue &&
+		!answered && (pod == nil || vn.Status.PodName != pod.Name || !serverRunning(pod)) {
+		return conditions.New(v1alpha1.ConditionServerDown, true, prev.Reason, prev.Message, gen)
+	}
 	if pod == nil {
 		return conditions.Unknown(v1alpha1.ConditionServerDown, v1alpha1.ReasonWaiting, "the member has no pod", gen)
 	}

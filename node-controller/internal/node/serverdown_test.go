@@ -29,8 +29,10 @@ func TestServerDownCondition(t *testing.T) {
 		podName  string // the pod the recorded count is of
 		answered bool
 		recorded int32
-		want     metav1.ConditionStatus
-		msg      string
+		// vacated is probeVacated's proof; prevDown, a ServerDown=True of an earlier pass.
+		vacated, prevDown string
+		want              metav1.ConditionStatus
+		msg               string
 	}{
 		{name: "no pod: unknown", want: metav1.ConditionUnknown},
 		{name: "the server answers", pod: withServer(corev1.PodRunning, *running, 3, exited), recorded: 2, answered: true, want: metav1.ConditionFalse},
@@ -46,6 +48,13 @@ func TestServerDownCondition(t *testing.T) {
 			want: metav1.ConditionFalse},
 		{name: "a pod being deleted is never down (its hand-over may run)", pod: deleting, want: metav1.ConditionFalse},
 		{name: "a failed bare pod", pod: failedBare, want: metav1.ConditionTrue, msg: "failed"},
+		{name: "the pod went with its server, whose address refuses connections", vacated: "pod p is gone and its server no longer listens at 10.88.1.5",
+			want: metav1.ConditionTrue, msg: "no longer listens at 10.88.1.5"},
+		{name: "proven down, no pod yet: still down", prevDown: "pod p is gone", want: metav1.ConditionTrue, msg: "pod p is gone"},
+		{name: "proven down, the next pod pending: still down", pod: testPod(corev1.PodPending, corev1.RestartPolicyAlways, nil), prevDown: "pod p is gone",
+			want: metav1.ConditionTrue, msg: "pod p is gone"},
+		{name: "proven down, the next pod's server answers: up", pod: withServer(corev1.PodRunning, *running, 0, nil), answered: true, prevDown: "pod p is gone",
+			want: metav1.ConditionFalse},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,7 +63,11 @@ func TestServerDownCondition(t *testing.T) {
 			if c.podName != "" {
 				vn.Status.PodName = c.podName
 			}
-			got := serverDownCondition(vn, c.pod, c.answered, c.recorded, 1)
+			if c.prevDown != "" {
+				vn.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionServerDown, Status: metav1.ConditionTrue,
+					Reason: v1alpha1.ReasonContainerExited, Message: c.prevDown}}
+			}
+			got := serverDownCondition(vn, c.pod, c.answered, c.recorded, c.vacated, 1)
 			if got.Status != c.want || !strings.Contains(got.Message, c.msg) {
 				t.Errorf("ServerDown = %s %s %q, want %s ~%q", got.Status, got.Reason, got.Message, c.want, c.msg)
 			}

@@ -77,7 +77,7 @@ func desiredStatus(s *scope, now time.Time) ownedStatus {
 		podReadyCondition(s.podObservation()),
 		storageCondition(s.storage, vn.Generation),
 		s.configCond,
-		serverDownCondition(vn, s.pod, answered, vn.Status.ServerRestarts, vn.Generation),
+		serverDownCondition(vn, s.pod, answered, vn.Status.ServerRestarts, s.vacated, vn.Generation),
 		s.validity,
 	)
 	return out
