@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -240,4 +241,43 @@ func (k *Cluster) clusterNodes(ctx context.Context, vc *v1alpha1.ValkeyCluster, 
 	}
 	defer c.Close()
 	return c.ClusterNodes(ctx)
+}
+
+// promotionSlack is how long after ServerDown turned True the operator may take to
+// promote before Valkey's own election counts as having come first rather than as the
+// operator failing to act on its proof (condition times have a one-second resolution).
+const promotionSlack = 2 * time.Second
+
+// CheckPromotion checks who promoted the replica of a killed primary (member, its
+// shard served by a new owner at promotedAt): the operator, on its proof of the death
+// (one Takeover event), or, when the proof came too late for that (the kubelet's or the
+// node-controller's report slowed by a busy machine), Valkey's own election. It fails
+// when the operator had the proof promotionSlack before the promotion and did not act,
+// or promoted more than once; it logs which way it went.
+func (k *Cluster) CheckPromotion(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, member string, promotedAt time.Time) {
+	t.Helper()
+	evs := k.Events(ctx, t, vc.Namespace, "Takeover")
+	switch {
+	case len(evs) == 1:
+		t.Logf("event: %s %s: %s", evs[0].Type, evs[0].Reason, evs[0].Note)
+		return
+	case len(evs) > 1:
+		t.Errorf("%d Takeover events, want 1:\n%s", len(evs), DescribeEvents(evs))
+		return
+	}
+	vn := &v1alpha1.ValkeyNode{}
+	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: member}, vn); err != nil {
+		if apierrors.IsNotFound(err) {
+			t.Logf("no Takeover event; member %s was replaced: Valkey's election promoted its replica", member)
+			return
+		}
+		t.Fatal(err)
+	}
+	down := meta.FindStatusCondition(vn.Status.Conditions, v1alpha1.ConditionServerDown)
+	if down == nil || down.Status != metav1.ConditionTrue || down.LastTransitionTime.Add(promotionSlack).After(promotedAt) {
+		t.Logf("no Takeover event: Valkey's own election promoted the replica before the operator had its proof (ServerDown %v)", down)
+		return
+	}
+	t.Errorf("no Takeover event although %s reported ServerDown at %s, %s before its replica was promoted (by Valkey's election): %s",
+		member, down.LastTransitionTime.Format(time.TimeOnly), promotedAt.Sub(down.LastTransitionTime.Time).Round(100*time.Millisecond), down.Message)
 }
