@@ -78,10 +78,21 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// Per-connection sizes. A controller keeps a client per member it talks to, so what a
+// connection holds is paid per member: rueidis' defaults (0.5 MiB read and write
+// buffers, a ring of 1024 waiting commands) cost about 1.3 MiB a connection. An admin
+// client has a few commands in flight at most (a pipelined batch waits for ring
+// slots), and a reply larger than the read buffer is read through it in pieces.
+const (
+	connBufferSize = 16 << 10
+	connRingScale  = 5 // 2^5 commands in flight
+)
+
 // clientOption maps Options to a one-node rueidis configuration: no cluster
 // discovery, no client-side cache, RESP2 (so CLUSTER NODES and INFO come back
 // as plain strings, not RESP3 verbatim strings prefixed "txt:"), one
-// connection, no automatic retries (the controllers requeue instead).
+// connection, small buffers, no automatic retries (the controllers requeue
+// instead).
 func clientOption(o Options, dialTimeout time.Duration) rueidis.ClientOption {
 	var tlsConfig *tls.Config
 	if o.TLS != nil {
@@ -100,6 +111,10 @@ func clientOption(o Options, dialTimeout time.Duration) rueidis.ClientOption {
 		DisableRetry:      true,
 		PipelineMultiplex: -1,
 		ClientSetInfo:     rueidis.DisableClientSetInfo,
+
+		ReadBufferEachConn:  connBufferSize,
+		WriteBufferEachConn: connBufferSize,
+		RingScaleEachConn:   connRingScale,
 	}
 }
 
