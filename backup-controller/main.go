@@ -11,10 +11,7 @@ import (
 	"os"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/backup"
@@ -43,7 +40,6 @@ func main() {
 		},
 		// Only the Jobs this controller made are cached; Secrets and pods are read
 		// uncached, when needed, and never watched.
-		ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: operator.ManagedSecrets()},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
 			if image == "" {
 				return errors.New("--job-image (or OPERATOR_IMAGE) is required")
