@@ -3,6 +3,13 @@
 - apiGroups:
   - ""
   resources:
+  - configmaps
+  verbs:
+  - create
+  - get
+- apiGroups:
+  - ""
+  resources:
   - namespaces
   - secrets
   verbs:
@@ -32,6 +39,7 @@
   - jobs
   verbs:
   - create
+  - delete
   - get
   - list
   - watch
