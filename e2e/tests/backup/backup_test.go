@@ -280,8 +280,11 @@ func TestSourceLost(t *testing.T) {
 			b := newBackup(ctx, t, k, ns, "b", "lost", s3.Store(""))
 			var source, jobName string
 			if err := framework.Until(ctx, 60*time.Second, "the first transfer's Job", func(ctx context.Context) (bool, string, error) {
+				// The backup's other Jobs (the store probe first) read no member.
 				for _, j := range jobsOf(ctx, t, k, b) {
-					source, jobName = j.Annotations["valkey.io/source"], j.Name
+					if s := j.Annotations["valkey.io/source"]; s != "" {
+						source, jobName = s, j.Name
+					}
 				}
 				return source != "", "", nil
 			}); err != nil {
