@@ -45,7 +45,7 @@ const FieldOwner = "backup-controller"
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
@@ -505,10 +505,7 @@ func (r *BackupReconciler) writeManifest(ctx context.Context, s *backupScope) (t
 		s.fail(v1alpha1.ReasonTransferFailed, "the snapshots are in the store, but the manifest cannot be written: %s", err.Error())
 		return 0, nil
 	}
-	if ok, err := r.ensureManifestConfigMap(ctx, s.vb, body); err != nil || !ok {
-		if !ok && err == nil {
-			s.fail(v1alpha1.ReasonTransferFailed, "the ConfigMap %s exists and is not this backup's: the manifest cannot be written", manifestConfigMapName(s.vb.Name))
-		}
+	if err := r.ensureManifestConfigMap(ctx, s.vb, body); err != nil {
 		return 0, err
 	}
 	j := manifestJob(r.Jobs, s.vb, s.want.Path, s.vc.Spec.ImagePullSecrets, last.n+1)
@@ -558,31 +555,21 @@ func sumKeys(m layout.Manifest) (n int64) {
 
 // ensureManifestConfigMap creates the ConfigMap that carries the manifest to its Job,
 // owned by the backup and immutable: the manifest a retried Job writes is the one the
-// first attempt had. It returns false when a ConfigMap of that name is not the backup's.
-func (r *BackupReconciler) ensureManifestConfigMap(ctx context.Context, vb *v1alpha1.ValkeyBackup, body []byte) (bool, error) {
+// first attempt had.
+func (r *BackupReconciler) ensureManifestConfigMap(ctx context.Context, vb *v1alpha1.ValkeyBackup, body []byte) error {
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: manifestConfigMapName(vb.Name), Namespace: vb.Namespace, Labels: jobLabels(vb.Spec.ClusterName, componentManifest)},
+		ObjectMeta: metav1.ObjectMeta{Name: manifestConfigMapName(vb), Namespace: vb.Namespace, Labels: jobLabels(vb.Spec.ClusterName, componentManifest)},
 		Data:       map[string]string{manifestKey: string(body)},
 		Immutable:  ptr.To(true),
 	}
 	cm.Labels[v1alpha1.LabelBackup] = vb.Name
 	if err := controllerutil.SetControllerReference(vb, cm, r.Scheme); err != nil {
-		return false, err
+		return err
 	}
-	err := r.Client.Create(ctx, cm)
-	if !apierrors.IsAlreadyExists(err) {
-		if err != nil {
-			return false, fmt.Errorf("create ConfigMap %s: %w", cm.Name, err)
-		}
-		return true, nil
+	if err := r.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create ConfigMap %s: %w", cm.Name, err)
 	}
-	// Read its metadata only, from the API server: ConfigMaps are not cached.
-	have := &metav1.PartialObjectMetadata{}
-	have.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cm), have); err != nil {
-		return false, fmt.Errorf("read ConfigMap %s: %w", cm.Name, err)
-	}
-	return metav1.IsControlledBy(have, vb), nil
+	return nil
 }
 
 func versionLess(a, b valkey.Version) bool {

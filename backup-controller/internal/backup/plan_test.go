@@ -460,7 +460,7 @@ func TestStoreJobs(t *testing.T) {
 			switch {
 			case v.Secret != nil && (v.Secret.SecretName != "s3ca" || len(v.Secret.Items) != 1):
 				t.Errorf("Job %s mounts Secret %s as %+v", j.Name, v.Secret.SecretName, v.Secret.Items)
-			case v.ConfigMap != nil && (j.Labels[v1alpha1.LabelComponent] != componentManifest || v.ConfigMap.Name != manifestConfigMapName(vb.Name)):
+			case v.ConfigMap != nil && (j.Labels[v1alpha1.LabelComponent] != componentManifest || v.ConfigMap.Name != manifestConfigMapName(vb)):
 				t.Errorf("Job %s mounts ConfigMap %s", j.Name, v.ConfigMap.Name)
 			}
 		}

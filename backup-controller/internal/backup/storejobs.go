@@ -58,7 +58,16 @@ func manifestJobName(backup string, attempt int) string {
 	return backup + "-manifest-" + strconv.Itoa(attempt)
 }
 
-func manifestConfigMapName(backup string) string { return backup + "-manifest" }
+// manifestConfigMapName names the ConfigMap of a backup's manifest after the backup's
+// UID too: one left by an earlier backup of the same name (its garbage collection
+// pending) is never taken for this one's.
+func manifestConfigMapName(vb *v1alpha1.ValkeyBackup) string {
+	uid := string(vb.UID)
+	if len(uid) > 8 {
+		uid = uid[:8]
+	}
+	return vb.Name + "-manifest-" + uid
+}
 
 func deleteJobName(backup string, attempt int) string {
 	return backup + "-delete-" + strconv.Itoa(attempt)
@@ -142,7 +151,7 @@ func manifestJob(s JobSettings, vb *v1alpha1.ValkeyBackup, dir string, pullSecre
 		[]string{jobapi.CmdManifestWrite, "--dir=" + dir, "--manifest-file=" + mountManifest + "/" + manifestKey})
 	mode := int32(0o444)
 	spec.volumes = []corev1.Volume{{Name: "manifest", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: manifestConfigMapName(vb.Name)},
+		LocalObjectReference: corev1.LocalObjectReference{Name: manifestConfigMapName(vb)},
 		Items:                []corev1.KeyToPath{{Key: manifestKey, Path: manifestKey}}, DefaultMode: &mode,
 	}}}}
 	spec.mounts = []corev1.VolumeMount{{Name: "manifest", MountPath: mountManifest, ReadOnly: true}}

@@ -69,7 +69,9 @@ var _ = Describe("A backup's store Jobs", Ordered, func() {
 		w := h.job(manifestJobName("b1", 1))
 		Expect(w.Spec.Template.Spec.Containers[0].Args).To(ContainElements("manifest-write", "--dir="+path, "--manifest-file=/var/run/valkey/manifest/manifest.json"))
 		cm := &corev1.ConfigMap{}
-		Expect(h.c.Get(testCtx(), client.ObjectKey{Namespace: h.ns, Name: "b1-manifest"}, cm)).To(Succeed())
+		Expect(h.c.Get(testCtx(), client.ObjectKey{Namespace: h.ns, Name: manifestConfigMapName(h.getBackup(Default, "b1"))}, cm)).To(Succeed())
+		Expect(cm.Name).To(MatchRegexp("^b1-manifest-[0-9a-f]{8}$"))
+		Expect(*cm.Immutable).To(BeTrue())
 		Expect(metav1.IsControlledBy(cm, h.getBackup(Default, "b1"))).To(BeTrue())
 		m, err := layout.DecodeManifest([]byte(cm.Data["manifest.json"]))
 		Expect(err).NotTo(HaveOccurred())

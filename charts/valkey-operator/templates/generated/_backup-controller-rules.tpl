@@ -6,7 +6,6 @@
   - configmaps
   verbs:
   - create
-  - get
 - apiGroups:
   - ""
   resources:
