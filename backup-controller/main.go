@@ -1,7 +1,8 @@
 // Command backup-controller runs the backups, backup schedules and restores of
-// ValkeyClusters. The same binary, from the operator image, is the program of the
-// backup and restore Jobs it creates (its backup, restore-fetch and restore-load
-// subcommands).
+// ValkeyClusters. The same binary, from the operator image, is the program of the Jobs
+// it creates (its backup, restore-fetch, restore-load, store-probe, manifest-write,
+// manifest-read and store-delete subcommands): all the object-store traffic runs there,
+// in the clusters' namespaces, never in the controller's own process.
 package main
 
 import (
