@@ -40,7 +40,7 @@ type Options struct {
 	// Default 5s.
 	CommandTimeout time.Duration
 	// MaxReplyBytes bounds what a connection reads back: one reply, or the replies
-	// of a pipeline together (see replylimit.go for how a reply is counted). A reply
+	// to a pipeline together (see replylimit.go for how a reply is counted). A reply
 	// over it fails with an error wrapping ErrReplyTooLarge, and the connection is
 	// replaced. Default DefaultMaxReplyBytes (8 MiB).
 	MaxReplyBytes int64

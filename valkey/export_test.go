@@ -63,13 +63,17 @@ func (c *chunkConn) SetReadDeadline(time.Time) error  { return nil }
 func (c *chunkConn) SetWriteDeadline(time.Time) error { return nil }
 
 // ReadLimited reads b through a limitConn with budget limit, the connection delivering
-// it in pieces of the given sizes, after the requests of the commands in requests were
-// written (each one a command line). It returns the bytes the reader got and the error
-// that ended the reading (io.EOF when b was read whole).
-func ReadLimited(b []byte, pieces []int, limit int64, requests ...[]string) ([]byte, error) {
+// it in pieces of the given sizes, after the commands of writes were sent, each element
+// of writes in one write. It returns the bytes the reader got and the error that ended
+// the reading (io.EOF when b was read whole).
+func ReadLimited(b []byte, pieces []int, limit int64, writes ...[][]string) ([]byte, error) {
 	c := newLimitConn(&chunkConn{data: b, pieces: pieces}, "server:6379", limit)
-	for _, args := range requests {
-		if _, err := c.Write(encodeCommand(args)); err != nil {
+	for _, cmds := range writes {
+		var p []byte
+		for _, args := range cmds {
+			p = append(p, encodeCommand(args)...)
+		}
+		if _, err := c.Write(p); err != nil {
 			return nil, err
 		}
 	}
@@ -82,6 +86,29 @@ func ReadLimited(b []byte, pieces []int, limit int64, requests ...[]string) ([]b
 			return out, err
 		}
 	}
+}
+
+// Pending writes the commands of cmds, encoded and cut into writes of the given sizes,
+// to a limitConn, and returns the names of the commands it records as pending, with the
+// number of the write that completed each.
+func Pending(cmds [][]string, sizes ...int) []string {
+	c := newLimitConn(&chunkConn{}, "server:6379", 0)
+	var p []byte
+	for _, args := range cmds {
+		p = append(p, encodeCommand(args)...)
+	}
+	for _, n := range append(sizes, len(p)) {
+		n = min(n, len(p))
+		if _, err := c.Write(p[:n]); err != nil {
+			return []string{err.Error()}
+		}
+		p = p[n:]
+	}
+	var out []string
+	for _, sc := range c.pending {
+		out = append(out, fmt.Sprintf("%s@%d", sc.name, sc.write))
+	}
+	return out
 }
 
 // encodeCommand writes a command as clients send it: an array of bulk strings.

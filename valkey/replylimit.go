@@ -33,13 +33,13 @@ import (
 //   - an array counts elementCost bytes per announced element when its length line
 //     arrives (what one decoded element costs the caller).
 //
-// The budget covers the replies in flight on the connection: it starts with the first
-// reply after the connection had no command pending and ends when it has answered every
-// command it was sent. For one command that is its reply; for a pipeline (DoMulti) the
-// replies together, which the caller holds at once. A reply over the budget fails with a
-// *ReplyTooLargeError for every command pending on the connection, which is closed: the
-// stream cannot be resynchronised after an aborted read. The Client dials a new
-// connection for its next command.
+// The budget covers the replies to the commands sent together in one write: for one
+// command its reply, for a pipeline (DoMulti, which rueidis writes at once) its replies
+// together, which the caller holds at once. It starts again with the first reply to a
+// later write. A reply over the budget fails with a *ReplyTooLargeError for every
+// command pending on the connection, which is closed: the stream cannot be
+// resynchronised after an aborted read. The Client dials a new connection for its next
+// command.
 //
 // The connections speak RESP2 only (clientOption sets AlwaysRESP2: rueidis then sends
 // AUTH and HELLO 2 when it connects, never HELLO 3), so a RESP3 type byte, a negative
@@ -434,9 +434,11 @@ type limitConn struct {
 	addr  string
 	limit int64
 
-	// pending names the commands written and not answered yet, oldest first.
+	// pending are the commands written and not answered yet, oldest first; writes
+	// counts the writes.
 	mu      sync.Mutex
-	pending []string
+	pending []sentCommand
+	writes  uint64
 
 	// Write side (wmu): the scanner of the requests and a length line split between
 	// two writes.
@@ -461,6 +463,13 @@ func newLimitConn(conn net.Conn, addr string, limit int64) *limitConn {
 	}
 }
 
+// sentCommand is a command written and not answered yet: its name, and the write that
+// completed it (the commands of one write share a budget).
+type sentCommand struct {
+	name  string
+	write uint64
+}
+
 // Write records the commands of p before they leave, so that each reply is matched to
 // its command.
 func (c *limitConn) Write(p []byte) (int, error) {
@@ -473,6 +482,9 @@ func (c *limitConn) Write(p []byte) (int, error) {
 func (c *limitConn) track(p []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	c.mu.Lock()
+	c.writes++
+	c.mu.Unlock()
 	data := p
 	if len(c.carry) > 0 {
 		data = append(append([]byte(nil), c.carry...), p...)
@@ -489,20 +501,21 @@ func (c *limitConn) track(p []byte) error {
 func (c *limitConn) sent(int) {
 	name := commandName(c.req.args)
 	c.mu.Lock()
-	c.pending = append(c.pending, name)
+	c.pending = append(c.pending, sentCommand{name: name, write: c.writes})
 	c.mu.Unlock()
 }
 
 // answered is called when a reply is complete: its command is no longer pending, and
-// the budget starts again once no command is.
+// the budget starts again unless the next pending command came in the same write.
 func (c *limitConn) answered(int) {
 	c.mu.Lock()
+	var done sentCommand
 	if len(c.pending) > 0 {
-		c.pending = c.pending[1:]
+		done, c.pending = c.pending[0], c.pending[1:]
 	}
-	idle := len(c.pending) == 0
+	fresh := len(c.pending) == 0 || c.pending[0].write != done.write
 	c.mu.Unlock()
-	if idle {
+	if fresh {
 		c.rep.cost = 0
 	}
 }
@@ -514,7 +527,7 @@ func (c *limitConn) current() string {
 	if len(c.pending) == 0 {
 		return "a reply"
 	}
-	return c.pending[0]
+	return c.pending[0].name
 }
 
 // Read hands out checked bytes only. After a reply over the budget or a malformed one,

@@ -94,28 +94,30 @@ func TestScanReplies(t *testing.T) {
 func TestLimitConn(t *testing.T) {
 	keys := "*2\r\n$300\r\n" + strings.Repeat("k", 300) + "\r\n$300\r\n" + strings.Repeat("k", 300) + "\r\n" // costs 4+128+2*308 = 748
 	getKeys := []string{"CLUSTER", "GETKEYSINSLOT", "7", "200"}
+	one := func(args ...string) [][]string { return [][]string{args} }
 	tests := []struct {
-		name     string
-		requests [][]string
-		replies  string
-		limit    int64
-		got      int // bytes the reader gets
-		err      error
-		command  string // of the *ReplyTooLargeError
+		name    string
+		writes  [][][]string // the commands of each write
+		replies string
+		limit   int64
+		got     int // bytes the reader gets
+		err     error
+		command string // of the *ReplyTooLargeError
 	}{
-		{"a reply that fits", [][]string{getKeys}, keys, 1024, len(keys), io.EOF, ""},
-		{"a reply over the limit names its command", [][]string{{"ACL", "LIST"}}, "*1\r\n$2000\r\n", 1024, 4, valkey.ErrReplyTooLarge, "ACL LIST"},
-		{"the replies of a pipeline count together", [][]string{getKeys, getKeys}, keys + keys, 1024, len(keys) + 4, valkey.ErrReplyTooLarge, "CLUSTER GETKEYSINSLOT"},
-		{"the budget starts again when nothing is pending", [][]string{{"PING"}}, "+PONG\r\n" + keys + keys, 1024, 7 + 2*len(keys), io.EOF, ""},
+		{"a reply that fits", [][][]string{{getKeys}}, keys, 1024, len(keys), io.EOF, ""},
+		{"a reply over the limit names its command", [][][]string{one("ACL", "LIST")}, "*1\r\n$2000\r\n", 1024, 4, valkey.ErrReplyTooLarge, "ACL LIST"},
+		{"the replies of a pipeline count together", [][][]string{{getKeys, getKeys}}, keys + keys, 1024, len(keys) + 4, valkey.ErrReplyTooLarge, "CLUSTER GETKEYSINSLOT"},
+		{"commands written apart count apart", [][][]string{{getKeys}, {getKeys}}, keys + keys, 1024, 2 * len(keys), io.EOF, ""},
+		{"the budget starts again after a pipeline", [][][]string{one("PING")}, "+PONG\r\n" + keys + keys, 1024, 7 + 2*len(keys), io.EOF, ""},
 		{"a reply with no command pending", nil, "$2000\r\n", 1024, 0, valkey.ErrReplyTooLarge, "a reply"},
-		{"arguments other than a subcommand are never named", [][]string{{"AUTH", "_operator", "s3cr3t-password"}}, "$2000\r\n", 1024, 0, valkey.ErrReplyTooLarge, "AUTH"},
-		{"the subcommand of a container", [][]string{{"config", "get", "maxmemory-policy"}}, "*1000\r\n", 1024, 0, valkey.ErrReplyTooLarge, "CONFIG GET"},
-		{"a malformed reply", [][]string{{"PING"}}, "+PONG\r\n%1\r\n", 1024, 7, valkey.ErrMalformedReply, ""},
+		{"arguments other than a subcommand are never named", [][][]string{one("AUTH", "_operator", "s3cr3t-password")}, "$2000\r\n", 1024, 0, valkey.ErrReplyTooLarge, "AUTH"},
+		{"the subcommand of a container", [][][]string{one("config", "get", "maxmemory-policy")}, "*1000\r\n", 1024, 0, valkey.ErrReplyTooLarge, "CONFIG GET"},
+		{"a malformed reply", [][][]string{one("PING")}, "+PONG\r\n%1\r\n", 1024, 7, valkey.ErrMalformedReply, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, piece := range []int{len(tt.replies), 1, 5} {
-				got, err := valkey.ReadLimited([]byte(tt.replies), slices.Repeat([]int{piece}, len(tt.replies)), tt.limit, tt.requests...)
+				got, err := valkey.ReadLimited([]byte(tt.replies), slices.Repeat([]int{piece}, len(tt.replies)), tt.limit, tt.writes...)
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("pieces of %d: error %v, want %v", piece, err, tt.err)
 				}
@@ -132,6 +134,29 @@ func TestLimitConn(t *testing.T) {
 				if strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "_operator") {
 					t.Fatalf("an argument is in the error: %v", err)
 				}
+			}
+		})
+	}
+}
+
+// Requests are matched to replies whatever the writes they come in: a length line split
+// between two writes, several commands in one.
+func TestLimitConnRequests(t *testing.T) {
+	cmds := [][]string{{"ACL", "LIST"}, {"cluster", "getkeysinslot", "12", "200"}, {"MIGRATE", "10.0.0.1", "6379", "", "0", "5000", "AUTH2", "_operator", "s3cr3t"}}
+	tests := []struct {
+		name  string
+		sizes []int
+		want  []string
+	}{
+		{"one write", nil, []string{"ACL LIST@1", "CLUSTER GETKEYSINSLOT@1", "MIGRATE@1"}},
+		{"a length line cut in two", []int{1, 2}, []string{"ACL LIST@3", "CLUSTER GETKEYSINSLOT@3", "MIGRATE@3"}},
+		{"a write per command", []int{23, 54}, []string{"ACL LIST@1", "CLUSTER GETKEYSINSLOT@2", "MIGRATE@3"}},
+		{"byte by byte", slices.Repeat([]int{1}, 200), []string{"ACL LIST@23", "CLUSTER GETKEYSINSLOT@77", "MIGRATE@179"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := valkey.Pending(cmds, tt.sizes...); !slices.Equal(got, tt.want) {
+				t.Fatalf("pending %v, want %v", got, tt.want)
 			}
 		})
 	}
