@@ -39,6 +39,11 @@ type Options struct {
 	// CommandTimeout bounds each command whose context has no deadline.
 	// Default 5s.
 	CommandTimeout time.Duration
+	// MaxReplyBytes bounds what a connection reads back: one reply, or the replies
+	// to a pipeline together (see replylimit.go for how a reply is counted). A reply
+	// over it fails with an error wrapping ErrReplyTooLarge, and the connection is
+	// replaced. Default DefaultMaxReplyBytes (8 MiB).
+	MaxReplyBytes int64
 }
 
 // Client is a connection to one Valkey server. It is safe for concurrent use.
@@ -75,6 +80,9 @@ func (o Options) withDefaults() Options {
 	if o.CommandTimeout <= 0 {
 		o.CommandTimeout = DefaultCommandTimeout
 	}
+	if o.MaxReplyBytes <= 0 {
+		o.MaxReplyBytes = DefaultMaxReplyBytes
+	}
 	return o
 }
 
@@ -92,7 +100,8 @@ const (
 // discovery, no client-side cache, RESP2 (so CLUSTER NODES and INFO come back
 // as plain strings, not RESP3 verbatim strings prefixed "txt:"), one
 // connection, small buffers, no automatic retries (the controllers requeue
-// instead).
+// instead), and replies bounded by MaxReplyBytes (every connection is dialled by
+// dialLimited).
 func clientOption(o Options, dialTimeout time.Duration) rueidis.ClientOption {
 	var tlsConfig *tls.Config
 	if o.TLS != nil {
@@ -104,6 +113,7 @@ func clientOption(o Options, dialTimeout time.Duration) rueidis.ClientOption {
 		Password:          o.Password,
 		TLSConfig:         tlsConfig,
 		Dialer:            net.Dialer{Timeout: dialTimeout},
+		DialCtxFn:         dialLimited(o.MaxReplyBytes),
 		ConnWriteTimeout:  max(minConnTimeout, 2*o.CommandTimeout),
 		ForceSingleClient: true,
 		DisableCache:      true,

@@ -263,6 +263,9 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			s.progress(v1alpha1.ReasonNameConflict, "%s", nc.Error())
 			return ctrl.Result{RequeueAfter: requeueNameConflict}, nil
 		}
+		if s.stopTooLarge(p.name, err) {
+			return ctrl.Result{RequeueAfter: requeueSteady}, nil
+		}
 		if err != nil {
 			s.failedPhase = p.name
 			return ctrl.Result{}, fmt.Errorf("%s: %w", p.name, err)
