@@ -149,6 +149,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	if r.stillAtRest(ctx, vc) {
+		r.Metrics.restChecked(req.NamespacedName, r.Clock())
 		return ctrl.Result{RequeueAfter: r.restPeriod()}, nil
 	}
 

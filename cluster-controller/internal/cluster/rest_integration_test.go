@@ -50,8 +50,12 @@ var _ = Describe("A cluster at rest", func() {
 			g.Expect(calls(g, "cluster|info")).To(Equal(infoBefore), "CLUSTER INFO is asked of every member by a whole pass")
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 
-		By("asking one member for CLUSTER NODES each period")
+		By("asking one member for CLUSTER NODES each period, which counts as a pass")
+		const lastPass = "valkey_operator_cluster_last_successful_pass_timestamp_seconds{}"
+		passBefore := e.series(Default, "rest")[lastPass]
 		time.Sleep(6 * e.restPeriod)
+		Expect(e.series(Default, "rest")[lastPass]).To(BeNumerically(">", passBefore),
+			"the last successful pass advances at rest (the alert ValkeyOperatorPassesFailing reads it)")
 		grew := 0
 		for name, n := range calls(Default, "cluster|nodes") {
 			if n > nodesBefore[name] {
