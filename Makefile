@@ -16,9 +16,9 @@ export CGO_ENABLED ?= 0
 E2E_LOCK ?= /tmp/valkey-operator-e2e.lock
 
 # Every Go module of the workspace; each builds and tests alone (GOWORK=off).
-MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks kubectl-valkey localkube hack/devtools e2e
+MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks manager kubectl-valkey localkube hack/devtools e2e
 # Binaries of the operator, one per controller.
-COMPONENTS := cluster-controller node-controller acl-controller tls-controller backup-controller webhooks
+COMPONENTS := cluster-controller node-controller acl-controller tls-controller backup-controller webhooks manager
 
 # The release: the chart and the operator image are versioned together from VERSION.
 VERSION   ?= $(shell cat $(ROOT)/VERSION)

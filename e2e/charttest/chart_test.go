@@ -586,3 +586,56 @@ func TestBackupControllerRole(t *testing.T) {
 		t.Error("backup-controller rendered while turned off")
 	}
 }
+
+// TestCombinedControllers: controllers.combined runs every enabled controller in the
+// manager Deployment, with each one's own flags prefixed by its name and its
+// ClusterRole bound to the manager's ServiceAccount; the webhooks stay apart.
+func TestCombinedControllers(t *testing.T) {
+	objs := render(t, "controllers.combined=true", "clusterController.fastFailover=false", "backupController.image.tag=ignored")
+	for key, name := range components {
+		if key == "webhooks" {
+			if objs["Deployment/vko-webhooks"] == nil {
+				t.Error("the webhooks do not run apart")
+			}
+			continue
+		}
+		if objs["Deployment/vko-"+name] != nil || objs["ServiceAccount/vko-"+name] != nil {
+			t.Errorf("%s has a Deployment or ServiceAccount of its own while combined", name)
+		}
+		b := objs["ClusterRoleBinding/vko-"+name]
+		if b == nil {
+			t.Fatalf("no ClusterRoleBinding of %s", name)
+		}
+		subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+		if len(subjects) != 1 || subjects[0].(map[string]any)["name"] != "vko-manager" {
+			t.Errorf("%s's ClusterRole is bound to %v, want the manager's ServiceAccount", name, subjects)
+		}
+	}
+	a := deploymentArgs(objs, "manager")
+	for _, want := range []string{
+		"--controllers=acl-controller,backup-controller,cluster-controller,node-controller,tls-controller",
+		"--cluster-controller.fast-failover=false", "--backup-controller.job-image=valkey-operator:" + chartAppVersion(t),
+		"--backup-controller.job-deadline=1h", "--leader-elect=true",
+	} {
+		if !strings.Contains(a, want) {
+			t.Errorf("manager args %q lack %q", a, want)
+		}
+	}
+
+	if a := deploymentArgs(objs, "webhooks"); !strings.Contains(a, "--operator-service-accounts=vko:vko-manager ") {
+		t.Errorf("the webhooks do not take the manager's ValkeyNode writes as the operator's: %s", a)
+	}
+
+	off := render(t, "controllers.combined=true", "aclController.enabled=false", "backupController.enabled=false")
+	if a := deploymentArgs(off, "manager"); !strings.Contains(a, "--controllers=cluster-controller,node-controller,tls-controller") ||
+		strings.Contains(a, "backup-controller.") {
+		t.Errorf("manager args with two controllers off: %s", a)
+	}
+	if off["ClusterRoleBinding/vko-acl-controller"] != nil {
+		t.Error("a turned-off controller's role is bound")
+	}
+	if none := render(t, "controllers.combined=true", "clusterController.enabled=false", "nodeController.enabled=false",
+		"aclController.enabled=false", "tlsController.enabled=false", "backupController.enabled=false"); none["Deployment/vko-manager"] != nil {
+		t.Error("a manager without controllers rendered")
+	}
+}

@@ -21,7 +21,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
 
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 
 // metricsPort is the exporter's port in every member's pod.
 const metricsPort = 9121

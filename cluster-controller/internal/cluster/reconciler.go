@@ -51,8 +51,11 @@ const (
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
+// Services, budgets and the NetworkPolicy are also read from the API server (get) before
+// one is created: the cache holds the operator's own only, and another of that name
+// must be reported (NameConflict), not taken over.
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // Secrets are watched as metadata and read by name (operator.ContentCache).
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get

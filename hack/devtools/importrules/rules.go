@@ -62,6 +62,8 @@ var Rules = []Rule{
 		Packages: []PackageRule{{Package: "internal/backup",
 			Never: []string{"github.com/aws/", "gocloud.dev/", Repo + "/backup-controller/internal/objstore"},
 			Why:   "the controller never reaches an object store: every store request runs in a Job in the tenant's namespace"}}},
+	{Module: "manager", May: []string{"internal", "cluster-controller", "node-controller", "acl-controller", "tls-controller", "backup-controller"},
+		Why: "one process runs the controllers' components side by side (their exported component packages; Go keeps their internals out); it adds no logic of its own"},
 	{Module: "webhooks", May: []string{"api", "valkeyconf", "internal"},
 		Why: "admission needs the API and its rules, never a controller or a Valkey connection"},
 	{Module: "kubectl-valkey", May: []string{"api"}, Never: []string{"github.com/redis/rueidis", Repo + "/valkey"},

@@ -27,6 +27,7 @@
   verbs:
   - create
   - delete
+  - get
   - list
   - patch
   - watch
@@ -56,6 +57,7 @@
   verbs:
   - create
   - delete
+  - get
   - list
   - patch
   - watch
@@ -66,6 +68,7 @@
   verbs:
   - create
   - delete
+  - get
   - list
   - patch
   - watch

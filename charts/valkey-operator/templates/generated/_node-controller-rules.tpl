@@ -50,6 +50,7 @@
   - statefulsets
   verbs:
   - create
+  - get
   - list
   - patch
   - update
