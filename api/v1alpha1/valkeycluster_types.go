@@ -62,7 +62,8 @@ const (
 type ValkeyClusterSpec struct {
 	// Shards is the number of primaries; the 16384 hash slots are spread evenly over
 	// them. Scaling moves slots: new shards receive slots, removed shards are drained
-	// first. At most 1000.
+	// first. At most 1000, and shards x (1 + replicasPerShard) members at most what the
+	// operator's policy allows per cluster (policy.maxMembersPerCluster, default 100).
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000

@@ -6,10 +6,17 @@ import (
 	"sync/atomic"
 )
 
+// DefaultMaxMembersPerCluster caps shards x (1 + replicasPerShard) of one cluster when
+// the administrator sets nothing (internal/operator.PolicyFlags registers it as the
+// flag's default). Every member costs the operator a ValkeyNode, a workload, a
+// ConfigMap and a pod, each carrying a copy of the cluster's config and container
+// patches.
+const DefaultMaxMembersPerCluster = 100
+
 // Policy is what an administrator allows beyond the defaults. Every component (the
 // webhooks and each controller's guard) must run with the same policy, so they agree on
 // which specs are valid: the chart passes the same flags to all of them
-// (internal/operator.PolicyFlags).
+// (internal/operator.PolicyFlags). The zero Policy is the defaults.
 type Policy struct {
 	// RefuseSidecars refuses every spec.containers entry that is not a patch of the
 	// operator's own containers. Sidecars share the pod's network namespace, so they
@@ -18,6 +25,9 @@ type Policy struct {
 	// AllowedModules are the module paths (shipped in the image) that spec.config
 	// loadmodule may name. Empty: loadmodule is refused.
 	AllowedModules []string
+	// MaxMembersPerCluster caps shards x (1 + replicasPerShard) of one cluster.
+	// 0 (or less): DefaultMaxMembersPerCluster; there is no "no limit".
+	MaxMembersPerCluster int
 }
 
 var policy atomic.Pointer[Policy]
@@ -28,13 +38,21 @@ func SetPolicy(p Policy) {
 	policy.Store(&p)
 }
 
-// CurrentPolicy is the policy in force: the defaults (sidecars allowed, no module)
-// until SetPolicy is called.
+// CurrentPolicy is the policy in force: the defaults (sidecars allowed, no module, at
+// most 100 members per cluster) until SetPolicy is called.
 func CurrentPolicy() Policy {
 	if p := policy.Load(); p != nil {
 		return *p
 	}
 	return Policy{}
+}
+
+// MembersPerCluster is the member cap in force.
+func (p Policy) MembersPerCluster() int {
+	if p.MaxMembersPerCluster <= 0 {
+		return DefaultMaxMembersPerCluster
+	}
+	return p.MaxMembersPerCluster
 }
 
 // moduleAllowed reports whether a loadmodule value names an allowed module path (its

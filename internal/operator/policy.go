@@ -14,6 +14,8 @@ import (
 func PolicyFlags(fs *flag.FlagSet) func() error {
 	var refuse bool
 	var modules string
+	maxMembers := fs.Int("max-members-per-cluster", validation.DefaultMaxMembersPerCluster,
+		"largest shards x (1 + replicasPerShard) a ValkeyCluster may ask for (at least 1)")
 	fs.BoolVar(&refuse, "refuse-sidecars", false,
 		"refuse spec.containers entries other than patches of the server and the exporter (sidecars reach the cluster bus on localhost)")
 	fs.StringVar(&modules, "allowed-modules", "",
@@ -23,7 +25,10 @@ func PolicyFlags(fs *flag.FlagSet) func() error {
 		if err != nil {
 			return fmt.Errorf("--allowed-modules: %w", err)
 		}
-		validation.SetPolicy(validation.Policy{RefuseSidecars: refuse, AllowedModules: mods})
+		if *maxMembers < 1 {
+			return fmt.Errorf("--max-members-per-cluster: %d: must be at least 1 (there is no unlimited)", *maxMembers)
+		}
+		validation.SetPolicy(validation.Policy{RefuseSidecars: refuse, AllowedModules: mods, MaxMembersPerCluster: *maxMembers})
 		return nil
 	}
 }

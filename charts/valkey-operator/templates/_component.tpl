@@ -65,6 +65,7 @@ spec:
             {{- with $root.Values.policy.allowedModules }}
             - --allowed-modules={{ join "," . }}
             {{- end }}
+            - --max-members-per-cluster={{ int $root.Values.policy.maxMembersPerCluster }}
             {{- range .args }}
             - {{ . }}
             {{- end }}
