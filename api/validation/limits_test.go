@@ -244,11 +244,22 @@ func TestSchemaLimits(t *testing.T) {
 		// said: the field's description states the value.
 		said bool
 	}
+	store := func(prefix string) []limit {
+		return []limit{
+			{prefix + "prefix", "maxLength", MaxPrefixLength, true},
+			{prefix + "s3.endpoint", "maxLength", MaxObjectStoreEndpoint, true},
+			{prefix + "s3.region", "maxLength", MaxRegionLength, true},
+			{prefix + "s3.bucket", "maxLength", 63, true},
+			{prefix + "s3.credentials.secretName", "maxLength", MaxKubernetesNameLen, false},
+			{prefix + "s3.credentials.accessKeyIDKey", "maxLength", MaxKubernetesNameLen, false},
+			{prefix + "s3.caBundle.secretName", "maxLength", MaxKubernetesNameLen, false},
+		}
+	}
 	userList := func(path string) []limit {
 		return []limit{{path, "maxItems", MaxUserListEntries, true}, {path + "[]", "maxLength", MaxUserEntryLength, false}}
 	}
 	crds := map[string][]limit{
-		"valkey.io_valkeyclusters.yaml": append(append(append(append(append(append([]limit{
+		"valkey.io_valkeyclusters.yaml": append(append(append(append(append(append(append([]limit{
 			{"image", "maxLength", MaxImageLength, true},
 			{"imagePullSecrets", "maxItems", MaxImagePullSecrets, true},
 			{"config", "maxProperties", MaxConfigEntries, true},
@@ -272,9 +283,17 @@ func TestSchemaLimits(t *testing.T) {
 			{"externalAccess.labels", "maxProperties", MaxServiceLabels, true},
 			{"externalAccess.loadBalancerSourceRanges", "maxItems", MaxSourceRanges, true},
 			{"externalAccess.loadBalancerSourceRanges[]", "maxLength", MaxSourceRangeLength, false},
+			{"dataSource.backupName", "maxLength", 63, false},
+			{"dataSource.path", "maxLength", MaxDataSourcePath, true},
 		}, userList("users[].commands.allow")...), userList("users[].commands.deny")...),
 			userList("users[].keys.readWrite")...), userList("users[].keys.readOnly")...),
 			userList("users[].keys.writeOnly")...), userList("users[].channels.patterns")...),
+			store("dataSource.objectStore.")...),
+		"valkey.io_valkeybackups.yaml": append([]limit{{"clusterName", "maxLength", 63, false}}, store("objectStore.")...),
+		"valkey.io_valkeybackupschedules.yaml": append([]limit{
+			{"clusterName", "maxLength", 63, false},
+			{"schedule", "maxLength", MaxScheduleLength, true},
+		}, store("objectStore.")...),
 	}
 	for file, limits := range crds {
 		spec := crdSpecSchema(t, file)

@@ -4,14 +4,21 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
-// DefaultMaxMembersPerCluster caps shards x (1 + replicasPerShard) of one cluster when
-// the administrator sets nothing (internal/operator.PolicyFlags registers it as the
-// flag's default). Every member costs the operator a ValkeyNode, a workload, a
-// ConfigMap and a pod, each carrying a copy of the cluster's config and container
-// patches.
-const DefaultMaxMembersPerCluster = 100
+// Defaults of the policy: what a component applies when the administrator sets nothing
+// (internal/operator.PolicyFlags registers them as the flags' defaults).
+const (
+	// DefaultMaxMembersPerCluster caps shards x (1 + replicasPerShard) of one cluster.
+	// Every member costs the operator a ValkeyNode, a workload, a ConfigMap and a pod,
+	// each carrying a copy of the cluster's config and container patches.
+	DefaultMaxMembersPerCluster = 100
+	// DefaultMinBackupInterval is the least time between two backups of a schedule.
+	DefaultMinBackupInterval = 5 * time.Minute
+	// MinBackupIntervalFloor is the smallest minimum an administrator may set.
+	MinBackupIntervalFloor = time.Minute
+)
 
 // Policy is what an administrator allows beyond the defaults. Every component (the
 // webhooks and each controller's guard) must run with the same policy, so they agree on
@@ -28,6 +35,11 @@ type Policy struct {
 	// MaxMembersPerCluster caps shards x (1 + replicasPerShard) of one cluster.
 	// 0 (or less): DefaultMaxMembersPerCluster; there is no "no limit".
 	MaxMembersPerCluster int
+	// MinBackupInterval is the least time between two consecutive backups of a
+	// ValkeyBackupSchedule. 0 (or less): DefaultMinBackupInterval.
+	MinBackupInterval time.Duration
+	// ObjectStore decides which object-store endpoints a spec may name.
+	ObjectStore EndpointPolicy
 }
 
 var policy atomic.Pointer[Policy]
@@ -35,11 +47,13 @@ var policy atomic.Pointer[Policy]
 // SetPolicy sets the policy every later validation applies (at start-up, from flags).
 func SetPolicy(p Policy) {
 	p.AllowedModules = slices.Clone(p.AllowedModules)
+	p.ObjectStore = p.ObjectStore.clone()
 	policy.Store(&p)
 }
 
 // CurrentPolicy is the policy in force: the defaults (sidecars allowed, no module, at
-// most 100 members per cluster) until SetPolicy is called.
+// most 100 members per cluster, backups at least 5 minutes apart, no endpoint
+// allow-list) until SetPolicy is called.
 func CurrentPolicy() Policy {
 	if p := policy.Load(); p != nil {
 		return *p
@@ -53,6 +67,14 @@ func (p Policy) MembersPerCluster() int {
 		return DefaultMaxMembersPerCluster
 	}
 	return p.MaxMembersPerCluster
+}
+
+// BackupInterval is the least time between two backups of a schedule.
+func (p Policy) BackupInterval() time.Duration {
+	if p.MinBackupInterval <= 0 {
+		return DefaultMinBackupInterval
+	}
+	return p.MinBackupInterval
 }
 
 // moduleAllowed reports whether a loadmodule value names an allowed module path (its

@@ -14,6 +14,16 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
+// metadataEndpoint is the cloud metadata service's address: a backup Job sending its
+// requests (and the store's credentials) there is what the endpoint policy prevents.
+const metadataEndpoint = "http://169.254.169.254/"
+
+// storeAt is an object store of a valid bucket at endpoint.
+func storeAt(endpoint, bucket string) v1alpha1.ObjectStoreSpec {
+	return v1alpha1.ObjectStoreSpec{S3: &v1alpha1.S3Spec{Bucket: bucket, Endpoint: endpoint,
+		Credentials: v1alpha1.S3Credentials{SecretName: "s3-creds"}}}
+}
+
 // The caps, through the real API server (its schema, then the webhook) with the
 // operator's default policy, as a user's server-side dry run meets them: what would
 // make one cluster or one object cost much is refused, naming the field and the limit.
@@ -31,6 +41,29 @@ var _ = DescribeTable("Objects over the operator's caps",
 		Spec:       v1alpha1.ValkeyClusterSpec{Shards: 1000, ReplicasPerShard: ptr.To[int32](10)},
 	}, []string{"spec.shards: Invalid value: 1000: 1000 shards x (1 + 10 replicas) = 11000 members, " +
 		"more than this operator allows per cluster (100; policy.maxMembersPerCluster)"}),
+	Entry("a ValkeyBackup to the metadata service", &v1alpha1.ValkeyBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: "imds", Namespace: "default"},
+		Spec:       v1alpha1.ValkeyBackupSpec{ClusterName: "demo", ObjectStore: storeAt(metadataEndpoint, "backups")},
+	}, []string{`spec.objectStore.s3.endpoint: Invalid value: "http://169.254.169.254/": ` +
+		"link-local address (169.254.0.0/16) refused by the operator's object-store endpoint policy"}),
+	Entry("a ValkeyBackupSchedule to the metadata service, every second", &v1alpha1.ValkeyBackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "imds", Namespace: "default"},
+		Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "demo", Schedule: "@every 1s",
+			ObjectStore: storeAt(metadataEndpoint, "backups")},
+	}, []string{
+		`spec.objectStore.s3.endpoint: Invalid value: "http://169.254.169.254/": link-local address (169.254.0.0/16)`,
+		`spec.schedule: Invalid value: "@every 1s": two backups come 1s apart, more often than this operator allows ` +
+			"(one every 5m at most; policy.minBackupInterval)",
+	}),
+	Entry("a ValkeyCluster restoring from the metadata service", &v1alpha1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "imds", Namespace: "default"},
+		Spec: v1alpha1.ValkeyClusterSpec{DataSource: &v1alpha1.DataSource{
+			ObjectStore: ptr.To(storeAt(metadataEndpoint, "backups")), Path: "prod/default/demo/b-1"}},
+	}, []string{`spec.dataSource.objectStore.s3.endpoint: Invalid value: "http://169.254.169.254/": link-local address (169.254.0.0/16)`}),
+	Entry("a bucket name that climbs out", &v1alpha1.ValkeyBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: "climb", Namespace: "default"},
+		Spec:       v1alpha1.ValkeyBackupSpec{ClusterName: "demo", ObjectStore: storeAt("", "../../x")},
+	}, []string{`spec.objectStore.s3.bucket: Invalid value: "../../x": a bucket name has 3 to 63 lowercase letters`}),
 	// Limits only the validation package states: the webhook refuses them.
 	Entry("config keys and values over 64 KiB together", &v1alpha1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "config-bytes", Namespace: "default"},
@@ -59,6 +92,11 @@ var _ = DescribeTable("Objects at the operator's caps",
 	Entry("200 config entries and 100 users", &v1alpha1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "at-limits", Namespace: "default"},
 		Spec:       v1alpha1.ValkeyClusterSpec{Config: manyConfig(200), Users: manyUsers(100)},
+	}),
+	Entry("a schedule every 5 minutes to a store in the cluster", &v1alpha1.ValkeyBackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "often", Namespace: "default"},
+		Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "demo", Schedule: "*/5 * * * *",
+			ObjectStore: storeAt("http://minio.storage.svc:9000", "valkey-backups")},
 	}),
 )
 
