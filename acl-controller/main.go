@@ -32,7 +32,6 @@ func main() {
 		// This is the only component that reads users' password Secrets, and it reads
 		// them from the API server when a cluster names them: its cache holds the
 		// operator's own Secrets and the names of the others (operator.SecretNames).
-		ByObject: acl.CacheByObject(),
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
 			pool, err := valkeyconn.NewPool(mgr, time.Second)
 			if err != nil {

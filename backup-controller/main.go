@@ -1,7 +1,8 @@
 // Command backup-controller runs the backups, backup schedules and restores of
-// ValkeyClusters. The same binary, from the operator image, is the program of the
-// backup and restore Jobs it creates (its backup, restore-fetch and restore-load
-// subcommands).
+// ValkeyClusters. The same binary, from the operator image, is the program of the Jobs
+// it creates (its backup, restore-fetch, restore-load, store-probe, manifest-write,
+// manifest-read and store-delete subcommands): all the object-store traffic runs there,
+// in the clusters' namespaces, never in the controller's own process.
 package main
 
 import (
@@ -11,10 +12,7 @@ import (
 	"os"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/backup"
@@ -43,7 +41,6 @@ func main() {
 		},
 		// Only the Jobs this controller made are cached; Secrets and pods are read
 		// uncached, when needed, and never watched.
-		ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: operator.ManagedSecrets()},
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
 			if image == "" {
 				return errors.New("--job-image (or OPERATOR_IMAGE) is required")

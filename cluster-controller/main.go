@@ -10,10 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/cluster"
@@ -44,7 +41,6 @@ func main() {
 		},
 		// Only the Secrets the operator created (the system users' passwords, certificates
 		// are read by the tls-controller): users' Secrets never enter this process.
-		ByObject: map[client.Object]cache.ByObject{&corev1.Secret{}: operator.ManagedSecrets()},
 		Setup: func(_ context.Context, mgr ctrl.Manager, f operator.Flags) error {
 			if metricsPeers != "" {
 				if err := json.Unmarshal([]byte(metricsPeers), &np.Metrics); err != nil {

@@ -17,8 +17,7 @@ import (
 
 func main() {
 	operator.Main(operator.Component{
-		Name:     node.FieldManager,
-		ByObject: node.CacheByObject(),
+		Name: node.FieldManager,
 		Setup: func(_ context.Context, mgr ctrl.Manager, f operator.Flags) error {
 			return node.Setup(mgr, f.MaxConcurrentReconciles)
 		},

@@ -37,7 +37,6 @@ func main() {
 		// This component reads users' certificate Secrets, from the API server when a
 		// cluster names them: its cache holds the operator's own Secrets and the names of
 		// the others (operator.SecretNames).
-		ByObject: certs.CacheByObject(),
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
 			r.Client = mgr.GetClient()
 			r.APIReader = mgr.GetAPIReader()

@@ -39,6 +39,11 @@ type Options struct {
 	// CommandTimeout bounds each command whose context has no deadline.
 	// Default 5s.
 	CommandTimeout time.Duration
+	// MaxReplyBytes bounds what a connection reads back: one reply, or the replies
+	// to a pipeline together (see replylimit.go for how a reply is counted). A reply
+	// over it fails with an error wrapping ErrReplyTooLarge, and the connection is
+	// replaced. Default DefaultMaxReplyBytes (8 MiB).
+	MaxReplyBytes int64
 }
 
 // Client is a connection to one Valkey server. It is safe for concurrent use.
@@ -75,13 +80,28 @@ func (o Options) withDefaults() Options {
 	if o.CommandTimeout <= 0 {
 		o.CommandTimeout = DefaultCommandTimeout
 	}
+	if o.MaxReplyBytes <= 0 {
+		o.MaxReplyBytes = DefaultMaxReplyBytes
+	}
 	return o
 }
+
+// Per-connection sizes. A controller keeps a client per member it talks to, so what a
+// connection holds is paid per member: rueidis' defaults (0.5 MiB read and write
+// buffers, a ring of 1024 waiting commands) cost about 1.3 MiB a connection. An admin
+// client has a few commands in flight at most (a pipelined batch waits for ring
+// slots), and a reply larger than the read buffer is read through it in pieces.
+const (
+	connBufferSize = 16 << 10
+	connRingScale  = 5 // 2^5 commands in flight
+)
 
 // clientOption maps Options to a one-node rueidis configuration: no cluster
 // discovery, no client-side cache, RESP2 (so CLUSTER NODES and INFO come back
 // as plain strings, not RESP3 verbatim strings prefixed "txt:"), one
-// connection, no automatic retries (the controllers requeue instead).
+// connection, small buffers, no automatic retries (the controllers requeue
+// instead), and replies bounded by MaxReplyBytes (every connection is dialled by
+// dialLimited).
 func clientOption(o Options, dialTimeout time.Duration) rueidis.ClientOption {
 	var tlsConfig *tls.Config
 	if o.TLS != nil {
@@ -93,6 +113,7 @@ func clientOption(o Options, dialTimeout time.Duration) rueidis.ClientOption {
 		Password:          o.Password,
 		TLSConfig:         tlsConfig,
 		Dialer:            net.Dialer{Timeout: dialTimeout},
+		DialCtxFn:         dialLimited(o.MaxReplyBytes),
 		ConnWriteTimeout:  max(minConnTimeout, 2*o.CommandTimeout),
 		ForceSingleClient: true,
 		DisableCache:      true,
@@ -100,6 +121,10 @@ func clientOption(o Options, dialTimeout time.Duration) rueidis.ClientOption {
 		DisableRetry:      true,
 		PipelineMultiplex: -1,
 		ClientSetInfo:     rueidis.DisableClientSetInfo,
+
+		ReadBufferEachConn:  connBufferSize,
+		WriteBufferEachConn: connBufferSize,
+		RingScaleEachConn:   connRingScale,
 	}
 }
 

@@ -2,6 +2,7 @@ package valkey
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -276,39 +277,71 @@ func (c *Client) SetSlots(ctx context.Context, slots []int, sub, id string) erro
 }
 
 // KeysInSlots returns up to count keys of each slot of slots (CLUSTER GETKEYSINSLOT), in
-// one round trip (pipelined); a slot without keys has none in the map.
+// one round trip (pipelined); a slot without keys has none in the map. When the replies
+// do not fit in the reply budget together (long key names), it asks for half the slots at
+// a time, and for one slot for half the keys, down to one: a caller that moves the keys it
+// got asks again for those still in the slot. Only a single key name over the budget
+// fails, with an error wrapping ErrReplyTooLarge.
 func (c *Client) KeysInSlots(ctx context.Context, slots []int, count int) (map[int][]string, error) {
-	cmds := make(rueidis.Commands, 0, len(slots))
 	for _, slot := range slots {
 		if !validSlot(slot) || count < 0 {
 			return nil, fmt.Errorf("cluster getkeysinslot %d %d: %w", slot, count, ErrInvalidArgument)
 		}
-		cmds = append(cmds, c.rc.B().Arbitrary("CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.Itoa(count)).Build())
 	}
-	if len(cmds) == 0 {
+	if len(slots) == 0 {
 		return nil, nil
 	}
 	ctx, cancel := c.withTimeout(ctx, 0)
 	defer cancel()
 	out := map[int][]string{}
+	if err := c.keysInSlots(ctx, slots, count, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// keysInSlots is KeysInSlots with smaller pipelines while the replies do not fit.
+func (c *Client) keysInSlots(ctx context.Context, slots []int, count int, out map[int][]string) error {
+	err := c.keysInSlotsOnce(ctx, slots, count, out)
+	switch {
+	case !errors.Is(err, ErrReplyTooLarge):
+		return err
+	case len(slots) > 1:
+		half := len(slots) / 2
+		if err := c.keysInSlots(ctx, slots[:half], count, out); err != nil {
+			return err
+		}
+		return c.keysInSlots(ctx, slots[half:], count, out)
+	case count > 1:
+		return c.keysInSlots(ctx, slots, count/2, out)
+	}
+	return err
+}
+
+// keysInSlotsOnce fetches the keys of slots in one pipeline.
+func (c *Client) keysInSlotsOnce(ctx context.Context, slots []int, count int, out map[int][]string) error {
+	cmds := make(rueidis.Commands, 0, len(slots))
+	for _, slot := range slots {
+		cmds = append(cmds, c.rc.B().Arbitrary("CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.Itoa(count)).Build())
+	}
 	for i, r := range c.rc.DoMulti(ctx, cmds...) {
 		msg, err := r.ToMessage()
 		if err != nil {
-			return nil, fmt.Errorf("cluster getkeysinslot %d: %w", slots[i], asServerError(err))
+			return fmt.Errorf("cluster getkeysinslot %d: %w", slots[i], asServerError(err))
 		}
 		v, err := toTree(msg)
 		if err != nil {
-			return nil, fmt.Errorf("cluster getkeysinslot %d: %w", slots[i], err)
+			return fmt.Errorf("cluster getkeysinslot %d: %w", slots[i], err)
 		}
 		keys, err := stringList(v)
 		if err != nil {
-			return nil, fmt.Errorf("cluster getkeysinslot %d: %w", slots[i], err)
+			return fmt.Errorf("cluster getkeysinslot %d: %w", slots[i], err)
 		}
 		if len(keys) > 0 {
 			out[slots[i]] = keys
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // CountKeysInSlot returns the number of keys the server holds in slot.

@@ -12,4 +12,9 @@
 // apart from network errors and to show the server's own words in a status
 // condition. Secrets (passwords, password hashes) never appear in an error
 // string produced by this package.
+//
+// What a Client reads from a server is bounded by Options.MaxReplyBytes (8 MiB by
+// default), checked before rueidis allocates anything for a reply: a larger reply
+// fails with an error wrapping ErrReplyTooLarge (a *ReplyTooLargeError naming the
+// command and the server) and its connection is replaced (see replylimit.go).
 package valkey

@@ -1,7 +1,14 @@
 package valkey_test
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -263,4 +270,241 @@ func FuzzPlanMoves(f *testing.F) {
 		after := valkey.ApplyMoves(current, valkey.PlanMoves(current, targets))
 		checkBalanced(t, current, after, targets)
 	})
+}
+
+// FuzzReplyLimit checks the reply scanner of every connection (replylimit.go) against a
+// reference parse of the whole input: fed in arbitrary pieces, it finds the same reply
+// ends, refuses exactly what is malformed, accepts every reply within the budget and, for
+// a reply over it, takes only bytes whose announced cost fits; read through the
+// connection wrapper, the reader gets exactly the bytes the scanner took.
+func FuzzReplyLimit(f *testing.F) {
+	for _, s := range realSeeds(f, "resp2") {
+		f.Add(s, []byte{7, 1, 200}, uint16(300))
+	}
+	for _, s := range []string{
+		"+OK\r\n", "-ERR no\r\n:42\r\n", "$-1\r\n*-1\r\n*0\r\n$0\r\n\r\n", "*2\r\n$3\r\nabc\r\n*1\r\n:-7\r\n",
+		"*3\r\n$20\r\n01234567890123456789\r\n$20\r\n01234567890123456789\r\n$20\r\n01234567890123456789\r\n",
+		"$999999999999\r\n", "*99999999\r\n", "%1\r\n+a\r\n+b\r\n", "$-2\r\n", "+OK\n", "*1\r\n" + strings.Repeat("*1\r\n", 40) + ":1\r\n",
+	} {
+		f.Add([]byte(s), []byte{1, 2, 3}, uint16(100))
+	}
+	f.Fuzz(func(t *testing.T, data, split []byte, limit uint16) {
+		pieces := make([]int, len(split))
+		for i, p := range split {
+			pieces[i] = int(p)
+		}
+		ref := referenceReplies(data)
+
+		// No budget: the same ends, and an error exactly where the reference finds a
+		// malformed reply.
+		ends, taken, err := valkey.ScanReplies(data, pieces, 0)
+		if !slices.Equal(ends, ref.ends()) {
+			t.Fatalf("ends %v, reference %v", ends, ref.ends())
+		}
+		if ref.malformed != errors.Is(err, valkey.ErrMalformedReply) || (err != nil && !ref.malformed) {
+			t.Fatalf("error %v, reference malformed: %v", err, ref.malformed)
+		}
+		if err == nil && taken < ref.lastEnd() {
+			t.Fatalf("took %d bytes, %d are whole replies", taken, ref.lastEnd())
+		}
+		for i, r := range ref.replies {
+			// The decoder of valkeytest agrees on every reply the scanner takes (but for
+			// arrays over its own limit of elements).
+			_, used, derr := valkeytest.DecodeRESP(data[r.start:r.end])
+			if (derr != nil && !strings.Contains(derr.Error(), "bad RESP length")) || (derr == nil && used != r.end-r.start) {
+				t.Fatalf("reply %d: valkeytest.DecodeRESP uses %d bytes of %d: %v", i, used, r.end-r.start, derr)
+			}
+		}
+
+		// A budget: replies that fit are taken whole; the first that does not fails
+		// with ErrReplyTooLarge before a byte whose cost would not fit.
+		budget := int64(limit) + 1
+		ends, taken, err = valkey.ScanReplies(data, pieces, budget)
+		fit := 0
+		for fit < len(ref.replies) && ref.replies[fit].cost() <= budget {
+			fit++
+		}
+		if !slices.Equal(ends, ref.ends()[:fit]) {
+			t.Fatalf("budget %d: ends %v, want %v", budget, ends, ref.ends()[:fit])
+		}
+		if fit < len(ref.replies) {
+			over := ref.replies[fit]
+			if !errors.Is(err, valkey.ErrReplyTooLarge) {
+				t.Fatalf("budget %d: reply %d costs %d, error %v", budget, fit, over.cost(), err)
+			}
+			if taken >= over.end || over.costAt(taken) > budget {
+				t.Fatalf("budget %d: took %d bytes of the reply [%d, %d) costing %d", budget, taken, over.start, over.end, over.costAt(taken))
+			}
+		}
+
+		// Through the connection: the reader gets the bytes the scanner took.
+		got, rerr := valkey.ReadLimited(data, pieces, budget)
+		if !bytes.Equal(got, data[:taken]) {
+			t.Fatalf("budget %d: the reader got %d bytes, the scanner took %d", budget, len(got), taken)
+		}
+		switch {
+		case err == nil && !errors.Is(rerr, io.EOF),
+			err != nil && !errors.Is(rerr, err) && !(errors.Is(err, valkey.ErrMalformedReply) && errors.Is(rerr, valkey.ErrMalformedReply)):
+			t.Fatalf("budget %d: the reader's error %v, the scanner's %v", budget, rerr, err)
+		}
+	})
+}
+
+// refReply is one whole reply of the reference parse, with its cost checkpoints.
+type refReply struct {
+	start, end int
+	// marks are (offset after a counted part, cost up to it), in order.
+	marks [][2]int64
+}
+
+func (r refReply) cost() int64 { return r.costAt(r.end) }
+
+// costAt is the cost of the parts of the reply that end at or before offset at.
+func (r refReply) costAt(at int) int64 {
+	var c int64
+	for _, m := range r.marks {
+		if m[0] <= int64(at) {
+			c = m[1]
+		}
+	}
+	return c
+}
+
+type refParse struct {
+	replies []refReply
+	// malformed: the input goes on with a reply that is not RESP2.
+	malformed bool
+}
+
+func (p refParse) ends() []int {
+	out := []int{}
+	for _, r := range p.replies {
+		out = append(out, r.end)
+	}
+	return out
+}
+
+func (p refParse) lastEnd() int {
+	if len(p.replies) == 0 {
+		return 0
+	}
+	return p.replies[len(p.replies)-1].end
+}
+
+// referenceReplies parses data, whole, as RESP2 replies one after the other, written
+// from the protocol's description rather than incrementally: it stops at the end of the
+// input, at an incomplete reply or at a malformed one. A reply costs its bytes, plus
+// the announced length of each bulk string and 64 bytes per announced array element,
+// counted at their length lines.
+func referenceReplies(data []byte) refParse {
+	var p refParse
+	for pos := 0; pos < len(data); {
+		r := refReply{start: pos}
+		var cost int64
+		end, status := refElement(data, pos, 0, &cost, &r.marks)
+		if status == refIncomplete {
+			break
+		}
+		if status == refMalformed {
+			p.malformed = true
+			break
+		}
+		r.end = end
+		p.replies = append(p.replies, r)
+		pos = end
+	}
+	return p
+}
+
+var unsignedRE, signedRE = regexp.MustCompile(`^[0-9]+$`), regexp.MustCompile(`^-[0-9]+$`)
+
+type refStatus int
+
+const (
+	refOK refStatus = iota
+	refIncomplete
+	refMalformed
+)
+
+func refElement(b []byte, pos, depth int, cost *int64, marks *[][2]int64) (int, refStatus) {
+	mark := func(at int, n int64) {
+		if n < 0 || *cost > math.MaxInt64-n {
+			*cost = math.MaxInt64
+		} else {
+			*cost += n
+		}
+		*marks = append(*marks, [2]int64{int64(at), *cost})
+	}
+	if pos >= len(b) {
+		return 0, refIncomplete
+	}
+	lf := bytes.IndexByte(b[pos:], '\n')
+	typ := b[pos]
+	switch typ {
+	case '+', '-':
+		mark(pos+1, 1)
+		if lf < 0 {
+			return 0, refIncomplete
+		}
+		if lf < 2 || b[pos+lf-1] != '\r' {
+			return 0, refMalformed
+		}
+		mark(pos+lf+1, int64(lf))
+		return pos + lf + 1, refOK
+	case ':', '$', '*':
+	default:
+		return 0, refMalformed
+	}
+	if lf < 0 {
+		if len(b)-pos >= 24 {
+			return 0, refMalformed
+		}
+		return 0, refIncomplete
+	}
+	line := string(b[pos : pos+lf+1])
+	if len(line) > 24 || !strings.HasSuffix(line, "\r\n") {
+		return 0, refMalformed
+	}
+	digits := line[1 : len(line)-2]
+	valid := unsignedRE.MatchString(digits) || (typ == ':' && signedRE.MatchString(digits)) || (typ != ':' && digits == "-1")
+	n, perr := strconv.ParseInt(digits, 10, 64)
+	if !valid || perr != nil || (typ != ':' && n > 1<<62) {
+		return 0, refMalformed
+	}
+	next := pos + len(line)
+	switch typ {
+	case ':':
+		mark(next, int64(len(line)))
+		return next, refOK
+	case '$':
+		if n < 0 {
+			mark(next, int64(len(line)))
+			return next, refOK
+		}
+		mark(next, int64(len(line))+n+2)
+		if int64(len(b)-next) < n+2 {
+			return 0, refIncomplete
+		}
+		return next + int(n) + 2, refOK
+	}
+	elements := int64(-1)
+	if n <= math.MaxInt64/64 {
+		elements = max(n, 0) * 64
+	}
+	if elements < 0 || int64(len(line)) > math.MaxInt64-elements {
+		mark(next, -1)
+	} else {
+		mark(next, int64(len(line))+elements)
+	}
+	if n > 0 && depth >= 32 {
+		return 0, refMalformed
+	}
+	for range max(n, 0) {
+		end, status := refElement(b, next, depth+1, cost, marks)
+		if status != refOK {
+			return 0, status
+		}
+		next = end
+	}
+	return next, refOK
 }

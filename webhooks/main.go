@@ -82,6 +82,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (server.Options, zap.Options, e
 		"elect one replica to issue and rotate certificates (needed with more than one replica in self-signed mode)")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",
 		"namespace of the leader election Lease (default: the pod's namespace)")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", operator.DefaultLeaseDuration, operator.LeaseDurationUsage)
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", server.DefaultLeaderElectionID, "name of the leader election Lease")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "allow HTTP/2 on the webhook server")
 	printVersion := fs.Bool("version", false, "print the version and exit")

@@ -103,6 +103,12 @@ const (
 	// cluster's. The operator never takes it over (a pre-created system users Secret
 	// would give its author the operator's password); the message names it.
 	ReasonNameConflict = "NameConflict"
+	// ReasonReplyTooLarge (ACLReady; Ready and Progressing of the cluster-controller;
+	// PodReady): a member answered a command the controller needs with more than the
+	// controller reads from one member (8 MiB), for example ACL LIST after a client
+	// created many users. The controller does not read it and retries on its usual
+	// period; the message names the member and the command.
+	ReasonReplyTooLarge = "ReplyTooLarge"
 
 	// Ready, Progressing, Degraded, ClusterFormed, SlotsAssigned (cluster-controller).
 	ReasonClusterReady        = "ClusterReady"

@@ -47,7 +47,8 @@ func (k *Cluster) Member(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyC
 }
 
 // memberAgreeTimeout bounds Member's wait: the node-controller reads a server's role
-// again at least every 20 s (node.RoleRefreshInterval).
+// again when the cluster-controller's next pass after a failover changes the member's
+// Synced condition (a pass at rest runs every 30 s).
 const memberAgreeTimeout = 30 * time.Second
 
 // member is one try of Member: the member, or why none is found yet.

@@ -41,6 +41,8 @@ var reviewed = []allowance{
 	{component: "cluster-controller", key: "core/services delete", suites: []string{"external"}, reason: externalOnly},
 
 	{component: "backup-controller", key: "batch/jobs create", suites: []string{"backup"}, reason: backupOnly},
+	{component: "backup-controller", key: "batch/jobs delete", suites: []string{"backup"}, reason: backupOnly},
+	{component: "backup-controller", key: "core/configmaps create", suites: []string{"backup"}, reason: backupOnly},
 	{component: "backup-controller", key: "batch/jobs get", suites: []string{"backup"}, reason: backupOnly},
 	{component: "backup-controller", key: "core/namespaces get", suites: []string{"backup"}, reason: backupOnly},
 	{component: "backup-controller", key: "core/pods get", suites: []string{"backup"}, reason: backupOnly},

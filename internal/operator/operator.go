@@ -5,17 +5,18 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -28,12 +29,24 @@ type Flags struct {
 	MetricsAddr string
 	// MetricsSecure serves metrics over HTTPS to authenticated and authorized clients
 	// only (MetricsOptions).
-	MetricsSecure           bool
-	ProbeAddr               string
-	LeaderElect             bool
+	MetricsSecure bool
+	ProbeAddr     string
+	LeaderElect   bool
+	// LeaseDuration is how long a leader's Lease holds without a renewal; it renews
+	// every sixth of it and gives up leading after three quarters without one.
+	LeaseDuration           time.Duration
 	WatchNamespaces         []string
 	MaxConcurrentReconciles int
 }
+
+// DefaultLeaseDuration is the leader's Lease duration: a renewal every 10 s, so a Lease
+// costs 6 API writes a minute at rest (controller-runtime's default renews every 2 s).
+// A leader that stops cleanly releases its Lease at once; one that crashes is replaced
+// after at most this long, while the Valkey servers keep serving.
+const DefaultLeaseDuration = time.Minute
+
+// LeaseDurationUsage is the usage of --leader-elect-lease-duration.
+const LeaseDurationUsage = "how long a leader's Lease holds without renewal (renewed every sixth of it)"
 
 // Component describes one controller binary.
 type Component struct {
@@ -41,9 +54,6 @@ type Component struct {
 	Name string
 	// AddFlags registers the component's own flags.
 	AddFlags func(fs *flag.FlagSet)
-	// ByObject restricts what the manager's cache holds per type (for example only the
-	// Secrets the operator created).
-	ByObject map[client.Object]cache.ByObject
 	// Setup registers the component's controllers on the manager.
 	Setup func(ctx context.Context, mgr ctrl.Manager, f Flags) error
 }
@@ -60,30 +70,66 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+// ManagerOptions are what every component's manager shares: the operator's scheme, its
+// cache policy (CacheOptions) and its client (NewClient), for the namespaces given (all
+// when none).
+func ManagerOptions(namespaces []string) ctrl.Options {
+	return ctrl.Options{Scheme: Scheme(), Cache: CacheOptions(namespaces), NewClient: NewClient}
+}
+
 // Main runs the component until SIGTERM and exits the process.
 func Main(c Component) {
-	if err := run(c, os.Args[1:]); err != nil {
+	if err := run(c.Name, []Component{c}, false, os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", c.Name, err)
 		os.Exit(1)
 	}
 }
 
-func run(c Component, args []string) error {
-	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+// MainAll runs several components in one process named name, with one manager (one
+// cache, one Lease, one metrics endpoint) until SIGTERM, and exits the process. Each
+// component's own flags take its name as a prefix (--cluster-controller.fast-failover);
+// --controllers chooses which of them run (all by default). The components stay what
+// they are alone: they share the cache and the API client, never state, and talk to
+// each other only through the status of the objects.
+func MainAll(name string, cs ...Component) {
+	if err := run(name, cs, true, os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+// run parses args and runs the components cs as one manager; prefixed registers each
+// component's flags under its name.
+func run(name string, cs []Component, prefixed bool, args []string) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var f Flags
-	var namespaces string
+	var namespaces, enabled string
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 disables it)")
 	fs.BoolVar(&f.MetricsSecure, "metrics-secure", true, MetricsSecureUsage)
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "elect a leader so only one replica acts at a time")
+	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, LeaseDurationUsage)
 	fs.StringVar(&namespaces, "watch-namespaces", "", "comma-separated namespaces to watch (all when empty)")
 	fs.IntVar(&f.MaxConcurrentReconciles, "max-concurrent-reconciles", 4, "reconciles run in parallel per controller")
 	printVersion := fs.Bool("version", false, "print the version and exit")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	applyPolicy := PolicyFlags(fs)
-	if c.AddFlags != nil {
-		c.AddFlags(fs)
+	if prefixed {
+		names := strings.Join(componentNames(cs), ",")
+		fs.StringVar(&enabled, "controllers", names, "comma-separated components to run, of "+names)
+	}
+	for _, c := range cs {
+		if c.AddFlags == nil {
+			continue
+		}
+		if !prefixed {
+			c.AddFlags(fs)
+			continue
+		}
+		own := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+		c.AddFlags(own)
+		own.VisitAll(func(fl *flag.Flag) { fs.Var(fl.Value, c.Name+"."+fl.Name, fl.Usage) })
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -92,34 +138,28 @@ func run(c Component, args []string) error {
 		return err
 	}
 	if *printVersion {
-		fmt.Println(version.String(c.Name))
+		fmt.Println(version.String(name))
 		return nil
 	}
-	for _, ns := range strings.Split(namespaces, ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			f.WatchNamespaces = append(f.WatchNamespaces, ns)
+	if prefixed {
+		var err error
+		if cs, err = choose(cs, enabled); err != nil {
+			return err
 		}
 	}
+	f.WatchNamespaces = splitList(namespaces)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-	log := ctrl.Log.WithName(c.Name)
+	log := ctrl.Log.WithName(name)
 
-	cacheOpts := cache.Options{ByObject: c.ByObject}
-	if len(f.WatchNamespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range f.WatchNamespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                        Scheme(),
-		Cache:                         cacheOpts,
-		Metrics:                       MetricsOptions(f.MetricsAddr, f.MetricsSecure),
-		HealthProbeBindAddress:        f.ProbeAddr,
-		LeaderElection:                f.LeaderElect,
-		LeaderElectionID:              "valkey-operator-" + c.Name,
-		LeaderElectionNamespace:       os.Getenv("POD_NAMESPACE"),
-		LeaderElectionReleaseOnCancel: true,
-	})
+	opts := ManagerOptions(f.WatchNamespaces)
+	opts.Metrics = MetricsOptions(f.MetricsAddr, f.MetricsSecure)
+	opts.HealthProbeBindAddress = f.ProbeAddr
+	opts.LeaderElection = f.LeaderElect
+	opts.LeaderElectionID = "valkey-operator-" + name
+	opts.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")
+	opts.LeaderElectionReleaseOnCancel = true
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = ptr.To(f.LeaseDuration), ptr.To(f.LeaseDuration*3/4), ptr.To(f.LeaseDuration/6)
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), opts)
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
@@ -130,17 +170,49 @@ func run(c Component, args []string) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := c.Setup(ctx, mgr, f); err != nil {
-		return fmt.Errorf("set up controllers: %w", err)
+	for _, c := range cs {
+		if err := c.Setup(ctx, mgr, f); err != nil {
+			return fmt.Errorf("set up %s: %w", c.Name, err)
+		}
 	}
-	log.Info("starting", "version", version.Version, "revision", version.Revision, "watchNamespaces", f.WatchNamespaces, "leaderElection", f.LeaderElect)
+	log.Info("starting", "version", version.Version, "revision", version.Revision, "components", componentNames(cs),
+		"watchNamespaces", f.WatchNamespaces, "leaderElection", f.LeaderElect)
 	return mgr.Start(ctx)
 }
 
-// ManagedSecrets restricts a cache to the Secrets the operator created, for components
-// that must not hold users' Secrets in memory.
-func ManagedSecrets() cache.ByObject {
-	return cache.ByObject{Label: ManagedBySelector()}
+// choose returns the components of cs named in the comma-separated list.
+func choose(cs []Component, list string) ([]Component, error) {
+	var out []Component
+	for _, n := range splitList(list) {
+		i := slices.IndexFunc(cs, func(c Component) bool { return c.Name == n })
+		if i < 0 {
+			return nil, fmt.Errorf("--controllers: no component %q (have %s)", n, strings.Join(componentNames(cs), ", "))
+		}
+		out = append(out, cs[i])
+	}
+	if len(out) == 0 {
+		return nil, errors.New("--controllers: no component chosen")
+	}
+	return out, nil
+}
+
+func componentNames(cs []Component) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // DefaultSecretPropagationDelay is how long the kubelet may take to bring a changed Secret

@@ -125,6 +125,10 @@ func Addr(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(Port)) }
 type Pool struct {
 	// DialTimeout bounds each dial (default 1 s): a dead pod must not hold a worker.
 	DialTimeout time.Duration
+	// MaxReplyBytes bounds what a connection reads back from a member (default
+	// valkey.DefaultMaxReplyBytes): a larger reply fails with an error wrapping
+	// valkey.ErrReplyTooLarge instead of growing the controller's memory.
+	MaxReplyBytes int64
 
 	mu      sync.Mutex
 	clients map[string]*entry
@@ -176,7 +180,8 @@ func (p *Pool) Client(ctx context.Context, addr string, cred Credentials) (*valk
 	if timeout == 0 {
 		timeout = time.Second
 	}
-	c, err := valkey.Dial(ctx, valkey.Options{Addr: addr, Username: cred.Username, Password: cred.Password, TLS: cred.TLS, DialTimeout: timeout})
+	c, err := valkey.Dial(ctx, valkey.Options{Addr: addr, Username: cred.Username, Password: cred.Password, TLS: cred.TLS,
+		DialTimeout: timeout, MaxReplyBytes: p.MaxReplyBytes})
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,20 @@ type MemberResult struct {
 	// Corrected are users of the file whose rules had been changed on the server and
 	// were put back in this pass.
 	Corrected []string
+	// TooLarge is set when the member answered a command with more than the controller
+	// reads (valkey.ErrReplyTooLarge): waiting a few seconds does not change that.
+	TooLarge *valkey.ReplyTooLargeError
+}
+
+// failed is the result of a member whose command failed: its client is dropped (a
+// network error or a refused reply leaves it unusable). what prefixes the error.
+func (r *Reconciler) failed(mc *memberConn, what string, err error) MemberResult {
+	r.Pool.Drop(mc.addr)
+	msg := err.Error()
+	if what != "" {
+		msg = what + ": " + msg
+	}
+	return MemberResult{Reachable: true, Message: msg, TooLarge: valkey.AsReplyTooLarge(err)}
 }
 
 // members returns the ValkeyNodes that have a pod IP, and the others.
@@ -184,8 +198,9 @@ func (r *Reconciler) applyMember(ctx context.Context, mc *memberConn, f File, re
 	c := mc.client
 	users, err := c.ACLUsers(ctx)
 	if err != nil {
-		r.Pool.Drop(mc.addr)
-		return MemberResult{Message: fmt.Sprintf("cannot list the server's users: %v", err)}
+		res := r.failed(mc, "cannot list the server's users", err)
+		res.Reachable = false
+		return res
 	}
 	marker := MarkerName(f.Revision)
 	var drifted []string
@@ -193,8 +208,7 @@ func (r *Reconciler) applyMember(ctx context.Context, mc *memberConn, f File, re
 		var known bool
 		drifted, known, err = r.drift(ctx, mc, f)
 		if err != nil {
-			r.Pool.Drop(mc.addr)
-			return MemberResult{Reachable: true, Message: fmt.Sprintf("cannot list the server's users: %v", err)}
+			return r.failed(mc, "cannot list the server's users", err)
 		}
 		if known && len(drifted) == 0 {
 			return MemberResult{Applied: true, Reachable: true, Message: "revision " + f.Revision + " is live"}
@@ -206,19 +220,16 @@ func (r *Reconciler) applyMember(ctx context.Context, mc *memberConn, f File, re
 	}
 	refused, err := r.checkOn(ctx, mc, f.Users)
 	if err != nil {
-		r.Pool.Drop(mc.addr)
-		return MemberResult{Reachable: true, Message: fmt.Sprintf("cannot check the users on the server: %v", err)}
+		return r.failed(mc, "cannot check the users on the server", err)
 	}
 	if len(refused) > 0 {
 		return MemberResult{Reachable: true, Refused: refused, Message: "the server refuses " + describeRefusals(refused)}
 	}
 	if err := transaction(ctx, c, f, users, removed); err != nil {
-		r.Pool.Drop(mc.addr)
-		return MemberResult{Reachable: true, Message: err.Error()}
+		return r.failed(mc, "", err)
 	}
 	if err := r.recordApplied(ctx, mc, f); err != nil {
-		r.Pool.Drop(mc.addr)
-		return MemberResult{Reachable: true, Message: fmt.Sprintf("cannot list the server's users: %v", err)}
+		return r.failed(mc, "cannot list the server's users", err)
 	}
 	msg := "revision " + f.Revision + " applied"
 	if len(drifted) > 0 {

@@ -9,11 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -159,7 +160,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		Named("acl").
 		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, restoredChanged(), watches.PausedChanged()))).
-		Owns(&corev1.Secret{}).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
 		WatchesRawSource(secrets).
 		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),
 			builder.WithPredicates(nodeChanged())).
@@ -242,6 +243,18 @@ func (s *scope) allApplied() bool {
 	return true
 }
 
+// pending reports whether a member does not run the file for a reason that passes
+// with a little time (a server catching up, a lost connection). A reply too large to
+// read does not pass that way: its member is looked at again at the resync period.
+func (s *scope) pending() bool {
+	for _, res := range s.results {
+		if !res.Applied && res.TooLarge == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // newScope reads what a pass needs: the system users (created if missing), the
 // published aclfile, the members, and a connection to each member that has a pod IP.
 func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*scope, error) {
@@ -297,10 +310,11 @@ func (r *Reconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster) (reco
 		}
 	}
 	s.outcome.Rotation = rotRes.describe
+	s.outcome.TooLarge = tooLargeReplies(s.results)
 	if err := r.report(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.requeue(s.allApplied(), rotRes), nil
+	return r.requeue(s.pending(), rotRes), nil
 }
 
 // reportDrift says, once per member and pass that found it, which users had been
@@ -319,9 +333,9 @@ func (r *Reconciler) reportDrift(ctx context.Context, vc *v1alpha1.ValkeyCluster
 
 // requeue picks the next pass: soon while a member is behind, when the rotation needs
 // it, or after the resync period.
-func (r *Reconciler) requeue(allApplied bool, rot rotationResult) reconcile.Result {
+func (r *Reconciler) requeue(pending bool, rot rotationResult) reconcile.Result {
 	after := r.resync()
-	if !allApplied {
+	if pending {
 		after = retryPending
 	}
 	if rot.after > 0 && rot.after < after {

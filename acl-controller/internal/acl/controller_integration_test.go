@@ -20,15 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/testsuite"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
@@ -67,16 +64,24 @@ type harness struct {
 	stop    context.CancelFunc
 	done    chan error
 	exp     *httptest.Server
+	// maxReply is the controller's reply budget (0: the default).
+	maxReply int64
 }
 
 const testDelay = 3 * time.Second
 
+// testResync is the resync period of the harness's controller.
+const testResync = 2 * time.Second
+
 // newHarness starts the controller in a namespace of its own; it stops when the
 // container that called newHarness ends.
-func newHarness() *harness {
+func newHarness() *harness { return newHarnessWith(0) }
+
+// newHarnessWith starts the controller with a reply budget of maxReply bytes.
+func newHarnessWith(maxReply int64) *harness {
 	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
-	h := &harness{c: c, servers: map[string]*valkeytest.Server{}, logs: suiteLogs}
+	h := &harness{c: c, servers: map[string]*valkeytest.Server{}, logs: suiteLogs, maxReply: maxReply}
 	h.ns = fmt.Sprintf("acl-%d", time.Now().UnixNano()%1e9)
 	h.dir = GinkgoT().TempDir()
 	DeferCleanup(func() {
@@ -100,21 +105,12 @@ func newHarness() *harness {
 // start runs a manager with a fresh reconciler (as after a restart).
 func (h *harness) start() {
 	GinkgoHelper()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 operator.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{h.ns: {}},
-			ByObject:          CacheByObject(),
-		},
-	})
+	mgr, err := testsuite.Manager(cfg, h.ns)
 	Expect(err).NotTo(HaveOccurred())
-	pool := &valkeyconn.Pool{DialTimeout: time.Second}
+	pool := &valkeyconn.Pool{DialTimeout: time.Second, MaxReplyBytes: h.maxReply}
 	r := &Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespaces: []string{h.ns}, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("acl-controller"),
-		Pool: pool, PropagationDelay: testDelay, Resync: 2 * time.Second,
+		Pool: pool, PropagationDelay: testDelay, Resync: testResync,
 		Addr: func(vn *v1alpha1.ValkeyNode) string {
 			if s, ok := h.servers[vn.Name]; ok {
 				return s.Addr()

@@ -15,6 +15,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/status"
+	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 // FieldManager is the field manager of everything this controller writes.
@@ -30,6 +31,20 @@ type renderOutcome struct {
 	Kept    map[string]bool
 	// Rotation describes a running rotation ("" when none).
 	Rotation string
+	// TooLarge are the members that answered with more than the controller reads, by
+	// ValkeyNode name.
+	TooLarge map[string]*valkey.ReplyTooLargeError
+}
+
+// tooLargeReplies collects the members whose reply was too large.
+func tooLargeReplies(results map[string]MemberResult) map[string]*valkey.ReplyTooLargeError {
+	out := map[string]*valkey.ReplyTooLargeError{}
+	for node, res := range results {
+		if res.TooLarge != nil {
+			out[node] = res.TooLarge
+		}
+	}
+	return out
 }
 
 // ACLReadyCondition computes the ACLReady condition of a cluster (pure).
@@ -42,11 +57,16 @@ func ACLReadyCondition(o renderOutcome, gen int64) metav1.Condition {
 	for _, name := range sortedKeys(o.Refused) {
 		parts = append(parts, fmt.Sprintf("user %s: refused by Valkey: %s (%s)", name, o.Refused[name], fallbackText(o.Kept[name])))
 	}
+	for _, node := range sortedKeys(o.TooLarge) {
+		parts = append(parts, o.TooLarge[node].Describe(node)+"; the controller cannot check that member's users until the reply fits")
+	}
 	switch {
 	case missing:
 		return conditions.New(v1alpha1.ConditionACLReady, false, v1alpha1.ReasonPasswordMissing, strings.Join(parts, "; "), gen)
-	case len(parts) > 0:
+	case len(o.Refused) > 0:
 		return conditions.New(v1alpha1.ConditionACLReady, false, v1alpha1.ReasonUserRefused, strings.Join(parts, "; "), gen)
+	case len(parts) > 0:
+		return conditions.New(v1alpha1.ConditionACLReady, false, v1alpha1.ReasonReplyTooLarge, strings.Join(parts, "; "), gen)
 	case o.Rotation != "":
 		return conditions.New(v1alpha1.ConditionACLReady, true, v1alpha1.ReasonRotating, o.Rotation, gen)
 	}

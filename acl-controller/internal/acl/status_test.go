@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 func TestACLReadyCondition(t *testing.T) {
@@ -31,12 +32,47 @@ func TestACLReadyCondition(t *testing.T) {
 			"user carol: refused by Valkey: c (it is left out); user zed: refused by Valkey: z (it is left out)"},
 		{"missing wins the reason", renderOutcome{Missing: []passwordProblem{{User: "a", Secret: "s", Key: "k"}}, Refused: Refusals{"b": "x"}}, metav1.ConditionFalse, v1alpha1.ReasonPasswordMissing,
 			"user a: Secret s has no key k (it is left out); user b: refused by Valkey: x (it is left out)"},
+		{"a reply too large, sorted by member", renderOutcome{Revision: "abc", TooLarge: map[string]*valkey.ReplyTooLargeError{
+			"vk-b": {Addr: "10.0.0.2:6379", Command: "ACL USERS", Limit: 8 << 20}, "vk-a": {Addr: "10.0.0.1:6379", Command: "ACL LIST", Limit: 8 << 20}}},
+			metav1.ConditionFalse, v1alpha1.ReasonReplyTooLarge,
+			"member vk-a answered ACL LIST with more than 8 MiB; the controller cannot check that member's users until the reply fits; " +
+				"member vk-b answered ACL USERS with more than 8 MiB; the controller cannot check that member's users until the reply fits"},
+		{"a refused user wins the reason over a reply too large", renderOutcome{Refused: Refusals{"b": "x"},
+			TooLarge: map[string]*valkey.ReplyTooLargeError{"vk-a": {Command: "ACL LIST", Limit: 64 << 10}}}, metav1.ConditionFalse, v1alpha1.ReasonUserRefused,
+			"user b: refused by Valkey: x (it is left out); member vk-a answered ACL LIST with more than 64 KiB; the controller cannot check that member's users until the reply fits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := ACLReadyCondition(tt.in, 3)
 			if c.Type != v1alpha1.ConditionACLReady || c.Status != tt.status || c.Reason != tt.reason || c.Message != tt.msg || c.ObservedGeneration != 3 {
 				t.Fatalf("got %s %s %q (gen %d)", c.Status, c.Reason, c.Message, c.ObservedGeneration)
+			}
+		})
+	}
+}
+
+// A member whose reply is too large is looked at again at the resync period, not at
+// the short retry of a member catching up.
+func TestRequeue(t *testing.T) {
+	r := &Reconciler{Resync: time.Minute}
+	tooLarge := MemberResult{Reachable: true, TooLarge: &valkey.ReplyTooLargeError{Command: "ACL LIST", Limit: 8 << 20}}
+	tests := []struct {
+		name    string
+		results map[string]MemberResult
+		rot     rotationResult
+		want    time.Duration
+	}{
+		{"all applied", map[string]MemberResult{"a": {Applied: true}}, rotationResult{}, time.Minute},
+		{"a member behind", map[string]MemberResult{"a": {Applied: true}, "b": {Message: "cannot reach"}}, rotationResult{}, retryPending},
+		{"a reply too large", map[string]MemberResult{"a": {Applied: true}, "b": tooLarge}, rotationResult{}, time.Minute},
+		{"a reply too large and a member behind", map[string]MemberResult{"a": tooLarge, "b": {}}, rotationResult{}, retryPending},
+		{"the rotation's next step comes first", map[string]MemberResult{"a": tooLarge}, rotationResult{after: time.Second}, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &scope{results: tt.results}
+			if got := r.requeue(s.pending(), tt.rot).RequeueAfter; got != tt.want {
+				t.Fatalf("requeue after %s, want %s", got, tt.want)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -24,7 +25,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/api/validation"
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/status"
@@ -43,7 +44,8 @@ const FieldOwner = "backup-controller"
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
@@ -60,8 +62,12 @@ const (
 	// requeueWait is the next look while something is expected without an event (a
 	// replica to sync).
 	requeueWait = 5 * time.Second
-	// requeueStore is the retry of a store that fails a deletion.
+	// requeueStore is the pause before a store Job that failed (a deletion, a
+	// manifest read) is tried again.
 	requeueStore = 30 * time.Second
+	// maxJobPods bounds the pods of a Job a pass reads: a Job of this controller runs
+	// one pod (backoffLimit 0).
+	maxJobPods = 4
 )
 
 // Env is what the reconcilers share.
@@ -72,8 +78,18 @@ type Env struct {
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
 	Jobs      JobSettings
+	// StoreRetryDelay is the pause before a failed store Job is tried again (0:
+	// requeueStore; tests shorten it).
+	StoreRetryDelay time.Duration
 	// Now is the clock (tests replace it).
 	Now func() time.Time
+}
+
+func (e *Env) storeRetryDelay() time.Duration {
+	if e.StoreRetryDelay > 0 {
+		return e.StoreRetryDelay
+	}
+	return requeueStore
 }
 
 func (e *Env) now() time.Time {
@@ -223,39 +239,60 @@ func (r *BackupReconciler) readCluster(ctx context.Context, s *backupScope) (tim
 	return 0, nil
 }
 
-// checkStore fails a backup whose store cannot be reached before any Job starts.
+// checkStore runs the probe Job before anything else (once): a store that refuses the
+// credentials or does not answer fails the backup before any server forks.
 func (r *BackupReconciler) checkStore(ctx context.Context, s *backupScope) (time.Duration, error) {
-	if len(s.jobs) > 0 || len(s.want.Shards) > 0 {
+	if len(s.want.Shards) > 0 {
 		return 0, nil
 	}
-	cfg, err := storeConfig(ctx, r.APIReader, s.vb.Namespace, &s.vb.Spec.ObjectStore)
-	var se *storeError
-	if errors.As(err, &se) {
-		s.fail(se.reason, "%s", se.Error())
+	probes := storeRuns(s.jobs, componentProbe)
+	if len(probes) == 0 {
+		if err := checkCredentials(ctx, r.APIReader, s.vb.Namespace, &s.vb.Spec.ObjectStore); err != nil {
+			return 0, s.failStore(err, "")
+		}
+		j := probeJob(r.Jobs, s.vb, s.vc.Spec.ImagePullSecrets)
+		if err := r.createJob(ctx, s.vb, j); err != nil {
+			return 0, err
+		}
+		s.waiting(v1alpha1.ReasonBackupInProgress, "checking the object store (Job %s)", j.Name)
+		s.stop = true
 		return 0, nil
 	}
+	run, err := readRun(ctx, r.APIReader, probes[len(probes)-1])
 	if err != nil {
 		return 0, err
 	}
-	bucket, err := objstore.Open(ctx, cfg)
-	if err == nil {
-		defer bucket.Close()
-		err = objstore.Probe(ctx, bucket, s.vb.Spec.ObjectStore.Prefix)
-	}
-	if err != nil {
-		reason := failedReason(objstore.Reason(err))
-		s.fail(reason, "the object store refused or did not answer: %s", storeMessage(err))
+	switch {
+	case run.state == jobRunning:
+		s.waiting(v1alpha1.ReasonBackupInProgress, "checking the object store (Job %s)", run.job.Name)
+		s.stop = true
+	case !run.ok:
+		s.fail(failedReason(run.reason), "the object store refused or did not answer: %s", run.message)
 	}
 	return 0, nil
 }
 
-// storeMessage keeps a store error short for a condition.
-func storeMessage(err error) string {
-	msg := err.Error()
-	if len(msg) > 400 {
-		msg = msg[:400] + "..."
+// failStore fails the backup on a credentials problem (a storeError), with what it
+// says after prefix; any other error is returned.
+func (s *backupScope) failStore(err error, prefix string) error {
+	var se *storeError
+	if !errors.As(err, &se) {
+		return err
 	}
-	return msg
+	s.fail(se.reason, "%s%s", prefix, se.Error())
+	return nil
+}
+
+// createJob creates a Job owned by owner (one that exists already is left as it is).
+func (e *Env) createJob(ctx context.Context, owner client.Object, j *batchv1.Job) error {
+	if err := controllerutil.SetControllerReference(owner, j, e.Scheme); err != nil {
+		return err
+	}
+	if err := e.Client.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create Job %s: %w", j.Name, err)
+	}
+	log.FromContext(ctx).Info("created a Job", "job", j.Name, "component", j.Labels[v1alpha1.LabelComponent])
+	return nil
 }
 
 // plan fixes the shards to back up, from the cluster's status, once every shard has
@@ -277,10 +314,10 @@ func (r *BackupReconciler) plan(_ context.Context, s *backupScope) (time.Duratio
 		s.waiting(v1alpha1.ReasonClusterNotReady, "waiting for every shard of %s to have a primary and the slots to be settled", vc.Name)
 		return requeueWait, nil
 	}
-	s.want.Path = objstore.BackupPath(s.vb.Spec.ObjectStore.Prefix, s.vb.Namespace, vc.Name, s.vb.Name, string(s.vb.UID))
+	s.want.Path = layout.BackupPath(s.vb.Spec.ObjectStore.Prefix, s.vb.Namespace, vc.Name, s.vb.Name, string(s.vb.UID))
 	for _, sh := range vc.Status.Shards {
 		s.want.Shards = append(s.want.Shards, v1alpha1.BackupShardStatus{
-			Index: sh.Index, Object: objstore.ShardObject(sh.Index), Slots: slices.Clone(sh.Slots), Phase: v1alpha1.BackupPending,
+			Index: sh.Index, Object: layout.ShardObject(sh.Index), Slots: slices.Clone(sh.Slots), Phase: v1alpha1.BackupPending,
 		})
 	}
 	s.want.Phase = v1alpha1.BackupRunning
@@ -378,11 +415,8 @@ func (r *BackupReconciler) startAttempt(ctx context.Context, s *backupScope, sh 
 		return false, fmt.Sprintf("shard %d waits for a replica in sync", sh.Index), nil
 	}
 	j := backupJob(r.Jobs, s.vb, s.vc, sh.Index, d.next, src, s.want.Path)
-	if err := controllerutil.SetControllerReference(s.vb, j, r.Scheme); err != nil {
+	if err := r.createJob(ctx, s.vb, j); err != nil {
 		return false, "", err
-	}
-	if err := r.Client.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
-		return false, "", fmt.Errorf("create Job %s: %w", j.Name, err)
 	}
 	sh.Attempts, sh.Source, sh.SourceRole = int32(d.next), src.node, string(src.role)
 	log.FromContext(ctx).Info("started a shard transfer", "shard", sh.Index, "attempt", d.next, "source", src.node, "role", src.role)
@@ -411,30 +445,90 @@ func (r *BackupReconciler) readAttempt(ctx context.Context, j *batchv1.Job) (att
 	return a, nil
 }
 
-// jobPods lists a Job's pods from the API server.
+// jobPods lists a Job's pods from the API server: at most maxJobPods, selected by the
+// Job's UID and controlled by it, so pods that only carry its labels cost nothing.
 func jobPods(ctx context.Context, r client.Reader, j *batchv1.Job) ([]corev1.Pod, error) {
 	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(j.Namespace), client.MatchingLabels{batchv1.JobNameLabel: j.Name}); err != nil {
+	if err := r.List(ctx, &pods, client.InNamespace(j.Namespace), client.Limit(maxJobPods),
+		client.MatchingLabels{batchv1.JobNameLabel: j.Name, batchv1.ControllerUidLabel: string(j.UID)}); err != nil {
 		return nil, fmt.Errorf("list pods of Job %s: %w", j.Name, err)
 	}
-	return pods.Items, nil
+	out := pods.Items[:0]
+	for _, p := range pods.Items {
+		if metav1.IsControlledBy(&p, j) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
 }
 
-// writeManifest completes a backup whose shards are all in the store.
+// writeManifest completes a backup whose shards are all in the store: the manifest
+// goes into a ConfigMap of the backup, which a Job writes into the store; the backup
+// is Completed when that Job succeeded. A failed Job is tried again, at most
+// MaxManifestAttempts times; then the backup fails.
 func (r *BackupReconciler) writeManifest(ctx context.Context, s *backupScope) (time.Duration, error) {
-	m := objstore.Manifest{Namespace: s.vb.Namespace, Cluster: s.vc.Name, Backup: s.vb.Name, CompletedAt: r.now().UTC()}
-	if s.want.StartTime != nil {
-		m.StartedAt = s.want.StartTime.UTC()
+	m := manifestOf(s.vb, s.want, r.now())
+	runs := storeRuns(s.jobs, componentManifest)
+	var last storeRun
+	if len(runs) > 0 {
+		var err error
+		if last, err = readRun(ctx, r.APIReader, runs[len(runs)-1]); err != nil {
+			return 0, err
+		}
 	}
-	var size, keys int64
+	switch {
+	case len(runs) > 0 && last.state == jobRunning:
+		s.waiting(v1alpha1.ReasonBackupInProgress, "every shard is in the store; writing the manifest (Job %s)", last.job.Name)
+		s.stop = true
+		return 0, nil
+	case len(runs) > 0 && last.ok:
+		done := metav1.NewTime(r.now())
+		if c := last.job.Status.CompletionTime; c != nil {
+			done = *c
+		}
+		s.want.Phase, s.want.CompletionTime = v1alpha1.BackupCompleted, &done
+		s.want.Size, s.want.Keys, s.want.ValkeyVersion = sumSize(m), sumKeys(m), m.ValkeyVersion
+		s.message = fmt.Sprintf("%d shards, %d keys, %d bytes in %s", len(m.Shards), s.want.Keys, s.want.Size, s.want.Path)
+		r.event(s.vb, false, "Completed", "Backup", "backup of %s completed: %s", s.vb.Spec.ClusterName, s.message)
+		return 0, nil
+	case len(runs) > 0 && last.n >= MaxManifestAttempts:
+		s.fail(failedReason(last.reason), "the snapshots are in the store, but the manifest could not be written (%d attempts): %s", last.n, last.message)
+		return 0, nil
+	case len(runs) > 0:
+		r.event(s.vb, true, "Retrying", "Backup", "writing the manifest failed (%s: %s); trying again", last.reason, last.message)
+	}
+	if err := checkCredentials(ctx, r.APIReader, s.vb.Namespace, &s.vb.Spec.ObjectStore); err != nil {
+		return 0, s.failStore(err, "the snapshots are in the store, but the manifest cannot be written: ")
+	}
+	body, err := layout.EncodeManifest(m)
+	if err != nil {
+		s.fail(v1alpha1.ReasonTransferFailed, "the snapshots are in the store, but the manifest cannot be written: %s", err.Error())
+		return 0, nil
+	}
+	if err := r.ensureManifestConfigMap(ctx, s.vb, body); err != nil {
+		return 0, err
+	}
+	j := manifestJob(r.Jobs, s.vb, s.want.Path, s.vc.Spec.ImagePullSecrets, last.n+1)
+	if err := r.createJob(ctx, s.vb, j); err != nil {
+		return 0, err
+	}
+	s.waiting(v1alpha1.ReasonBackupInProgress, "every shard is in the store; writing the manifest (Job %s)", j.Name)
+	s.stop = true
+	return 0, nil
+}
+
+// manifestOf is the manifest of a backup whose shards are all in the store (st).
+func manifestOf(vb *v1alpha1.ValkeyBackup, st v1alpha1.ValkeyBackupStatus, now time.Time) layout.Manifest {
+	m := layout.Manifest{Namespace: vb.Namespace, Cluster: vb.Spec.ClusterName, Backup: vb.Name, CompletedAt: now.UTC()}
+	if st.StartTime != nil {
+		m.StartedAt = st.StartTime.UTC()
+	}
 	var version valkey.Version
-	for _, sh := range s.want.Shards {
-		m.Shards = append(m.Shards, objstore.ManifestShard{
+	for _, sh := range st.Shards {
+		m.Shards = append(m.Shards, layout.ManifestShard{
 			Index: sh.Index, Object: sh.Object, Size: sh.Size, SHA256: strings.TrimPrefix(sh.Checksum, "sha256:"), Keys: sh.Keys,
 			Slots: sh.Slots, RDBVersion: int(sh.RDBVersion), ValkeyVersion: sh.ValkeyVersion, Source: sh.Source, SourceRole: sh.SourceRole,
 		})
-		size += sh.Size
-		keys += sh.Keys
 		if v, err := valkey.ParseVersion(sh.ValkeyVersion); err == nil && versionLess(version, v) {
 			version = v
 		}
@@ -442,30 +536,40 @@ func (r *BackupReconciler) writeManifest(ctx context.Context, s *backupScope) (t
 	if version.Major > 0 {
 		m.ValkeyVersion = version.String()
 	}
-	cfg, err := storeConfig(ctx, r.APIReader, s.vb.Namespace, &s.vb.Spec.ObjectStore)
-	var se *storeError
-	if errors.As(err, &se) {
-		s.fail(se.reason, "the snapshots are in the store, but the manifest cannot be written: %s", se.Error())
-		return 0, nil
+	return m
+}
+
+func sumSize(m layout.Manifest) (n int64) {
+	for _, sh := range m.Shards {
+		n += sh.Size
 	}
-	if err != nil {
-		return 0, err
+	return n
+}
+
+func sumKeys(m layout.Manifest) (n int64) {
+	for _, sh := range m.Shards {
+		n += sh.Keys
 	}
-	bucket, err := objstore.Open(ctx, cfg)
-	if err != nil {
-		return 0, err
+	return n
+}
+
+// ensureManifestConfigMap creates the ConfigMap that carries the manifest to its Job,
+// owned by the backup and immutable: the manifest a retried Job writes is the one the
+// first attempt had.
+func (r *BackupReconciler) ensureManifestConfigMap(ctx context.Context, vb *v1alpha1.ValkeyBackup, body []byte) error {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: manifestConfigMapName(vb), Namespace: vb.Namespace, Labels: jobLabels(vb.Spec.ClusterName, componentManifest)},
+		Data:       map[string]string{manifestKey: string(body)},
+		Immutable:  ptr.To(true),
 	}
-	defer bucket.Close()
-	if err := objstore.WriteManifest(ctx, bucket, s.want.Path, m); err != nil {
-		s.waiting(v1alpha1.ReasonBackupInProgress, "writing the manifest: %s", storeMessage(err))
-		return requeueWait, nil
+	cm.Labels[v1alpha1.LabelBackup] = vb.Name
+	if err := controllerutil.SetControllerReference(vb, cm, r.Scheme); err != nil {
+		return err
 	}
-	now := metav1.NewTime(r.now())
-	s.want.Phase, s.want.CompletionTime = v1alpha1.BackupCompleted, &now
-	s.want.Size, s.want.Keys, s.want.ValkeyVersion = size, keys, m.ValkeyVersion
-	s.message = fmt.Sprintf("%d shards, %d keys, %d bytes in %s", len(m.Shards), keys, size, s.want.Path)
-	r.event(s.vb, false, "Completed", "Backup", "backup of %s completed: %s", s.vc.Name, s.message)
-	return 0, nil
+	if err := r.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create ConfigMap %s: %w", cm.Name, err)
+	}
+	return nil
 }
 
 func versionLess(a, b valkey.Version) bool {
@@ -494,30 +598,18 @@ func (r *BackupReconciler) writeBackupStatus(ctx context.Context, s *backupScope
 	return status.Apply(ctx, r.Client, FieldOwner, s.vb, v1alpha1.GroupVersion.WithKind("ValkeyBackup"), st)
 }
 
-// finalize deletes a Delete-policy backup's objects, manifest first, then lets go.
+// finalize deletes a Delete-policy backup's objects through a Job, manifest first, then
+// lets the backup go. The finalizer is held while a deletion Job runs, and released
+// once one succeeded, once MaxDeleteAttempts failed (an ObjectsLeft Warning says the
+// objects stay), when the store's credentials are gone, or when the namespace goes.
 func (r *BackupReconciler) finalize(ctx context.Context, vb *v1alpha1.ValkeyBackup) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(vb, v1alpha1.FinalizerBackupObjects) {
 		return ctrl.Result{}, nil
 	}
 	if vb.Spec.DeletionPolicyOrDefault() == v1alpha1.BackupDelete && vb.Status.Path != "" {
-		cfg, err := storeConfig(ctx, r.APIReader, vb.Namespace, &vb.Spec.ObjectStore)
-		var se *storeError
-		switch {
-		case errors.As(err, &se):
-			r.event(vb, true, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted (%s): they stay in the store", vb.Status.Path, se.Error())
-		case err != nil:
-			return ctrl.Result{}, err
-		default:
-			if err := deleteObjects(ctx, cfg, vb.Status.Path); err != nil {
-				if !r.namespaceDeleted(ctx, vb.Namespace) {
-					r.event(vb, true, "DeleteFailed", "Delete", "deleting the objects of %s failed, retrying: %s", vb.Status.Path, storeMessage(err))
-					return ctrl.Result{RequeueAfter: requeueStore}, nil
-				}
-				// The namespace goes (perhaps with the store): do not hold it forever.
-				r.event(vb, true, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted while the namespace goes (%s): they stay in the store", vb.Status.Path, storeMessage(err))
-				break
-			}
-			r.event(vb, false, "Deleted", "Delete", "the objects of %s were deleted", vb.Status.Path)
+		done, wait, err := r.deleteObjects(ctx, vb)
+		if err != nil || !done {
+			return ctrl.Result{RequeueAfter: wait}, err
 		}
 	}
 	controllerutil.RemoveFinalizer(vb, v1alpha1.FinalizerBackupObjects)
@@ -527,6 +619,67 @@ func (r *BackupReconciler) finalize(ctx context.Context, vb *v1alpha1.ValkeyBack
 	return ctrl.Result{}, nil
 }
 
+// deleteObjects drives the deletion Jobs of a backup; done says the finalizer may go.
+func (r *BackupReconciler) deleteObjects(ctx context.Context, vb *v1alpha1.ValkeyBackup) (done bool, wait time.Duration, err error) {
+	var list batchv1.JobList
+	if err := r.Client.List(ctx, &list, client.InNamespace(vb.Namespace), client.MatchingLabels{v1alpha1.LabelBackup: vb.Name}); err != nil {
+		return false, 0, fmt.Errorf("list Jobs: %w", err)
+	}
+	var owned []batchv1.Job
+	for _, j := range list.Items {
+		if metav1.IsControlledBy(&j, vb) {
+			owned = append(owned, j)
+		}
+	}
+	var last storeRun
+	if runs := storeRuns(owned, componentDelete); len(runs) > 0 {
+		if last, err = readRun(ctx, r.APIReader, runs[len(runs)-1]); err != nil {
+			return false, 0, err
+		}
+	}
+	switch {
+	case last.job != nil && last.state == jobRunning:
+		return false, 0, nil
+	case last.job != nil && last.ok:
+		r.event(vb, false, "Deleted", "Delete", "the %d objects of %s were deleted", last.result.Objects, vb.Status.Path)
+		return true, 0, nil
+	case last.job != nil && last.n >= MaxDeleteAttempts:
+		r.event(vb, true, "ObjectsLeft", "Delete", "deleting the objects of %s failed %d times (%s: %s): they stay in the store", vb.Status.Path, last.n, last.reason, last.message)
+		return true, 0, nil
+	}
+	if r.namespaceDeleted(ctx, vb.Namespace) {
+		// No Job starts in a namespace that goes (perhaps with the store): do not hold it.
+		r.event(vb, true, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted while the namespace goes: they stay in the store", vb.Status.Path)
+		return true, 0, nil
+	}
+	if last.job != nil {
+		if w := retryIn(last, r.storeRetryDelay(), r.now()); w > 0 {
+			return false, w, nil
+		}
+		r.event(vb, true, "DeleteFailed", "Delete", "deleting the objects of %s failed (%s: %s); attempt %d of %d", vb.Status.Path, last.reason, last.message, last.n+1, MaxDeleteAttempts)
+	}
+	if err := checkCredentials(ctx, r.APIReader, vb.Namespace, &vb.Spec.ObjectStore); err != nil {
+		var se *storeError
+		if !errors.As(err, &se) {
+			return false, 0, err
+		}
+		r.event(vb, true, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted (%s): they stay in the store", vb.Status.Path, se.Error())
+		return true, 0, nil
+	}
+	var pullSecrets []corev1.LocalObjectReference
+	vc := &v1alpha1.ValkeyCluster{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: vb.Namespace, Name: vb.Spec.ClusterName}, vc); err == nil {
+		pullSecrets = vc.Spec.ImagePullSecrets
+	}
+	if err := r.createJob(ctx, vb, deleteJob(r.Jobs, vb, vb.Status.Path, pullSecrets, last.n+1)); err != nil {
+		if apierrors.IsForbidden(err) && r.namespaceDeleted(ctx, vb.Namespace) {
+			return false, time.Millisecond, nil
+		}
+		return false, 0, err
+	}
+	return false, 0, nil
+}
+
 // namespaceDeleted reports whether namespace is being deleted.
 func (r *BackupReconciler) namespaceDeleted(ctx context.Context, namespace string) bool {
 	var ns corev1.Namespace
@@ -534,13 +687,4 @@ func (r *BackupReconciler) namespaceDeleted(ctx context.Context, namespace strin
 		return apierrors.IsNotFound(err)
 	}
 	return !ns.DeletionTimestamp.IsZero()
-}
-
-func deleteObjects(ctx context.Context, cfg objstore.Config, dir string) error {
-	bucket, err := objstore.Open(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer bucket.Close()
-	return objstore.DeleteBackup(ctx, bucket, dir)
 }

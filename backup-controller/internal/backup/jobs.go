@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,8 +15,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/job"
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
 
@@ -32,6 +33,7 @@ const (
 	containerFetch  = "fetch"
 	containerServer = "server"
 	containerLoad   = "load"
+	containerStore  = "store"
 )
 
 // privatePort is the port of a restore pod's private server (on loopback only).
@@ -41,8 +43,22 @@ const privatePort = 6380
 type JobSettings struct {
 	// Image is the operator image; its /usr/local/bin/backup-controller runs the Jobs.
 	Image string
-	// Deadline bounds each Job (activeDeadlineSeconds).
+	// DeadlineSeconds bounds each backup and restore Job (activeDeadlineSeconds).
 	DeadlineSeconds int64
+	// StoreDeadlineSeconds bounds each store Job: probe, manifest write and read,
+	// deletion (0: DefaultStoreDeadline).
+	StoreDeadlineSeconds int64
+}
+
+// DefaultStoreDeadline bounds a store Job unless JobSettings say otherwise: time for the
+// pod to start and for the step's own timeout (2 minutes) with a margin.
+const DefaultStoreDeadline = 5 * time.Minute
+
+func (s JobSettings) storeDeadline() int64 {
+	if s.StoreDeadlineSeconds > 0 {
+		return s.StoreDeadlineSeconds
+	}
+	return int64(DefaultStoreDeadline / time.Second)
 }
 
 func (s JobSettings) command() string { return "/usr/local/bin/backup-controller" }
@@ -114,9 +130,9 @@ func userPassword(vc *v1alpha1.ValkeyCluster, user string) (corev1.Volume, corev
 
 // backupJob builds the Job that takes one shard's snapshot from src into the store.
 func backupJob(s JobSettings, vb *v1alpha1.ValkeyBackup, vc *v1alpha1.ValkeyCluster, shard int32, attempt int, src source, dir string) *batchv1.Job {
-	args := []string{job.CmdBackup,
+	args := []string{jobapi.CmdBackup,
 		"--addr=" + valkeyconn.Addr(src.ip), "--role=" + string(src.role),
-		"--object=" + path.Join(dir, objstore.ShardObject(shard)), "--password-file=" + passwordFile}
+		"--object=" + path.Join(dir, layout.ShardObject(shard)), "--password-file=" + passwordFile}
 	args = append(args, storeArgs(&vb.Spec.ObjectStore)...)
 	tlsArgs, volumes, mounts := clusterTLS(vc)
 	args = append(args, tlsArgs...)
@@ -161,14 +177,15 @@ func backupJob(s JobSettings, vb *v1alpha1.ValkeyBackup, vc *v1alpha1.ValkeyClus
 	return j
 }
 
-// restoreJob builds the Job that restores one backed-up shard into the cluster: fetch
-// (verified), a private valkey-server of the cluster's image loading it (a native
-// sidecar, on loopback), and load (every key into the cluster).
-func restoreJob(s JobSettings, vc *v1alpha1.ValkeyCluster, store *v1alpha1.ObjectStoreSpec, dir string, sh objstore.ManifestShard) *batchv1.Job {
-	fetchArgs := []string{job.CmdRestoreFetch, "--object=" + path.Join(dir, sh.Object),
-		"--size=" + strconv.FormatInt(sh.Size, 10), "--sha256=" + sh.SHA256, "--out=" + mountData + "/dump.rdb"}
+// restoreJob builds the Job that restores the backed-up shard of the backup at dir (sum is
+// its manifest's summary) into the cluster: fetch (it reads the manifest itself, and the
+// shard's snapshot, verified), a private valkey-server of the cluster's image loading it
+// (a native sidecar, on loopback), and load (every key into the cluster).
+func restoreJob(s JobSettings, vc *v1alpha1.ValkeyCluster, store *v1alpha1.ObjectStoreSpec, dir string, shard int32, sum layout.Summary) *batchv1.Job {
+	fetchArgs := []string{jobapi.CmdRestoreFetch, "--dir=" + dir, "--shard=" + strconv.Itoa(int(shard)),
+		"--shards=" + strconv.Itoa(int(sum.Shards)), "--out=" + mountData + "/dump.rdb"}
 	fetchArgs = append(fetchArgs, storeArgs(store)...)
-	loadArgs := []string{job.CmdRestoreLoad, "--source=127.0.0.1:" + strconv.Itoa(privatePort),
+	loadArgs := []string{jobapi.CmdRestoreLoad, "--source=127.0.0.1:" + strconv.Itoa(privatePort),
 		"--cluster=" + clusterAddr(vc), "--password-file=" + passwordFile}
 	tlsArgs, volumes, tlsMounts := clusterTLS(vc)
 	loadArgs = append(loadArgs, tlsArgs...)
@@ -179,16 +196,16 @@ func restoreJob(s JobSettings, vc *v1alpha1.ValkeyCluster, store *v1alpha1.Objec
 	volumes = append(append(volumes, pv, data), sv...)
 	labels := jobLabels(vc.Name, "restore")
 	labels[v1alpha1.LabelRestore] = vc.Name
-	labels[v1alpha1.LabelShardIndex] = strconv.Itoa(int(sh.Index))
+	labels[v1alpha1.LabelShardIndex] = strconv.Itoa(int(shard))
 	// The private server holds the shard's whole data set: ask for about twice the
-	// snapshot's size (its memory footprint), without a limit.
-	mem := resource.NewQuantity(max(64<<20, 2*sh.Size), resource.BinarySI)
+	// largest snapshot's size (its memory footprint), without a limit.
+	mem := resource.NewQuantity(max(64<<20, 2*sum.MaxObjectSize), resource.BinarySI)
 	small := corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 	}
 	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: restoreJobName(vc.Name, sh.Index), Namespace: vc.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: restoreJobName(vc.Name, shard), Namespace: vc.Namespace, Labels: labels},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](0),
 			ActiveDeadlineSeconds: ptr.To(s.DeadlineSeconds),
@@ -263,18 +280,29 @@ func failureMessage(j *batchv1.Job) (string, string) {
 	for _, c := range j.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
 			if c.Reason == "DeadlineExceeded" {
-				return v1alpha1.ReasonDeadlineExceeded, "the Job ran out of time (" + strings.TrimSpace(c.Message) + ")"
+				return v1alpha1.ReasonDeadlineExceeded, jobapi.CleanMessage("the Job ran out of time (" + strings.TrimSpace(c.Message) + ")")
 			}
-			return v1alpha1.ReasonTransferFailed, fmt.Sprintf("Job %s failed: %s %s", j.Name, c.Reason, c.Message)
+			return v1alpha1.ReasonTransferFailed, jobapi.CleanMessage(fmt.Sprintf("Job %s failed: %s %s", j.Name, c.Reason, c.Message))
 		}
 	}
 	return v1alpha1.ReasonTransferFailed, "Job " + j.Name + " failed"
 }
 
+// finishedAt is when a Job finished (its terminal condition's time), zero while it runs.
+func finishedAt(j *batchv1.Job) time.Time {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
+
 // resultOf finds the Result a Job's pod left in a termination message: the first
-// failure among containers, or else the success of the last of them.
-func resultOf(pods []corev1.Pod, containers ...string) (job.Result, bool) {
-	var ok job.Result
+// failure among containers, or else the success of the last of them. A message that is
+// not a Result (too long, not JSON, a reason that is no word) counts as none.
+func resultOf(pods []corev1.Pod, containers ...string) (jobapi.Result, bool) {
+	var ok jobapi.Result
 	found := false
 	for _, p := range pods {
 		statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
@@ -282,7 +310,7 @@ func resultOf(pods []corev1.Pod, containers ...string) (job.Result, bool) {
 			if !slices.Contains(containers, cs.Name) || cs.State.Terminated == nil || cs.State.Terminated.Message == "" {
 				continue
 			}
-			r, err := job.ParseResult(cs.State.Terminated.Message)
+			r, err := jobapi.ParseResult(cs.State.Terminated.Message)
 			if err != nil {
 				continue
 			}

@@ -6,8 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/job"
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 )
 
@@ -57,7 +56,7 @@ type attempt struct {
 	node   string
 	role   string
 	state  jobState
-	result job.Result
+	result jobapi.Result
 	// hasResult: the pod left a Result.
 	hasResult bool
 	// failReason, failMessage: why the Job failed when it left no Result.
@@ -83,7 +82,7 @@ type shardDecision struct {
 	action  shardAction
 	next    int
 	exclude map[string]bool
-	result  job.Result
+	result  jobapi.Result
 	last    *attempt
 	reason  string
 	message string
@@ -91,8 +90,8 @@ type shardDecision struct {
 
 // retriable are the Result reasons a new attempt (on another member) may fix.
 var retriable = map[string]bool{
-	job.ReasonSourceLost: true, job.ReasonSourceNotInSync: true, job.ReasonAuthFailed: true,
-	objstore.ReasonUnreachable: true, v1alpha1.ReasonTransferFailed: true,
+	jobapi.ReasonSourceLost: true, jobapi.ReasonSourceNotInSync: true, jobapi.ReasonAuthFailed: true,
+	jobapi.ReasonStoreUnreachable: true, v1alpha1.ReasonTransferFailed: true,
 }
 
 // decideShard decides from a shard's attempts (any order).
@@ -135,11 +134,11 @@ func decideShard(attempts []attempt) shardDecision {
 // failedReason maps a Job's reason onto the Failed condition's.
 func failedReason(r string) string {
 	switch r {
-	case job.ReasonSourceLost, job.ReasonSourceNotInSync:
+	case jobapi.ReasonSourceLost, jobapi.ReasonSourceNotInSync:
 		return v1alpha1.ReasonSourceLost
-	case objstore.ReasonAccessDenied:
+	case jobapi.ReasonAccessDenied:
 		return v1alpha1.ReasonAccessDenied
-	case objstore.ReasonUnreachable, objstore.ReasonNotFound:
+	case jobapi.ReasonStoreUnreachable, jobapi.ReasonNotFound:
 		return v1alpha1.ReasonStoreUnreachable
 	case v1alpha1.ReasonDeadlineExceeded:
 		return r

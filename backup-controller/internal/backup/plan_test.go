@@ -5,14 +5,15 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/api/validation"
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/job"
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 )
 
 func member(name string, shard int32, role v1alpha1.Role, synced bool, mutate ...func(*v1alpha1.ValkeyNode)) v1alpha1.ValkeyNode {
@@ -74,9 +75,9 @@ func TestChooseSource(t *testing.T) {
 }
 
 func TestDecideShard(t *testing.T) {
-	okResult := job.Result{SHA256: "ab", Size: 10}
-	lost := job.Result{Reason: job.ReasonSourceLost, Message: "link broke"}
-	denied := job.Result{Reason: objstore.ReasonAccessDenied, Message: "403"}
+	okResult := jobapi.Result{SHA256: "ab", Size: 10}
+	lost := jobapi.Result{Reason: jobapi.ReasonSourceLost, Message: "link broke"}
+	denied := jobapi.Result{Reason: jobapi.ReasonAccessDenied, Message: "403"}
 	cases := []struct {
 		name     string
 		attempts []attempt
@@ -183,9 +184,9 @@ func TestRetentionVictims(t *testing.T) {
 }
 
 func TestRestoreOutcome(t *testing.T) {
-	m := objstore.Manifest{Shards: []objstore.ManifestShard{{Index: 0, Keys: 10}, {Index: 1, Keys: 5}}}
+	m := layout.Summary{Shards: 2, Keys: 15}
 	done := func(n int64) restoreJobView {
-		return restoreJobView{state: jobSucceeded, hasResult: true, result: job.Result{Restored: n}}
+		return restoreJobView{state: jobSucceeded, hasResult: true, result: jobapi.Result{Restored: n}}
 	}
 	cases := []struct {
 		name   string
@@ -197,9 +198,9 @@ func TestRestoreOutcome(t *testing.T) {
 		{name: "running", views: map[int32]restoreJobView{0: done(10), 1: {state: jobRunning}}, reason: v1alpha1.ReasonRestoreInProgress},
 		{name: "all done", views: map[int32]restoreJobView{0: done(10), 1: done(5)}, status: true, reason: v1alpha1.ReasonRestored, final: true},
 		{name: "checksum", final: true, reason: v1alpha1.ReasonChecksumMismatch, views: map[int32]restoreJobView{0: done(10),
-			1: {state: jobFailed, hasResult: true, result: job.Result{Reason: job.ReasonChecksumMismatch, Message: "bad"}}}},
+			1: {state: jobFailed, hasResult: true, result: jobapi.Result{Reason: jobapi.ReasonChecksumMismatch, Message: "bad"}}}},
 		{name: "missing object", final: true, reason: v1alpha1.ReasonNotFound, views: map[int32]restoreJobView{0: done(10),
-			1: {state: jobFailed, hasResult: true, result: job.Result{Reason: objstore.ReasonNotFound}}}},
+			1: {state: jobFailed, hasResult: true, result: jobapi.Result{Reason: jobapi.ReasonNotFound}}}},
 		{name: "failed without result", final: true, reason: v1alpha1.ReasonRestoreFailed, views: map[int32]restoreJobView{0: done(10),
 			1: {state: jobFailed, message: "deadline"}}},
 	}
@@ -219,8 +220,8 @@ func TestVersionsLoad(t *testing.T) {
 		vn.Status.Version = v
 		return vn
 	}
-	m9 := objstore.Manifest{Shards: []objstore.ManifestShard{{Index: 0, RDBVersion: 80, ValkeyVersion: "9.1.2"}}}
-	m8 := objstore.Manifest{Shards: []objstore.ManifestShard{{Index: 0, RDBVersion: 11, ValkeyVersion: "8.1.1"}}}
+	m9 := layout.Summary{Shards: 1, RDBVersion: 80, ValkeyVersion: "9.1.2"}
+	m8 := layout.Summary{Shards: 1, RDBVersion: 11, ValkeyVersion: "8.1.1"}
 	if ok, msg := versionsLoad(m9, []v1alpha1.ValkeyNode{node("8.0.1"), node("9.1.2")}); ok || !strings.Contains(msg, "loads RDB formats up to 11") {
 		t.Errorf("9.1 backup into a cluster with an 8.0 member: %v %s", ok, msg)
 	}
@@ -284,7 +285,7 @@ func TestRestoreJob(t *testing.T) {
 	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
 	vc.Spec.Image = "valkey/valkey:8.0.1"
 	store := &v1alpha1.ObjectStoreSpec{S3: &v1alpha1.S3Spec{Bucket: "bkt", Credentials: v1alpha1.S3Credentials{SecretName: "creds"}}}
-	j := restoreJob(JobSettings{Image: "op:1", DeadlineSeconds: 60}, vc, store, "p/b-1", objstore.ManifestShard{Index: 1, Object: "shard-1.rdb", Size: 1 << 30, SHA256: strings.Repeat("a", 64)})
+	j := restoreJob(JobSettings{Image: "op:1", DeadlineSeconds: 60}, vc, store, "p/b-1", 1, layout.Summary{Shards: 2, MaxObjectSize: 1 << 30})
 	pod := j.Spec.Template.Spec
 	if j.Spec.Template.Labels[v1alpha1.LabelName] == v1alpha1.AppName {
 		t.Error("a restore Job's pod has the members' labels")
@@ -297,7 +298,10 @@ func TestRestoreJob(t *testing.T) {
 		t.Errorf("the private server is not a sidecar of the cluster's image: %+v", server)
 	}
 	if got := server.Resources.Requests.Memory().Value(); got != 2<<30 {
-		t.Errorf("private server memory request %d, want twice the snapshot", got)
+		t.Errorf("private server memory request %d, want twice the largest snapshot", got)
+	}
+	if args := strings.Join(pod.InitContainers[0].Args, " "); args != "restore-fetch --dir=p/b-1 --shard=1 --shards=2 --out=/data/dump.rdb --bucket=bkt --region=us-east-1" {
+		t.Errorf("fetch args %q: the fetch reads the manifest of the backup for its shard", args)
 	}
 	if !strings.Contains(strings.Join(server.Args, " "), "--bind 127.0.0.1") {
 		t.Errorf("the private server listens beyond loopback: %v", server.Args)
@@ -380,5 +384,88 @@ func TestScheduleDeferredWhilePaused(t *testing.T) {
 	resumed := nextTick(hourly, t0, t0.Add(150*time.Minute), false, false)
 	if resumed.create == nil || resumed.create.Format("15:04") != "12:00" {
 		t.Errorf("after the resume: %+v, want the 12:00 backup created", resumed)
+	}
+}
+
+func TestDecideManifestRead(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	job := func(n int) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: readManifestJobName("vk", n)}}
+	}
+	failedRun := func(n int, reason string, ago time.Duration) storeRun {
+		return storeRun{job: job(n), n: n, state: jobFailed, reason: reason, message: "m", finished: now.Add(-ago)}
+	}
+	running := func(n int) storeRun { return storeRun{job: job(n), n: n, state: jobRunning} }
+	sum := &layout.Summary{Shards: 2}
+	cases := []struct {
+		name    string
+		runs    []storeRun
+		start   int
+		remove  int
+		reason  string
+		final   bool
+		wait    time.Duration
+		summary bool
+	}{
+		{name: "nothing yet: the first Job", start: 1, reason: v1alpha1.ReasonRestoreInProgress},
+		{name: "the first Job runs", runs: []storeRun{running(1)}, reason: v1alpha1.ReasonRestoreInProgress},
+		{name: "read: the summary", runs: []storeRun{{job: job(1), n: 1, state: jobSucceeded, ok: true, result: jobapi.Result{Manifest: sum}}}, summary: true},
+		{name: "succeeded without a summary: tried again", runs: []storeRun{{job: job(1), n: 1, state: jobSucceeded, ok: true, finished: now.Add(-time.Minute)}},
+			start: 2, reason: v1alpha1.ReasonRestoreInProgress},
+		{name: "missing, just now: NotFound, wait", runs: []storeRun{failedRun(1, jobapi.ReasonNotFound, 10*time.Second)},
+			reason: v1alpha1.ReasonNotFound, wait: 20 * time.Second},
+		{name: "missing, a while ago: the next Job", runs: []storeRun{failedRun(1, jobapi.ReasonNotFound, time.Minute)},
+			start: 2, reason: v1alpha1.ReasonNotFound},
+		{name: "the next Job runs: the last failure still speaks", runs: []storeRun{failedRun(1, jobapi.ReasonAccessDenied, time.Minute), running(2)},
+			reason: v1alpha1.ReasonAccessDenied},
+		{name: "third attempt: the oldest goes", runs: []storeRun{failedRun(1, jobapi.ReasonNotFound, 2*time.Minute), failedRun(2, jobapi.ReasonStoreUnreachable, time.Minute)},
+			start: 3, remove: 1, reason: v1alpha1.ReasonStoreUnreachable},
+		{name: "unreadable: final", runs: []storeRun{failedRun(1, jobapi.ReasonChecksumMismatch, time.Hour)},
+			reason: v1alpha1.ReasonChecksumMismatch, final: true},
+		{name: "out of time: tried again", runs: []storeRun{failedRun(1, v1alpha1.ReasonDeadlineExceeded, time.Minute)},
+			start: 2, reason: v1alpha1.ReasonRestoreInProgress},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := decideManifestRead(c.runs, "p/b", 30*time.Second, now)
+			if (d.summary != nil) != c.summary || d.start != c.start || len(d.remove) != c.remove ||
+				(!c.summary && (d.state.reason != c.reason || d.state.final != c.final || d.state.wait != c.wait)) {
+				t.Errorf("got summary %v start %d remove %d state %+v", d.summary, d.start, len(d.remove), d.state)
+			}
+		})
+	}
+}
+
+// A store Job mounts the store's credentials and nothing else of the tenant, and the
+// manifest Job also the backup's ConfigMap.
+func TestStoreJobs(t *testing.T) {
+	vb := &v1alpha1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("b", validation.MaxBackupNameLength), Namespace: "ns"}}
+	vb.Spec.ClusterName = "demo"
+	vb.Spec.ObjectStore = v1alpha1.ObjectStoreSpec{S3: &v1alpha1.S3Spec{Bucket: "bkt", Credentials: v1alpha1.S3Credentials{SecretName: "creds"},
+		CABundle: &v1alpha1.SecretKeySelector{SecretName: "s3ca"}}}
+	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("c", validation.MaxClusterNameLength), Namespace: "ns"}}
+	s := JobSettings{Image: "op:1", DeadlineSeconds: 3600}
+	for _, j := range []*batchv1.Job{
+		probeJob(s, vb, nil), manifestJob(s, vb, "p/x", nil, 3), deleteJob(s, vb, "p/x", nil, MaxDeleteAttempts),
+		readManifestJob(s, vc, &vb.Spec.ObjectStore, "p/x", 99999),
+	} {
+		if len(j.Name) > 63 {
+			t.Errorf("Job %s: its name does not fit the job-name label of its pods", j.Name)
+		}
+		pod := j.Spec.Template.Spec
+		if *j.Spec.ActiveDeadlineSeconds != 300 || *j.Spec.BackoffLimit != 0 || *pod.AutomountServiceAccountToken {
+			t.Errorf("Job %s: deadline %d backoff %d token %v", j.Name, *j.Spec.ActiveDeadlineSeconds, *j.Spec.BackoffLimit, *pod.AutomountServiceAccountToken)
+		}
+		for _, v := range pod.Volumes {
+			switch {
+			case v.Secret != nil && (v.Secret.SecretName != "s3ca" || len(v.Secret.Items) != 1):
+				t.Errorf("Job %s mounts Secret %s as %+v", j.Name, v.Secret.SecretName, v.Secret.Items)
+			case v.ConfigMap != nil && (j.Labels[v1alpha1.LabelComponent] != componentManifest || v.ConfigMap.Name != manifestConfigMapName(vb)):
+				t.Errorf("Job %s mounts ConfigMap %s", j.Name, v.ConfigMap.Name)
+			}
+		}
+		if got := pod.Containers[0].Resources.Limits.Memory().Value(); got != 128<<20 {
+			t.Errorf("Job %s: memory limit %d", j.Name, got)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -15,14 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/job"
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/rdb"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/guard"
@@ -124,24 +122,13 @@ func (r *RestoreReconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster
 	if st != nil {
 		return *st, nil
 	}
-	cfg, err := storeConfig(ctx, r.APIReader, vc.Namespace, store)
-	var se *storeError
-	if errors.As(err, &se) {
-		return pending(se.reason, "%s", se.Error()), nil
-	}
+	jobs, err := r.restoreJobs(ctx, vc)
 	if err != nil {
 		return restoreState{}, err
 	}
-	m, err := readManifest(ctx, cfg, dir)
-	switch {
-	case errors.Is(err, objstore.ErrCorrupt):
-		return failed(v1alpha1.ReasonChecksumMismatch, "the manifest of %s is unreadable: %s", dir, storeMessage(err)), nil
-	case err != nil:
-		reason := objstore.Reason(err)
-		if reason == objstore.ReasonNotFound {
-			return pending(v1alpha1.ReasonNotFound, "no complete backup at %s (its manifest is missing): %s", dir, storeMessage(err)), nil
-		}
-		return pending(reason, "cannot read the manifest of %s: %s", dir, storeMessage(err)), nil
+	sum, st, err := r.readManifest(ctx, vc, store, dir, jobs)
+	if err != nil || st != nil {
+		return deref(st), err
 	}
 	nodes, err := membership.Of(ctx, r.Client, vc)
 	if err != nil {
@@ -150,26 +137,18 @@ func (r *RestoreReconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster
 	if ok, msg := clusterReadyForRestore(vc, nodes); !ok {
 		return pending(v1alpha1.ReasonWaitingForCluster, "%s", msg), nil
 	}
-	if ok, msg := versionsLoad(m, nodes); !ok {
+	if ok, msg := versionsLoad(sum, nodes); !ok {
 		return failed(v1alpha1.ReasonVersionTooNew, "%s", msg), nil
 	}
-	jobs, err := r.restoreJobs(ctx, vc)
-	if err != nil {
-		return restoreState{}, err
-	}
 	views := map[int32]restoreJobView{}
-	for _, sh := range m.Shards {
-		j, ok := jobs[sh.Index]
+	for i := range sum.Shards {
+		j, ok := jobs.shards[i]
 		if !ok {
-			j = restoreJob(r.Jobs, vc, store, dir, sh)
-			if err := controllerutil.SetControllerReference(vc, j, r.Scheme); err != nil {
+			j = restoreJob(r.Jobs, vc, store, dir, i, sum)
+			if err := r.createJob(ctx, vc, j); err != nil {
 				return restoreState{}, err
 			}
-			if err := r.Client.Create(ctx, j); err != nil && !apierrors.IsAlreadyExists(err) {
-				return restoreState{}, fmt.Errorf("create Job %s: %w", j.Name, err)
-			}
-			log.FromContext(ctx).Info("started a shard restore", "shard", sh.Index, "job", j.Name)
-			views[sh.Index] = restoreJobView{state: jobRunning}
+			views[i] = restoreJobView{state: jobRunning}
 			continue
 		}
 		v := restoreJobView{state: stateOf(j)}
@@ -183,9 +162,9 @@ func (r *RestoreReconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster
 				_, v.message = failureMessage(j)
 			}
 		}
-		views[sh.Index] = v
+		views[i] = v
 	}
-	out := restoreOutcome(m, views, sourceName(vc), vc.Spec.ShardCount())
+	out := restoreOutcome(sum, views, sourceName(vc), vc.Spec.ShardCount())
 	switch {
 	case out.status:
 		r.event(vc, false, "Restored", "Restore", "%s", out.message)
@@ -233,33 +212,146 @@ func sourceName(vc *v1alpha1.ValkeyCluster) string {
 	return vc.Spec.DataSource.Path
 }
 
-func readManifest(ctx context.Context, cfg objstore.Config, dir string) (objstore.Manifest, error) {
-	bucket, err := objstore.Open(ctx, cfg)
-	if err != nil {
-		return objstore.Manifest{}, err
+func deref(st *restoreState) restoreState {
+	if st == nil {
+		return restoreState{}
 	}
-	defer bucket.Close()
-	return objstore.ReadManifest(ctx, bucket, dir)
+	return *st
 }
 
-// restoreJobs returns the cluster's restore Jobs by backed-up shard.
-func (r *RestoreReconciler) restoreJobs(ctx context.Context, vc *v1alpha1.ValkeyCluster) (map[int32]*batchv1.Job, error) {
+// clusterJobs are a cluster's restore Jobs: per backed-up shard, and those reading the
+// manifest, by attempt.
+type clusterJobs struct {
+	shards   map[int32]*batchv1.Job
+	manifest []*batchv1.Job
+}
+
+// restoreJobs returns the cluster's restore Jobs.
+func (r *RestoreReconciler) restoreJobs(ctx context.Context, vc *v1alpha1.ValkeyCluster) (clusterJobs, error) {
 	var list batchv1.JobList
 	if err := r.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelRestore: vc.Name}); err != nil {
-		return nil, fmt.Errorf("list restore Jobs: %w", err)
+		return clusterJobs{}, fmt.Errorf("list restore Jobs: %w", err)
 	}
-	out := map[int32]*batchv1.Job{}
+	out := clusterJobs{shards: map[int32]*batchv1.Job{}}
+	var owned []batchv1.Job
 	for i := range list.Items {
 		j := &list.Items[i]
 		if !metav1.IsControlledBy(j, vc) {
 			continue
 		}
+		owned = append(owned, *j)
+		if j.Labels[v1alpha1.LabelComponent] != "restore" {
+			continue
+		}
 		var idx int32
 		if _, err := fmt.Sscanf(j.Labels[v1alpha1.LabelShardIndex], "%d", &idx); err == nil {
-			out[idx] = j
+			out.shards[idx] = j
 		}
 	}
+	out.manifest = storeRuns(owned, componentReadManifest)
 	return out, nil
+}
+
+// readManifest drives the Jobs that read the data source's manifest and returns its
+// summary once one succeeded, or else the state to report.
+func (r *RestoreReconciler) readManifest(ctx context.Context, vc *v1alpha1.ValkeyCluster, store *v1alpha1.ObjectStoreSpec, dir string, jobs clusterJobs) (layout.Summary, *restoreState, error) {
+	var runs []storeRun
+	for _, j := range jobs.manifest {
+		run, err := readRun(ctx, r.APIReader, j)
+		if err != nil {
+			return layout.Summary{}, nil, err
+		}
+		runs = append(runs, run)
+	}
+	d := decideManifestRead(runs, dir, r.storeRetryDelay(), r.now())
+	if d.summary != nil {
+		return *d.summary, nil, nil
+	}
+	if d.start > 0 {
+		if err := checkCredentials(ctx, r.APIReader, vc.Namespace, store); err != nil {
+			var se *storeError
+			if !errors.As(err, &se) {
+				return layout.Summary{}, nil, err
+			}
+			st := pending(se.reason, "%s", se.Error())
+			return layout.Summary{}, &st, nil
+		}
+		if err := r.createJob(ctx, vc, readManifestJob(r.Jobs, vc, store, dir, d.start)); err != nil {
+			return layout.Summary{}, nil, err
+		}
+		for _, old := range d.remove {
+			if err := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return layout.Summary{}, nil, fmt.Errorf("delete Job %s: %w", old.Name, err)
+			}
+		}
+	}
+	return layout.Summary{}, &d.state, nil
+}
+
+// manifestRead is what a pass does about a data source's manifest.
+type manifestRead struct {
+	// summary, when set: the manifest was read.
+	summary *layout.Summary
+	// start > 0: start that attempt, and delete the Jobs in remove.
+	start  int
+	remove []*batchv1.Job
+	state  restoreState
+}
+
+// decideManifestRead decides from the attempts at reading the manifest of dir (oldest
+// first) at now. The newest finished attempt speaks while the next one runs, so the
+// condition does not flap between retries. A failed attempt is tried again delay after
+// it ended (a missing manifest may appear), except for an unreadable manifest, which is
+// final; the attempts before the newest are then deleted, so a cluster keeps at most two
+// such Jobs.
+func decideManifestRead(runs []storeRun, dir string, delay time.Duration, now time.Time) manifestRead {
+	if len(runs) == 0 {
+		return manifestRead{start: 1, state: waitJobs(pending(v1alpha1.ReasonRestoreInProgress, "reading the manifest of %s", dir))}
+	}
+	last := runs[len(runs)-1]
+	if last.ok && last.result.Manifest != nil && last.result.Manifest.Shards > 0 {
+		sum := *last.result.Manifest
+		return manifestRead{summary: &sum}
+	}
+	if last.ok {
+		last.reason, last.message = v1alpha1.ReasonTransferFailed, "the Job reported no manifest"
+	}
+	spoke := last
+	if last.state == jobRunning {
+		if len(runs) == 1 {
+			return manifestRead{state: waitJobs(pending(v1alpha1.ReasonRestoreInProgress, "reading the manifest of %s (Job %s)", dir, last.job.Name))}
+		}
+		spoke = runs[len(runs)-2]
+	}
+	var st restoreState
+	switch spoke.reason {
+	case jobapi.ReasonChecksumMismatch:
+		return manifestRead{state: failed(v1alpha1.ReasonChecksumMismatch, "the manifest of %s is unreadable: %s", dir, spoke.message)}
+	case jobapi.ReasonNotFound:
+		st = pending(v1alpha1.ReasonNotFound, "no complete backup at %s (its manifest is missing): %s", dir, spoke.message)
+	case jobapi.ReasonAccessDenied, jobapi.ReasonStoreUnreachable:
+		st = pending(spoke.reason, "cannot read the manifest of %s: %s", dir, spoke.message)
+	default:
+		st = pending(v1alpha1.ReasonRestoreInProgress, "cannot read the manifest of %s: %s", dir, spoke.message)
+	}
+	if last.state == jobRunning {
+		return manifestRead{state: waitJobs(st)}
+	}
+	if w := retryIn(last, delay, now); w > 0 {
+		st.wait = w
+		return manifestRead{state: st}
+	}
+	d := manifestRead{start: last.n + 1, state: waitJobs(st)}
+	for _, run := range runs[:len(runs)-1] {
+		d.remove = append(d.remove, run.job)
+	}
+	return d
+}
+
+// waitJobs: the Jobs' own changes wake the next pass.
+func waitJobs(st restoreState) restoreState {
+	st.wait = 0
+	return st
 }
 
 // clusterReadyForRestore: the cluster is formed with every slot assigned, and every
@@ -291,7 +383,7 @@ func clusterReadyForRestore(vc *v1alpha1.ValkeyCluster, nodes []v1alpha1.ValkeyN
 
 // versionsLoad refuses a backup whose snapshots are of a newer RDB format than the
 // oldest member (and so the restore's private server, of the cluster's image) loads.
-func versionsLoad(m objstore.Manifest, nodes []v1alpha1.ValkeyNode) (bool, string) {
+func versionsLoad(sum layout.Summary, nodes []v1alpha1.ValkeyNode) (bool, string) {
 	var oldest *valkey.Version
 	for _, vn := range nodes {
 		v, err := valkey.ParseVersion(vn.Status.Version)
@@ -306,11 +398,9 @@ func versionsLoad(m objstore.Manifest, nodes []v1alpha1.ValkeyNode) (bool, strin
 		return true, ""
 	}
 	max := rdb.MaxLoadableVersion(oldest.Major, oldest.Minor)
-	for _, sh := range m.Shards {
-		if sh.RDBVersion > max {
-			return false, fmt.Sprintf("shard %d was taken by Valkey %s (RDB format %d); this cluster runs Valkey %s, which loads RDB formats up to %d: restore into a cluster of Valkey %s or later",
-				sh.Index, sh.ValkeyVersion, sh.RDBVersion, oldest, max, sh.ValkeyVersion)
-		}
+	if sum.RDBVersion > max {
+		return false, fmt.Sprintf("shard %d was taken by Valkey %s (RDB format %d); this cluster runs Valkey %s, which loads RDB formats up to %d: restore into a cluster of Valkey %s or later",
+			sum.RDBShard, sum.ValkeyVersion, sum.RDBVersion, oldest, max, sum.ValkeyVersion)
 	}
 	return true, ""
 }
@@ -318,24 +408,16 @@ func versionsLoad(m objstore.Manifest, nodes []v1alpha1.ValkeyNode) (bool, strin
 // restoreJobView is a restore Job as a pass reads it.
 type restoreJobView struct {
 	state     jobState
-	result    job.Result
+	result    jobapi.Result
 	hasResult bool
 	message   string
 }
 
-// restoreOutcome decides Restored from the shard Jobs.
-func restoreOutcome(m objstore.Manifest, views map[int32]restoreJobView, source string, shards int32) restoreState {
-	idx := make([]int32, 0, len(m.Shards))
-	for _, sh := range m.Shards {
-		idx = append(idx, sh.Index)
-	}
-	sort.Slice(idx, func(i, j int) bool { return idx[i] < idx[j] })
-	var done int
-	var restored, expired, keys int64
-	for _, sh := range m.Shards {
-		keys += sh.Keys
-	}
-	for _, i := range idx {
+// restoreOutcome decides Restored from the shard Jobs of a backup of sum.Shards shards.
+func restoreOutcome(sum layout.Summary, views map[int32]restoreJobView, source string, shards int32) restoreState {
+	var done int32
+	var restored, expired int64
+	for i := range sum.Shards {
 		v := views[i]
 		switch v.state {
 		case jobRunning:
@@ -353,22 +435,20 @@ func restoreOutcome(m objstore.Manifest, views map[int32]restoreJobView, source 
 			if v.hasResult {
 				msg = v.result.Message
 				switch v.result.Reason {
-				case job.ReasonChecksumMismatch:
+				case jobapi.ReasonChecksumMismatch:
 					reason = v1alpha1.ReasonChecksumMismatch
-				case objstore.ReasonNotFound:
+				case jobapi.ReasonNotFound:
 					reason = v1alpha1.ReasonNotFound
 				}
 			}
 			return failed(reason, "the restore of shard %d failed: %s (the cluster keeps what was restored and is not reported Ready; delete it and create it again)", i, msg)
 		}
 	}
-	if done < len(idx) {
-		st := pending(v1alpha1.ReasonRestoreInProgress, "%d of %d shards of %s restored", done, len(idx), source)
-		st.wait = 0 // the Jobs' changes wake the next pass
-		return st
+	if done < sum.Shards {
+		return waitJobs(pending(v1alpha1.ReasonRestoreInProgress, "%d of %d shards of %s restored", done, sum.Shards, source))
 	}
 	return restoreState{status: true, reason: v1alpha1.ReasonRestored, final: true,
-		message: fmt.Sprintf("%d keys of %s (%d shards) restored into %d shards; %d expired meanwhile; the backup counted %d", restored, source, len(idx), shards, expired, keys)}
+		message: fmt.Sprintf("%d keys of %s (%d shards) restored into %d shards; %d expired meanwhile; the backup counted %d", restored, source, sum.Shards, shards, expired, sum.Keys)}
 }
 
 // writeRestored applies the Restored condition when it changed.

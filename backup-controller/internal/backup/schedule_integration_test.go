@@ -10,18 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/status"
+	"github.com/valkey-operator/valkey-operator/internal/testsuite"
 )
 
 // A schedule of a paused cluster: the backup that comes due is deferred (no ValkeyBackup,
@@ -72,11 +68,7 @@ var _ = Describe("The schedule of a paused cluster", Ordered, func() {
 		Expect(c.Create(testCtx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		Expect(c.Create(testCtx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vk"}})).To(Succeed())
 		setPaused(true)
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			Scheme: operator.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-			Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		})
+		mgr, err := testsuite.Manager(cfg, ns)
 		Expect(err).NotTo(HaveOccurred())
 		env := &Env{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldOwner)}
 		Expect((&ScheduleReconciler{Env: env}).SetupWithManager(mgr, 1)).To(Succeed())

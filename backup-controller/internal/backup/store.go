@@ -10,8 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/job"
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
 )
 
 // storeError is a store problem with the condition reason it reports.
@@ -23,32 +22,31 @@ type storeError struct {
 func (e *storeError) Error() string { return e.err.Error() }
 func (e *storeError) Unwrap() error { return e.err }
 
-// storeConfig reads the credentials (and CA bundle) of a store from the Secrets of
-// namespace. Secrets are read from the API server, never cached: the controller holds
-// no user Secret in memory.
-func storeConfig(ctx context.Context, r client.Reader, namespace string, o *v1alpha1.ObjectStoreSpec) (objstore.Config, error) {
+// checkCredentials checks that the Secrets a store Job will take its credentials (and
+// CA bundle) from exist with their keys, so that a missing one fails at once
+// (CredentialsMissing) instead of leaving a Job's pod unable to start. The Secrets are
+// read from the API server, never cached, and their values are not kept: the
+// controller holds no user Secret in memory and never uses the credentials itself.
+func checkCredentials(ctx context.Context, r client.Reader, namespace string, o *v1alpha1.ObjectStoreSpec) error {
 	s3 := o.S3
-	cfg := objstore.Config{Bucket: s3.Bucket, Endpoint: s3.Endpoint, Region: s3.RegionOrDefault(), ForcePathStyle: s3.ForcePathStyle}
 	creds, err := readSecret(ctx, r, namespace, s3.Credentials.SecretName)
 	if err != nil {
-		return cfg, err
+		return err
 	}
-	id, secret := creds.Data[s3.Credentials.AccessKeyID()], creds.Data[s3.Credentials.SecretAccessKey()]
-	if len(id) == 0 || len(secret) == 0 {
-		return cfg, &storeError{v1alpha1.ReasonCredentialsMissed, fmt.Errorf("the Secret %s lacks the key %s or %s",
+	if len(creds.Data[s3.Credentials.AccessKeyID()]) == 0 || len(creds.Data[s3.Credentials.SecretAccessKey()]) == 0 {
+		return &storeError{v1alpha1.ReasonCredentialsMissed, fmt.Errorf("the Secret %s lacks the key %s or %s",
 			s3.Credentials.SecretName, s3.Credentials.AccessKeyID(), s3.Credentials.SecretAccessKey())}
 	}
-	cfg.AccessKeyID, cfg.SecretAccessKey = string(id), string(secret)
 	if s3.CABundle != nil {
 		ca, err := readSecret(ctx, r, namespace, s3.CABundle.SecretName)
 		if err != nil {
-			return cfg, err
+			return err
 		}
-		if cfg.CABundle = ca.Data[s3.CABundle.KeyOrDefault()]; len(cfg.CABundle) == 0 {
-			return cfg, &storeError{v1alpha1.ReasonCredentialsMissed, fmt.Errorf("the Secret %s lacks the CA bundle key %s", s3.CABundle.SecretName, s3.CABundle.KeyOrDefault())}
+		if len(ca.Data[s3.CABundle.KeyOrDefault()]) == 0 {
+			return &storeError{v1alpha1.ReasonCredentialsMissed, fmt.Errorf("the Secret %s lacks the CA bundle key %s", s3.CABundle.SecretName, s3.CABundle.KeyOrDefault())}
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
 func readSecret(ctx context.Context, r client.Reader, namespace, name string) (*corev1.Secret, error) {
@@ -98,8 +96,8 @@ func storeEnv(o *v1alpha1.ObjectStoreSpec) []corev1.EnvVar {
 			LocalObjectReference: corev1.LocalObjectReference{Name: c.SecretName}, Key: key}}
 	}
 	return []corev1.EnvVar{
-		{Name: job.EnvAccessKeyID, ValueFrom: ref(c.AccessKeyID())},
-		{Name: job.EnvSecretAccessKey, ValueFrom: ref(c.SecretAccessKey())},
+		{Name: jobapi.EnvAccessKeyID, ValueFrom: ref(c.AccessKeyID())},
+		{Name: jobapi.EnvSecretAccessKey, ValueFrom: ref(c.SecretAccessKey())},
 	}
 }
 

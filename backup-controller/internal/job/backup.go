@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/rdb"
 	"github.com/valkey-operator/valkey-operator/valkey"
@@ -29,29 +30,32 @@ func (f *backupFlags) register(fs *flag.FlagSet) {
 }
 
 // runBackup streams one snapshot into the store.
-func runBackup(ctx context.Context, s storeFlags, f backupFlags) Result {
+func runBackup(ctx context.Context, s storeFlags, f backupFlags) jobapi.Result {
 	if f.addr == "" || f.object == "" {
-		return fail(ReasonInvalid, errors.New("--addr and --object are required"))
+		return fail(jobapi.ReasonInvalid, errors.New("--addr and --object are required"))
 	}
 	cfg, err := s.config()
 	if err != nil {
-		return fail(ReasonInvalid, err)
+		return fail(jobapi.ReasonInvalid, err)
 	}
 	pw, err := f.server.password()
 	if err != nil {
-		return fail(ReasonInvalid, err)
+		return fail(jobapi.ReasonInvalid, err)
 	}
 	tlsCfg, err := f.server.tls()
 	if err != nil {
-		return fail(ReasonInvalid, err)
+		return fail(jobapi.ReasonInvalid, err)
 	}
 	bucket, err := objstore.Open(ctx, cfg)
 	if err != nil {
-		return fail(objstore.ReasonUnreachable, err)
+		return fail(jobapi.ReasonStoreUnreachable, err)
 	}
 	defer bucket.Close()
 	// Fail on the store before the source forks a snapshot for nothing.
-	if err := objstore.Probe(ctx, bucket, f.object); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, storeStepTimeout)
+	err = objstore.Probe(pctx, bucket, f.object)
+	cancel()
+	if err != nil {
 		return fail(objstore.Reason(err), fmt.Errorf("object store: %w", err))
 	}
 	snap, err := rdb.Open(ctx, rdb.Options{Addr: f.addr, Username: f.server.user, Password: pw, TLS: tlsCfg})
@@ -61,7 +65,7 @@ func runBackup(ctx context.Context, s storeFlags, f backupFlags) Result {
 	defer snap.Close()
 	repl := snap.Source.Replication
 	if f.role == valkey.RoleReplica && (repl.Role != valkey.RoleReplica || !repl.LinkUp) {
-		return fail(ReasonSourceNotInSync, fmt.Errorf("%s is %s with its link %s: not a replica in sync", f.addr, repl.Role, linkState(repl.LinkUp)))
+		return fail(jobapi.ReasonSourceNotInSync, fmt.Errorf("%s is %s with its link %s: not a replica in sync", f.addr, repl.Role, linkState(repl.LinkUp)))
 	}
 	size, sum, err := objstore.Upload(ctx, bucket, f.object, snap)
 	if err != nil {
@@ -71,7 +75,7 @@ func runBackup(ctx context.Context, s storeFlags, f backupFlags) Result {
 		return fail(objstore.Reason(err), err)
 	}
 	h, _ := snap.Header()
-	res := Result{Object: f.object, Size: size, SHA256: sum, RDBVersion: h.Version, Role: repl.Role,
+	res := jobapi.Result{Object: f.object, Size: size, SHA256: sum, RDBVersion: h.Version, Role: repl.Role,
 		ValkeyVersion: snap.Source.Version.String()}
 	if h.KeysKnown {
 		res.Keys = h.Keys
@@ -85,11 +89,11 @@ func runBackup(ctx context.Context, s storeFlags, f backupFlags) Result {
 func snapshotReason(err error) string {
 	switch {
 	case errors.Is(err, rdb.ErrAuth):
-		return ReasonAuthFailed
+		return jobapi.ReasonAuthFailed
 	case errors.Is(err, rdb.ErrRefused):
-		return ReasonRefused
+		return jobapi.ReasonRefused
 	default:
-		return ReasonSourceLost
+		return jobapi.ReasonSourceLost
 	}
 }
 

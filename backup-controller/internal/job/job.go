@@ -1,108 +1,48 @@
-// Package job is the program of the backup and restore Jobs (subcommands of the
-// backup-controller binary, which the Jobs run from the operator image):
+// Package job is the program of the backup-controller's Jobs (subcommands of the
+// backup-controller binary, which the Jobs run from the operator image, in the
+// namespace of the cluster): every byte the operator reads from or writes to an object
+// store passes here, never through the controller's own process.
 //
 //   - backup: take one shard's snapshot from a server over the replication protocol
 //     and stream it into the object store with its SHA-256;
-//   - restore-fetch: download one shard's snapshot, checking its size and SHA-256
-//     against the manifest, into the data directory of a private valkey-server;
+//   - restore-fetch: read the backup's manifest, then download one shard's snapshot,
+//     checking its size and SHA-256, into the data directory of a private valkey-server;
 //   - restore-load: once that server has loaded it, copy every key with its TTL into
 //     the new cluster (DUMP / PTTL there, RESTORE ... REPLACE here) through a
-//     cluster-aware client.
+//     cluster-aware client;
+//   - store-probe, manifest-write, manifest-read, store-delete: the store steps of a
+//     backup's life (check the store before a backup, write its manifest last, read
+//     and check it for a restore, delete its objects), each bounded by --timeout.
 //
-// A Job talks to Kubernetes not at all: its inputs are flags, the password of the one
-// user it logs in as (a mounted file), the store's credentials (environment), and its
-// outcome is a Result, written as the container's termination message, which the
-// backup-controller reads. No secret is ever part of a Result.
+// A Job talks to Kubernetes not at all: its inputs are flags, mounted files (the
+// password of the one user it logs in as, a manifest to write), the store's credentials
+// (environment), and its outcome is a jobapi.Result, written as the container's
+// termination message, which the backup-controller reads. No secret is ever part of a
+// Result.
 package job
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
 	"github.com/valkey-operator/valkey-operator/valkey"
-
-	"crypto/tls"
-)
-
-// Subcommands of the backup-controller binary that run a Job's work.
-const (
-	CmdBackup       = "backup"
-	CmdRestoreFetch = "restore-fetch"
-	CmdRestoreLoad  = "restore-load"
 )
 
 // IsJob reports whether args (without the program name) start a Job's subcommand.
 func IsJob(args []string) bool {
-	if len(args) == 0 {
-		return false
-	}
-	switch args[0] {
-	case CmdBackup, CmdRestoreFetch, CmdRestoreLoad:
-		return true
-	}
-	return false
-}
-
-// Environment variables of the store's credentials (from the user's Secret).
-const (
-	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
-	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
-)
-
-// Reasons of a Result beyond the object store's (objstore.Reason*).
-const (
-	// ReasonSourceLost: the server went away or broke the link mid-transfer; another
-	// member may serve a new attempt.
-	ReasonSourceLost = "SourceLost"
-	// ReasonSourceNotInSync: the replica's own link to its primary is down.
-	ReasonSourceNotInSync = "SourceNotInSync"
-	// ReasonAuthFailed: the server refused the user's password (for example during a
-	// rotation of the system passwords); a new attempt may pass.
-	ReasonAuthFailed = "AuthenticationFailed"
-	// ReasonRefused: the server refused the handshake (ACL).
-	ReasonRefused = "Refused"
-	// ReasonChecksumMismatch: an object is not what the manifest says.
-	ReasonChecksumMismatch = "ChecksumMismatch"
-	// ReasonLoadFailed: the private server did not load the snapshot.
-	ReasonLoadFailed = "LoadFailed"
-	// ReasonRestoreFailed: the cluster refused keys.
-	ReasonRestoreFailed = "RestoreFailed"
-	// ReasonInvalid: the Job's own arguments are wrong (an operator bug).
-	ReasonInvalid = "InvalidArguments"
-)
-
-// Result is a Job's outcome, its container's termination message (at most 4 KiB).
-type Result struct {
-	// Reason is empty on success.
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-	// Of a backup.
-	Object        string `json:"object,omitempty"`
-	Size          int64  `json:"size,omitempty"`
-	SHA256        string `json:"sha256,omitempty"`
-	Keys          int64  `json:"keys,omitempty"`
-	RDBVersion    int    `json:"rdbVersion,omitempty"`
-	ValkeyVersion string `json:"valkeyVersion,omitempty"`
-	Role          string `json:"role,omitempty"`
-	// Of a restore: keys written, and keys that expired before they could be.
-	Restored int64 `json:"restored,omitempty"`
-	Expired  int64 `json:"expired,omitempty"`
-}
-
-// ParseResult reads a termination message.
-func ParseResult(msg string) (Result, error) {
-	var r Result
-	err := json.Unmarshal([]byte(strings.TrimSpace(msg)), &r)
-	return r, err
+	return len(args) > 0 && slices.Contains(jobapi.Commands, args[0])
 }
 
 // Main runs a subcommand and exits: 0 on success, 1 on failure (with the Result).
@@ -110,7 +50,7 @@ func Main(args []string) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	res := Run(ctx, args)
 	stop()
-	out, _ := json.Marshal(res)
+	out := res.Encode()
 	fmt.Println(string(out))
 	if f := resultFile(args); f != "" {
 		if err := os.WriteFile(f, out, 0o644); err != nil {
@@ -135,47 +75,71 @@ func resultFile(args []string) string {
 	return "/dev/termination-log"
 }
 
-// Run runs a subcommand and returns its Result.
-func Run(ctx context.Context, args []string) Result {
+// Run runs a subcommand and returns its Result. The Result's message never holds the
+// store's credentials or the server password the Job read, and is cut to
+// jobapi.MaxMessage characters; the whole message goes to the log (stderr).
+func Run(ctx context.Context, args []string) jobapi.Result {
 	if !IsJob(args) {
-		return fail(ReasonInvalid, fmt.Errorf("unknown subcommand %q", strings.Join(args[:min(1, len(args))], "")))
+		return fail(jobapi.ReasonInvalid, fmt.Errorf("unknown subcommand %q", strings.Join(args[:min(1, len(args))], "")))
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	fs.String("result-file", "/dev/termination-log", "where the result is written (the termination message)")
 	var store storeFlags
 	store.register(fs)
-	switch args[0] {
-	case CmdBackup:
+	run := subcommand(args[0], fs, &store)
+	var res jobapi.Result
+	if err := fs.Parse(args[1:]); err != nil {
+		res = fail(jobapi.ReasonInvalid, err)
+	} else {
+		res = run(ctx)
+	}
+	if res.Reason != "" {
+		res.Message = objstore.Tidy(jobapi.Redact(res.Message, secrets(fs)...))
+		fmt.Fprintf(os.Stderr, "%s failed: %s: %s\n", args[0], res.Reason, res.Message)
+		res.Message = jobapi.CleanMessage(res.Message)
+	}
+	return res
+}
+
+// subcommand registers the flags of a subcommand and returns its work.
+// store is read when the work runs, after the flags were parsed.
+func subcommand(name string, fs *flag.FlagSet, store *storeFlags) func(context.Context) jobapi.Result {
+	switch name {
+	case jobapi.CmdBackup:
 		var f backupFlags
 		f.register(fs)
-		if err := fs.Parse(args[1:]); err != nil {
-			return fail(ReasonInvalid, err)
-		}
-		return runBackup(ctx, store, f)
-	case CmdRestoreFetch:
+		return func(ctx context.Context) jobapi.Result { return runBackup(ctx, *store, f) }
+	case jobapi.CmdRestoreFetch:
 		var f fetchFlags
 		f.register(fs)
-		if err := fs.Parse(args[1:]); err != nil {
-			return fail(ReasonInvalid, err)
-		}
-		return runFetch(ctx, store, f)
-	default:
+		return func(ctx context.Context) jobapi.Result { return runFetch(ctx, *store, f) }
+	case jobapi.CmdRestoreLoad:
 		var f loadFlags
 		f.register(fs)
-		if err := fs.Parse(args[1:]); err != nil {
-			return fail(ReasonInvalid, err)
-		}
-		return runLoad(ctx, f)
+		return func(ctx context.Context) jobapi.Result { return runLoad(ctx, f) }
+	default:
+		var f storeStepFlags
+		f.register(fs)
+		return func(ctx context.Context) jobapi.Result { return runStoreStep(ctx, name, *store, f) }
 	}
 }
 
-// fail builds a failed Result; the message is cut to fit a termination message.
-func fail(reason string, err error) Result {
-	msg := err.Error()
-	if len(msg) > 1500 {
-		msg = msg[:1500] + "..."
+// secrets are the values a Result must not show: the store's credentials and the
+// password of the server user, if the Job read one.
+func secrets(fs *flag.FlagSet) []string {
+	out := []string{os.Getenv(jobapi.EnvAccessKeyID), os.Getenv(jobapi.EnvSecretAccessKey)}
+	if f := fs.Lookup("password-file"); f != nil && f.Value.String() != "" {
+		if pw, err := (serverFlags{passwordFile: f.Value.String()}).password(); err == nil {
+			out = append(out, pw)
+		}
 	}
-	return Result{Reason: reason, Message: msg}
+	return out
+}
+
+// fail builds a failed Result.
+func fail(reason string, err error) jobapi.Result {
+	return jobapi.Result{Reason: reason, Message: err.Error()}
 }
 
 // storeFlags say where the object store is; the credentials come from the environment.
@@ -194,7 +158,7 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 
 func (s storeFlags) config() (objstore.Config, error) {
 	c := objstore.Config{Bucket: s.bucket, Endpoint: s.endpoint, Region: s.region, ForcePathStyle: s.pathStyle,
-		AccessKeyID: os.Getenv(EnvAccessKeyID), SecretAccessKey: os.Getenv(EnvSecretAccessKey)}
+		AccessKeyID: os.Getenv(jobapi.EnvAccessKeyID), SecretAccessKey: os.Getenv(jobapi.EnvSecretAccessKey)}
 	if s.bucket == "" {
 		return c, errors.New("--bucket is required")
 	}

@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/tests3"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/testvalkey"
 	"github.com/valkey-operator/valkey-operator/valkey"
@@ -25,8 +27,8 @@ func writeFile(t *testing.T, content string) string {
 }
 
 func storeArgs(t *testing.T, s *tests3.Server) []string {
-	t.Setenv(EnvAccessKeyID, tests3.AccessKey)
-	t.Setenv(EnvSecretAccessKey, tests3.SecretKey)
+	t.Setenv(jobapi.EnvAccessKeyID, tests3.AccessKey)
+	t.Setenv(jobapi.EnvSecretAccessKey, tests3.SecretKey)
 	args := []string{"--bucket", tests3.Bucket, "--endpoint", s.Endpoint, "--path-style", "--result-file", filepath.Join(t.TempDir(), "result")}
 	if s.CA != nil {
 		args = append(args, "--ca-bundle-file", writeFile(t, string(s.CA)))
@@ -52,31 +54,50 @@ func TestBackupAndRestoreIntoMoreShards(t *testing.T) {
 		return testvalkey.DBSize(t, replica) == keys, nil
 	})
 	caFile := writeFile(t, string(ca.PEM))
-	object := "ns/demo/b-1/shard-0.rdb"
-	res := Run(testvalkey.Ctx(t), append([]string{CmdBackup, "--addr", source[1].Addr(), "--password-file", writeFile(t, testvalkey.BackupPassword+"\n"),
+	backup := "ns/demo/b-1"
+	object := backup + "/" + layout.ShardObject(0)
+	res := Run(testvalkey.Ctx(t), append([]string{jobapi.CmdBackup, "--addr", source[1].Addr(), "--password-file", writeFile(t, testvalkey.BackupPassword+"\n"),
 		"--tls-ca-file", caFile, "--object", object}, storeArgs(t, s3)...))
 	if res.Reason != "" || res.Keys != keys || res.Role != "replica" || res.RDBVersion != 11 || res.Size == 0 {
 		t.Fatalf("backup: %+v", res)
 	}
+	shard := layout.ManifestShard{Index: 0, Object: layout.ShardObject(0), Size: res.Size, SHA256: res.SHA256, Keys: res.Keys,
+		RDBVersion: res.RDBVersion, ValkeyVersion: res.ValkeyVersion}
+	writeManifest := func(sh layout.ManifestShard) {
+		t.Helper()
+		body, err := layout.EncodeManifest(layout.Manifest{Namespace: "ns", Cluster: "demo", Backup: "b", Shards: []layout.ManifestShard{sh}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := Run(testvalkey.Ctx(t), append([]string{jobapi.CmdManifestWrite, "--dir", backup, "--manifest-file", writeFile(t, string(body))}, storeArgs(t, s3)...)); w.Reason != "" {
+			t.Fatalf("manifest-write: %+v", w)
+		}
+	}
+	fetch := func(dir string, shards int, out string) jobapi.Result {
+		return Run(testvalkey.Ctx(t), append([]string{jobapi.CmdRestoreFetch, "--dir", dir, "--shard", "0", "--shards", strconv.Itoa(shards),
+			"--out", out}, storeArgs(t, s3)...))
+	}
 
-	// A corrupt digest is refused, and nothing is written.
+	// A manifest whose digest is not the object's fails the fetch, and nothing is written.
 	dir := t.TempDir()
-	bad := Run(testvalkey.Ctx(t), append([]string{CmdRestoreFetch, "--object", object, "--size", strconv.FormatInt(res.Size, 10),
-		"--sha256", "00" + res.SHA256[2:], "--out", filepath.Join(dir, "dump.rdb")}, storeArgs(t, s3)...))
-	if bad.Reason != ReasonChecksumMismatch {
+	wrong := shard
+	wrong.SHA256 = "00" + shard.SHA256[2:]
+	writeManifest(wrong)
+	if bad := fetch(backup, 1, filepath.Join(dir, "dump.rdb")); bad.Reason != jobapi.ReasonChecksumMismatch {
 		t.Fatalf("fetch with a wrong digest: %+v", bad)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "dump.rdb")); !os.IsNotExist(err) {
 		t.Fatalf("a corrupt snapshot was left in place: %v", err)
 	}
-	missing := Run(testvalkey.Ctx(t), append([]string{CmdRestoreFetch, "--object", "nope", "--size", "1",
-		"--sha256", res.SHA256, "--out", filepath.Join(dir, "dump.rdb")}, storeArgs(t, s3)...))
-	if missing.Reason != objstore.ReasonNotFound {
-		t.Fatalf("fetch of a missing object: %+v", missing)
+	if missing := fetch("ns/demo/nope", 1, filepath.Join(dir, "dump.rdb")); missing.Reason != jobapi.ReasonNotFound {
+		t.Fatalf("fetch from a backup without a manifest: %+v", missing)
 	}
-	got := Run(testvalkey.Ctx(t), append([]string{CmdRestoreFetch, "--object", object, "--size", strconv.FormatInt(res.Size, 10),
-		"--sha256", res.SHA256, "--out", filepath.Join(dir, "dump.rdb")}, storeArgs(t, s3)...))
-	if got.Reason != "" {
+	writeManifest(shard)
+	if changed := fetch(backup, 2, filepath.Join(dir, "dump.rdb")); changed.Reason != jobapi.ReasonChecksumMismatch || !strings.Contains(changed.Message, "it changed") {
+		t.Fatalf("fetch of a manifest with another shard count than the restore's: %+v", changed)
+	}
+	got := fetch(backup, 1, filepath.Join(dir, "dump.rdb"))
+	if got.Reason != "" || got.Size != res.Size || got.Object != object {
 		t.Fatalf("fetch: %+v", got)
 	}
 
@@ -95,7 +116,7 @@ func TestBackupAndRestoreIntoMoreShards(t *testing.T) {
 		_ = admin.AddSlotsRange(context.Background(), third)
 	}()
 	start := time.Now()
-	loaded := Run(testvalkey.Ctx(t), []string{CmdRestoreLoad, "--source", private, "--cluster", target[1].Addr(),
+	loaded := Run(testvalkey.Ctx(t), []string{jobapi.CmdRestoreLoad, "--source", private, "--cluster", target[1].Addr(),
 		"--password-file", writeFile(t, testvalkey.RestorePassword), "--tls-ca-file", caFile, "--result-file", filepath.Join(t.TempDir(), "r")})
 	if loaded.Reason != "" || loaded.Restored != keys {
 		t.Fatalf("load: %+v", loaded)
@@ -143,9 +164,9 @@ func TestLoadFailsWhenTheServerDoesNotStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr, _ := testvalkey.Plain(t, dir)
-	res := Run(testvalkey.Ctx(t), []string{CmdRestoreLoad, "--source", addr, "--cluster", "127.0.0.1:1", "--load-timeout", "3s",
+	res := Run(testvalkey.Ctx(t), []string{jobapi.CmdRestoreLoad, "--source", addr, "--cluster", "127.0.0.1:1", "--load-timeout", "3s",
 		"--result-file", filepath.Join(t.TempDir(), "r")})
-	if res.Reason != ReasonLoadFailed {
+	if res.Reason != jobapi.ReasonLoadFailed {
 		t.Fatalf("load of an unreadable snapshot: %+v", res)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,46 +17,64 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
 )
 
 type fetchFlags struct {
-	object string
-	size   int64
-	sha256 string
-	out    string
+	dir     string
+	shard   int
+	shards  int
+	out     string
+	timeout time.Duration
 }
 
 func (f *fetchFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.object, "object", "", "object key of the snapshot")
-	fs.Int64Var(&f.size, "size", -1, "size the manifest gives the object")
-	fs.StringVar(&f.sha256, "sha256", "", "SHA-256 the manifest gives the object")
+	fs.StringVar(&f.dir, "dir", "", "folder of the backup (its status.path)")
+	fs.IntVar(&f.shard, "shard", -1, "index of the backed-up shard to fetch")
+	fs.IntVar(&f.shards, "shards", 0, "shard count of the manifest the controller read")
 	fs.StringVar(&f.out, "out", "/data/dump.rdb", "where the snapshot is written")
+	fs.DurationVar(&f.timeout, "manifest-timeout", storeStepTimeout, "how long reading the manifest may take")
 }
 
-// runFetch downloads a snapshot into the private server's data directory; the file
-// appears there only once its size and digest matched.
-func runFetch(ctx context.Context, s storeFlags, f fetchFlags) Result {
-	if f.object == "" || f.size < 0 || len(f.sha256) != 64 {
-		return fail(ReasonInvalid, errors.New("--object, --size and --sha256 are required"))
+// runFetch reads the backup's manifest, then downloads its shard's snapshot into the
+// private server's data directory; the file appears there only once its size and
+// digest matched the manifest's.
+func runFetch(ctx context.Context, s storeFlags, f fetchFlags) jobapi.Result {
+	if f.dir == "" || f.shard < 0 || f.shards < 1 || f.shard >= f.shards {
+		return fail(jobapi.ReasonInvalid, errors.New("--dir, --shard and --shards (more than --shard) are required"))
 	}
 	cfg, err := s.config()
 	if err != nil {
-		return fail(ReasonInvalid, err)
+		return fail(jobapi.ReasonInvalid, err)
 	}
 	bucket, err := objstore.Open(ctx, cfg)
 	if err != nil {
-		return fail(objstore.ReasonUnreachable, err)
+		return fail(jobapi.ReasonStoreUnreachable, err)
 	}
 	defer bucket.Close()
-	r, closer, err := objstore.OpenVerified(ctx, bucket, f.object, f.size, f.sha256)
+	mctx, cancel := context.WithTimeout(ctx, f.timeout)
+	m, err := objstore.ReadManifest(mctx, bucket, f.dir)
+	cancel()
+	switch {
+	case errors.Is(err, layout.ErrCorrupt):
+		return fail(jobapi.ReasonChecksumMismatch, err)
+	case err != nil:
+		return fail(objstore.Reason(err), err)
+	case len(m.Shards) != f.shards:
+		return fail(jobapi.ReasonChecksumMismatch, fmt.Errorf("the manifest of %s names %d shards, %d when the restore started: it changed", f.dir, len(m.Shards), f.shards))
+	}
+	sh, _ := m.Shard(int32(f.shard))
+	object := path.Join(f.dir, sh.Object)
+	r, closer, err := objstore.OpenVerified(ctx, bucket, object, sh.Size, sh.SHA256)
 	if err != nil {
 		return fail(objstore.Reason(err), err)
 	}
 	defer closer.Close()
 	tmp, err := os.CreateTemp(filepath.Dir(f.out), ".fetch-*")
 	if err != nil {
-		return fail(ReasonInvalid, err)
+		return fail(jobapi.ReasonInvalid, err)
 	}
 	defer os.Remove(tmp.Name())
 	n, err := io.Copy(tmp, r)
@@ -63,15 +82,15 @@ func runFetch(ctx context.Context, s storeFlags, f fetchFlags) Result {
 		err = cerr
 	}
 	switch {
-	case errors.Is(err, objstore.ErrCorrupt):
-		return fail(ReasonChecksumMismatch, err)
+	case errors.Is(err, layout.ErrCorrupt):
+		return fail(jobapi.ReasonChecksumMismatch, err)
 	case err != nil:
-		return fail(objstore.Reason(err), fmt.Errorf("download %s after %d bytes: %w", f.object, n, err))
+		return fail(objstore.Reason(err), fmt.Errorf("download %s after %d bytes: %w", object, n, err))
 	}
 	if err := os.Rename(tmp.Name(), f.out); err != nil {
-		return fail(ReasonInvalid, err)
+		return fail(jobapi.ReasonInvalid, err)
 	}
-	return Result{Object: f.object, Size: n, SHA256: f.sha256}
+	return jobapi.Result{Object: object, Size: n, SHA256: sh.SHA256}
 }
 
 type loadFlags struct {
@@ -93,21 +112,21 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 }
 
 // runLoad copies every key of the private server into the cluster.
-func runLoad(ctx context.Context, f loadFlags) Result {
+func runLoad(ctx context.Context, f loadFlags) jobapi.Result {
 	if f.cluster == "" {
-		return fail(ReasonInvalid, errors.New("--cluster is required"))
+		return fail(jobapi.ReasonInvalid, errors.New("--cluster is required"))
 	}
 	pw, err := f.server.password()
 	if err != nil {
-		return fail(ReasonInvalid, err)
+		return fail(jobapi.ReasonInvalid, err)
 	}
 	tlsCfg, err := f.server.tls()
 	if err != nil {
-		return fail(ReasonInvalid, err)
+		return fail(jobapi.ReasonInvalid, err)
 	}
 	src, err := waitLoaded(ctx, f.source, f.waitLoad)
 	if err != nil {
-		return fail(ReasonLoadFailed, err)
+		return fail(jobapi.ReasonLoadFailed, err)
 	}
 	defer src.Close()
 	dst, err := rueidis.NewClient(rueidis.ClientOption{
@@ -116,14 +135,14 @@ func runLoad(ctx context.Context, f loadFlags) Result {
 		ShuffleInit: true, ConnWriteTimeout: 30 * time.Second,
 	})
 	if err != nil {
-		return fail(ReasonRestoreFailed, fmt.Errorf("connect to the cluster at %s: %w", f.cluster, err))
+		return fail(jobapi.ReasonRestoreFailed, fmt.Errorf("connect to the cluster at %s: %w", f.cluster, err))
 	}
 	defer dst.Close()
 	restored, expired, err := Copy(ctx, src, dst, f.workers, f.batch)
 	if err != nil {
-		return fail(ReasonRestoreFailed, fmt.Errorf("after %d keys: %w", restored, err))
+		return fail(jobapi.ReasonRestoreFailed, fmt.Errorf("after %d keys: %w", restored, err))
 	}
-	return Result{Restored: restored, Expired: expired}
+	return jobapi.Result{Restored: restored, Expired: expired}
 }
 
 // waitLoaded connects to the private server and waits until it has loaded its

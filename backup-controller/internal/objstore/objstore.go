@@ -1,7 +1,9 @@
 // Package objstore reaches the object store of a backup: it opens an S3-compatible
 // bucket through gocloud.dev/blob (whose drivers also serve Google Cloud Storage and
-// Azure Blob Storage, so another provider is one driver away), lays out a backup's
-// objects, streams snapshots with their SHA-256, and reads and writes the manifest.
+// Azure Blob Storage, so another provider is one driver away), streams snapshots with
+// their SHA-256, and reads and writes the manifest (whose layout is package layout).
+// Only the Jobs' program uses it: the controller never reaches a store (an import rule
+// of hack/devtools/importrules keeps internal/backup from depending on it).
 //
 // Invariants: a backup exists when, and only when, its manifest exists. The manifest is
 // written after every shard's object is in place, and deleted before them; a failed
@@ -14,15 +16,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
 	"io"
 	"net"
 	"net/http"
-	"path"
-	"strconv"
+	"regexp"
 	"strings"
 	"time"
 
@@ -34,6 +34,9 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 )
 
 // Config is an S3-compatible bucket and the secrets to reach it.
@@ -45,6 +48,14 @@ type Config struct {
 	// CABundle, when set, are the PEM roots the endpoint's certificate is checked with.
 	CABundle []byte
 }
+
+// Timeouts of every request to a store.
+const (
+	// DialTimeout bounds connecting and the TLS handshake.
+	DialTimeout = 5 * time.Second
+	// ResponseTimeout bounds the wait for a response's headers once a request is sent.
+	ResponseTimeout = 30 * time.Second
+)
 
 // Open opens the bucket. It does not talk to the store: Probe does.
 func Open(ctx context.Context, c Config) (*blob.Bucket, error) {
@@ -59,12 +70,17 @@ func Open(ctx context.Context, c Config) (*blob.Bucket, error) {
 		}
 		tlsCfg.RootCAs = pool
 	}
+	// Every request is bounded: connecting, the TLS handshake, and the wait for the
+	// response's headers. A body (a snapshot streamed for minutes) is bounded by the
+	// caller's context and the Job's deadline.
 	httpClient := awshttp.NewBuildableClient().WithDialerOptions(func(d *net.Dialer) {
-		d.Timeout = 5 * time.Second
+		d.Timeout = DialTimeout
 	}).WithTransportOptions(func(t *http.Transport) {
 		t.TLSClientConfig = tlsCfg
-		t.TLSHandshakeTimeout = 5 * time.Second
-		t.ResponseHeaderTimeout = 30 * time.Second
+		t.TLSHandshakeTimeout = DialTimeout
+		t.ResponseHeaderTimeout = ResponseTimeout
+		t.ExpectContinueTimeout = time.Second
+		t.IdleConnTimeout = 90 * time.Second
 	})
 	cfg := aws.Config{
 		Region:           c.Region,
@@ -86,13 +102,6 @@ func Open(ctx context.Context, c Config) (*blob.Bucket, error) {
 	})
 }
 
-// Reasons of a store error, as condition reasons.
-const (
-	ReasonUnreachable  = "ObjectStoreUnreachable"
-	ReasonAccessDenied = "AccessDenied"
-	ReasonNotFound     = "NotFound"
-)
-
 // Reason classifies a store error: AccessDenied (refused credentials or permission),
 // NotFound (no such object or bucket), or ObjectStoreUnreachable (anything else: the
 // endpoint does not answer, TLS fails, the store errs).
@@ -101,18 +110,18 @@ func Reason(err error) string {
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {
 		case "InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "Forbidden", "InvalidToken", "ExpiredToken":
-			return ReasonAccessDenied
+			return jobapi.ReasonAccessDenied
 		case "NoSuchBucket", "NoSuchKey", "NotFound":
-			return ReasonNotFound
+			return jobapi.ReasonNotFound
 		}
 	}
 	switch gcerrors.Code(err) {
 	case gcerrors.PermissionDenied:
-		return ReasonAccessDenied
+		return jobapi.ReasonAccessDenied
 	case gcerrors.NotFound:
-		return ReasonNotFound
+		return jobapi.ReasonNotFound
 	}
-	return ReasonUnreachable
+	return jobapi.ReasonStoreUnreachable
 }
 
 // Probe checks that the bucket answers to these credentials by listing one object
@@ -126,104 +135,87 @@ func Probe(ctx context.Context, b *blob.Bucket, prefix string) error {
 	return err
 }
 
-// ManifestName is the object, in a backup's folder, written last.
-const ManifestName = "manifest.json"
-
-// BackupPath is the folder of a backup: <prefix>/<namespace>/<cluster>/<backup>-<uid8>.
-// The UID part keeps a recreated ValkeyBackup of the same name from overwriting a
-// retained one.
-func BackupPath(prefix, namespace, cluster, backup, uid string) string {
-	if len(uid) > 8 {
-		uid = uid[:8]
+// WriteManifest writes body, an encoded manifest (layout.EncodeManifest), as the
+// manifest of the backup at dir.
+func WriteManifest(ctx context.Context, b *blob.Bucket, dir string, body []byte) error {
+	if _, err := layout.DecodeManifest(body); err != nil {
+		return fmt.Errorf("write manifest %s: %w", layout.ManifestKey(dir), err)
 	}
-	return path.Join(prefix, namespace, cluster, backup+"-"+uid)
-}
-
-// ShardObject is the object name of shard i's snapshot, relative to the backup's folder.
-func ShardObject(i int32) string { return "shard-" + strconv.Itoa(int(i)) + ".rdb" }
-
-// Manifest describes a complete backup.
-type Manifest struct {
-	// Format of this file (1).
-	Format    int    `json:"format"`
-	Namespace string `json:"namespace"`
-	Cluster   string `json:"cluster"`
-	Backup    string `json:"backup"`
-	// StartedAt is when the first transfer started; CompletedAt when the last ended.
-	StartedAt   time.Time `json:"startedAt"`
-	CompletedAt time.Time `json:"completedAt"`
-	// ValkeyVersion is the highest version of the sources.
-	ValkeyVersion string          `json:"valkeyVersion"`
-	Shards        []ManifestShard `json:"shards"`
-}
-
-// ManifestShard is one shard's snapshot.
-type ManifestShard struct {
-	Index  int32  `json:"index"`
-	Object string `json:"object"`
-	Size   int64  `json:"size"`
-	// SHA256 is the hex digest of the object.
-	SHA256        string   `json:"sha256"`
-	Keys          int64    `json:"keys"`
-	Slots         []string `json:"slots,omitempty"`
-	RDBVersion    int      `json:"rdbVersion"`
-	ValkeyVersion string   `json:"valkeyVersion"`
-	Source        string   `json:"source,omitempty"`
-	SourceRole    string   `json:"sourceRole,omitempty"`
-}
-
-// ManifestFormat is the format this code writes and reads.
-const ManifestFormat = 1
-
-// WriteManifest writes the manifest of the backup at dir.
-func WriteManifest(ctx context.Context, b *blob.Bucket, dir string, m Manifest) error {
-	m.Format = ManifestFormat
-	body, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := b.WriteAll(ctx, path.Join(dir, ManifestName), append(body, '\n'), &blob.WriterOptions{ContentType: "application/json"}); err != nil {
-		return fmt.Errorf("write manifest %s: %w", path.Join(dir, ManifestName), err)
+	if err := b.WriteAll(ctx, layout.ManifestKey(dir), body, &blob.WriterOptions{ContentType: "application/json"}); err != nil {
+		return fmt.Errorf("write manifest %s: %w", layout.ManifestKey(dir), err)
 	}
 	return nil
 }
 
-// ReadManifest reads the manifest of the backup at dir.
-func ReadManifest(ctx context.Context, b *blob.Bucket, dir string) (Manifest, error) {
-	var m Manifest
-	body, err := b.ReadAll(ctx, path.Join(dir, ManifestName))
+// ReadManifest reads and checks the manifest of the backup at dir, reading at most
+// layout.MaxManifestSize bytes of it: a larger one is ErrCorrupt.
+func ReadManifest(ctx context.Context, b *blob.Bucket, dir string) (layout.Manifest, error) {
+	key := layout.ManifestKey(dir)
+	r, err := b.NewReader(ctx, key, nil)
 	if err != nil {
-		return m, fmt.Errorf("read manifest %s: %w", path.Join(dir, ManifestName), err)
+		return layout.Manifest{}, fmt.Errorf("read manifest %s: %w", key, err)
 	}
-	if err := json.Unmarshal(body, &m); err != nil {
-		return m, fmt.Errorf("%w: manifest %s: %w", ErrCorrupt, path.Join(dir, ManifestName), err)
+	defer r.Close()
+	if r.Size() > layout.MaxManifestSize {
+		return layout.Manifest{}, fmt.Errorf("%w: manifest %s has %d bytes, more than %d", layout.ErrCorrupt, key, r.Size(), layout.MaxManifestSize)
 	}
-	if m.Format != ManifestFormat {
-		return m, fmt.Errorf("%w: manifest %s has format %d, this operator reads %d", ErrCorrupt, path.Join(dir, ManifestName), m.Format, ManifestFormat)
+	body, err := io.ReadAll(io.LimitReader(r, layout.MaxManifestSize+1))
+	if err != nil {
+		return layout.Manifest{}, fmt.Errorf("read manifest %s: %w", key, err)
+	}
+	m, err := layout.DecodeManifest(body)
+	if err != nil {
+		return m, fmt.Errorf("manifest %s: %w", key, err)
 	}
 	return m, nil
 }
 
 // ErrCorrupt says an object is not what its manifest says.
-var ErrCorrupt = errors.New("backup object corrupt")
+var ErrCorrupt = layout.ErrCorrupt
+
+// ErrNotABackup refuses a deletion of a folder that cannot be a backup's (the bucket's
+// root, a path with "..").
+var ErrNotABackup = errors.New("not the folder of a backup")
+
+// noise is what the SDK's errors repeat that says nothing to a user: request IDs, and
+// the wrapping of gocloud.dev/blob (the key is in the caller's own words).
+var noise = regexp.MustCompile(`(RequestID|HostID): [^,]*, |https response error |blob (\(key "[^"]*"\) )?\(code=\w+\): `)
+
+// Tidy shortens a store error's text for a message: without request IDs and the
+// library's wrapping, the store's own code and words (at the end) fit a condition.
+func Tidy(msg string) string { return noise.ReplaceAllString(msg, "") }
 
 // DeleteBackup deletes the backup at dir: the manifest first (from then on it is no
-// backup), then every other object under the folder.
-func DeleteBackup(ctx context.Context, b *blob.Bucket, dir string) error {
-	if err := b.Delete(ctx, path.Join(dir, ManifestName)); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-		return fmt.Errorf("delete manifest: %w", err)
+// backup), then every other object under the folder. It returns how many objects it
+// deleted.
+func DeleteBackup(ctx context.Context, b *blob.Bucket, dir string) (int64, error) {
+	dir = strings.Trim(dir, "/")
+	if dir == "" || dir == "." || strings.Contains("/"+dir+"/", "/../") {
+		return 0, fmt.Errorf("%w: %q", ErrNotABackup, dir)
+	}
+	var n int64
+	err := b.Delete(ctx, layout.ManifestKey(dir))
+	switch {
+	case err == nil:
+		n++
+	case gcerrors.Code(err) != gcerrors.NotFound:
+		return n, fmt.Errorf("delete manifest: %w", err)
 	}
 	it := b.List(&blob.ListOptions{Prefix: dir + "/"})
 	for {
 		obj, err := it.Next(ctx)
 		if err == io.EOF {
-			return nil
+			return n, nil
 		}
 		if err != nil {
-			return fmt.Errorf("list %s: %w", dir, err)
+			return n, fmt.Errorf("list %s: %w", dir, err)
 		}
-		if err := b.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-			return fmt.Errorf("delete %s: %w", obj.Key, err)
+		err = b.Delete(ctx, obj.Key)
+		switch {
+		case err == nil:
+			n++
+		case gcerrors.Code(err) != gcerrors.NotFound:
+			return n, fmt.Errorf("delete %s: %w", obj.Key, err)
 		}
 	}
 }

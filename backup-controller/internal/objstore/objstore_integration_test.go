@@ -11,6 +11,8 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/tests3"
 )
@@ -55,35 +57,39 @@ func TestBackupLifecycle(t *testing.T) {
 			if err := objstore.Probe(ctx(t), b, "x"); err != nil {
 				t.Fatalf("probe: %v", err)
 			}
-			dir := objstore.BackupPath("prod", "ns", "demo", "nightly", "0123456789abcdef")
+			dir := layout.BackupPath("prod", "ns", "demo", "nightly", "0123456789abcdef")
 			if dir != "prod/ns/demo/nightly-01234567" {
 				t.Fatalf("path %s", dir)
 			}
 			payload := bytes.Repeat([]byte("valkey"), 6<<20) // 36 MiB: a multipart upload
-			n, sum, err := objstore.Upload(ctx(t), b, dir+"/"+objstore.ShardObject(0), bytes.NewReader(payload))
+			n, sum, err := objstore.Upload(ctx(t), b, dir+"/"+layout.ShardObject(0), bytes.NewReader(payload))
 			if err != nil || n != int64(len(payload)) {
 				t.Fatalf("upload: %d, %v", n, err)
 			}
 			// A stream that breaks leaves no object.
-			if _, _, err := objstore.Upload(ctx(t), b, dir+"/"+objstore.ShardObject(1), &failingReader{n: 20 << 20}); err == nil {
+			if _, _, err := objstore.Upload(ctx(t), b, dir+"/"+layout.ShardObject(1), &failingReader{n: 20 << 20}); err == nil {
 				t.Fatal("a broken stream was stored")
 			}
-			if ok, _ := b.Exists(ctx(t), dir+"/"+objstore.ShardObject(1)); ok {
+			if ok, _ := b.Exists(ctx(t), dir+"/"+layout.ShardObject(1)); ok {
 				t.Fatal("a broken stream left an object")
 			}
-			m := objstore.Manifest{Namespace: "ns", Cluster: "demo", Backup: "nightly", ValkeyVersion: "8.0.1",
-				Shards: []objstore.ManifestShard{{Index: 0, Object: objstore.ShardObject(0), Size: n, SHA256: sum, Keys: 3}}}
-			if _, err := objstore.ReadManifest(ctx(t), b, dir); objstore.Reason(err) != objstore.ReasonNotFound {
+			m := layout.Manifest{Namespace: "ns", Cluster: "demo", Backup: "nightly", ValkeyVersion: "8.0.1",
+				Shards: []layout.ManifestShard{{Index: 0, Object: layout.ShardObject(0), Size: n, SHA256: sum, Keys: 3}}}
+			if _, err := objstore.ReadManifest(ctx(t), b, dir); objstore.Reason(err) != jobapi.ReasonNotFound {
 				t.Fatalf("manifest before it is written: %v (%s)", err, objstore.Reason(err))
 			}
-			if err := objstore.WriteManifest(ctx(t), b, dir, m); err != nil {
+			body, err := layout.EncodeManifest(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := objstore.WriteManifest(ctx(t), b, dir, body); err != nil {
 				t.Fatal(err)
 			}
 			got, err := objstore.ReadManifest(ctx(t), b, dir)
-			if err != nil || got.Shards[0].SHA256 != sum || got.Format != objstore.ManifestFormat {
+			if err != nil || got.Shards[0].SHA256 != sum || got.Format != layout.ManifestFormat {
 				t.Fatalf("manifest %+v, %v", got, err)
 			}
-			r, closer, err := objstore.OpenVerified(ctx(t), b, dir+"/"+objstore.ShardObject(0), n, sum)
+			r, closer, err := objstore.OpenVerified(ctx(t), b, dir+"/"+layout.ShardObject(0), n, sum)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,13 +97,13 @@ func TestBackupLifecycle(t *testing.T) {
 				t.Fatalf("verified read: %v", err)
 			}
 			closer.Close()
-			r, closer, _ = objstore.OpenVerified(ctx(t), b, dir+"/"+objstore.ShardObject(0), n, strings.Repeat("0", 64))
+			r, closer, _ = objstore.OpenVerified(ctx(t), b, dir+"/"+layout.ShardObject(0), n, strings.Repeat("0", 64))
 			if _, err := io.Copy(io.Discard, r); !errors.Is(err, objstore.ErrCorrupt) {
 				t.Fatalf("read with a wrong digest: %v, want ErrCorrupt", err)
 			}
 			closer.Close()
-			if err := objstore.DeleteBackup(ctx(t), b, dir); err != nil {
-				t.Fatal(err)
+			if n, err := objstore.DeleteBackup(ctx(t), b, dir); err != nil || n != 2 {
+				t.Fatalf("deleted %d objects, %v; want the manifest and the shard", n, err)
 			}
 			it := b.List(&blob.ListOptions{Prefix: dir})
 			if obj, err := it.Next(ctx(t)); err != io.EOF {
@@ -111,17 +117,17 @@ func TestReasons(t *testing.T) {
 	s := tests3.Start(t, false)
 	bad := s.Config()
 	bad.SecretAccessKey = "wrong"
-	if err := objstore.Probe(ctx(t), open(t, bad), ""); objstore.Reason(err) != objstore.ReasonAccessDenied {
+	if err := objstore.Probe(ctx(t), open(t, bad), ""); objstore.Reason(err) != jobapi.ReasonAccessDenied {
 		t.Errorf("wrong secret: %v -> %s, want AccessDenied", err, objstore.Reason(err))
 	}
 	gone := s.Config()
 	gone.Endpoint = "http://127.0.0.1:1"
-	if err := objstore.Probe(ctx(t), open(t, gone), ""); err == nil || objstore.Reason(err) != objstore.ReasonUnreachable {
+	if err := objstore.Probe(ctx(t), open(t, gone), ""); err == nil || objstore.Reason(err) != jobapi.ReasonStoreUnreachable {
 		t.Errorf("dead endpoint: %v -> %s, want ObjectStoreUnreachable", err, objstore.Reason(err))
 	}
 	nob := s.Config()
 	nob.Bucket = "nobucket"
-	if err := objstore.Probe(ctx(t), open(t, nob), ""); objstore.Reason(err) != objstore.ReasonNotFound {
+	if err := objstore.Probe(ctx(t), open(t, nob), ""); objstore.Reason(err) != jobapi.ReasonNotFound {
 		t.Errorf("missing bucket: %v -> %s, want NotFound", err, objstore.Reason(err))
 	}
 	wrongCA := s.Config()

@@ -47,7 +47,7 @@ var (
 	podCauses = map[string]bool{
 		v1alpha1.ReasonPodTerminated: true, v1alpha1.ReasonPodMissing: true, v1alpha1.ReasonCrashLoop: true,
 		v1alpha1.ReasonPodUnschedulable: true, v1alpha1.ReasonImagePullBackOff: true, v1alpha1.ReasonPriorityClassNotFound: true,
-		v1alpha1.ReasonFailedCreate: true, v1alpha1.ReasonNameConflict: true,
+		v1alpha1.ReasonFailedCreate: true, v1alpha1.ReasonNameConflict: true, v1alpha1.ReasonReplyTooLarge: true,
 	}
 	storageCauses = map[string]bool{v1alpha1.ReasonStorageClassNotFound: true, v1alpha1.ReasonResizeInfeasible: true}
 )

@@ -127,7 +127,9 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 			unreachable = append(unreachable, m)
 		}
 	}
-	if reason, msg, ok := stuckCause(unreachable); ok {
+	if msg := tooLargeCause(unreachable); msg != "" {
+		s.progress(v1alpha1.ReasonReplyTooLarge, "%s", msg)
+	} else if reason, msg, ok := stuckCause(unreachable); ok {
 		s.progress(reason, "%s", msg)
 	} else if msg := s.topo.partitioned(unreachable); msg != "" {
 		s.progress(v1alpha1.ReasonPartitioned, "%s", msg)

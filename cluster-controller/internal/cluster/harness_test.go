@@ -18,15 +18,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
-	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/testsuite"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
@@ -41,6 +38,8 @@ type env struct {
 	metrics  *Metrics
 	registry *prometheus.Registry
 	stop     func()
+	// restPeriod is the next controller's RestPeriod (its default when zero).
+	restPeriod time.Duration
 }
 
 // newEnv sets up a spec's world and tears it down when the spec ends.
@@ -74,13 +73,7 @@ func serverDir() string {
 
 // manager returns a manager of the spec's namespace.
 func (e *env) manager() ctrl.Manager {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 operator.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{e.ns: {}}},
-	})
+	mgr, err := testsuite.Manager(cfg, e.ns)
 	Expect(err).NotTo(HaveOccurred())
 	return mgr
 }
@@ -108,6 +101,7 @@ func (e *env) startController() {
 		Recorder: mgr.GetEventRecorder(FieldManager), Pool: pool, Metrics: e.metrics, Addr: e.kubelet.addr,
 		NetworkPolicy: NetworkPolicyDefaults{Enabled: true, OperatorNamespace: "valkey-operator"},
 		FastFailover:  true,
+		RestPeriod:    e.restPeriod,
 	}
 	Expect(r.SetupWithManager(mgr, 2)).To(Succeed())
 	stop := run(mgr)
@@ -129,7 +123,7 @@ func (e *env) stopController() {
 func (e *env) createCluster(name string, shards, replicas int32, mutate ...func(*v1alpha1.ValkeyClusterSpec)) {
 	ctx := context.Background()
 	Expect(k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: v1alpha1.SystemUsersSecretName(name)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: v1alpha1.SystemUsersSecretName(name), Labels: v1alpha1.ClusterLabels(name)},
 		Data:       map[string][]byte{v1alpha1.UserOperator: []byte(operatorPassword)},
 	})).To(Succeed())
 	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}, Spec: v1alpha1.ValkeyClusterSpec{

@@ -301,6 +301,10 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, m *member, c *valkey.C
 	conns, err := c.ClientList(ctx)
 	if err != nil {
 		log.FromContext(ctx).Info("cannot list the clients of a leaving member; letting it go", "member", m.name(), "error", err.Error())
+		if e := valkey.AsReplyTooLarge(err); e != nil {
+			r.event(s.vc, m.node, eventWarning, v1alpha1.ReasonReplyTooLarge, "Drain",
+				"%s; it leaves without waiting for its clients to move", e.Describe(m.name()))
+		}
 		r.draining.Delete(m.node.UID)
 		return 0
 	}

@@ -216,6 +216,19 @@ func (m *Metrics) observe(s *scope, st clusterStatus, ok bool) {
 	m.shards[key] = shards
 }
 
+// restChecked records a check at rest (rest.go) at now: the cluster is as the last
+// pass left it, which counts as a pass without an error.
+func (m *Metrics) restChecked(key types.NamespacedName, now time.Time) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if v := m.clusters[key]; v != nil {
+		v.lastSuccess = now
+	}
+}
+
 // failoverKinds are the values of valkey_operator_failovers_total's kind label.
 var failoverKinds = []string{kindPlanned, kindForced, kindElected}
 

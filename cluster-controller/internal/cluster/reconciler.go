@@ -36,9 +36,10 @@ const FieldManager = "cluster-controller"
 // what only Valkey can tell (gossip converging, a replica catching up, a failover), which
 // has no event to watch.
 const (
-	requeueFast   = 250 * time.Millisecond
-	requeueWait   = time.Second
-	requeueSync   = 300 * time.Millisecond
+	requeueFast = 250 * time.Millisecond
+	requeueWait = time.Second
+	requeueSync = 300 * time.Millisecond
+	// requeueSteady is the default RestPeriod.
 	requeueSteady = 30 * time.Second
 	// requeueNameConflict: an object that is not the cluster's is looked at again (it is
 	// not watched: the cluster does not own it).
@@ -52,7 +53,8 @@ const (
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=list;watch
+// Secrets are watched as metadata and read by name (operator.ContentCache).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=list
@@ -77,6 +79,9 @@ type Reconciler struct {
 	Addr func(*v1alpha1.ValkeyNode) string
 	// NetworkPolicy holds the operator's defaults for the clusters' NetworkPolicies.
 	NetworkPolicy NetworkPolicyDefaults
+	// RestPeriod is how often a cluster at rest is looked at (rest.go); requeueSteady
+	// when zero.
+	RestPeriod time.Duration
 	// FastFailover promotes a primary's replica as soon as the primary's ValkeyNode says
 	// Kubernetes saw its server exit (ServerDown), without waiting for Valkey's gossip.
 	FastFailover bool
@@ -88,6 +93,15 @@ type Reconciler struct {
 	// stalls remembers, per cluster (UID), the step its change is on and since when
 	// (stall.go).
 	stalls sync.Map
+	// rest remembers, per cluster (UID), what its last pass at rest saw (rest.go).
+	rest sync.Map
+}
+
+func (r *Reconciler) restPeriod() time.Duration {
+	if r.RestPeriod > 0 {
+		return r.RestPeriod
+	}
+	return requeueSteady
 }
 
 // addr is the client address of a member's server.
@@ -130,12 +144,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.Metrics.forget(req.NamespacedName)
 		r.causes.Delete(vc.UID)
 		r.stalls.Delete(vc.UID)
+		r.rest.Delete(vc.UID)
 		return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
+	}
+
+	if r.stillAtRest(ctx, vc) {
+		r.Metrics.restChecked(req.NamespacedName, r.Clock())
+		return ctrl.Result{RequeueAfter: r.restPeriod()}, nil
 	}
 
 	// The shards as the previous pass reported them (writing the status replaces them).
 	prevShards := r.Metrics.previousShards(req.NamespacedName, vc.DeepCopy().Status.Shards)
 	s, err := r.newScope(ctx, vc)
+	var inputs string
+	if err == nil {
+		inputs = r.passInputs(ctx, s)
+	}
 	if err != nil {
 		r.Metrics.reconcileError(req.NamespacedName, "observe")
 		return ctrl.Result{}, err
@@ -162,6 +186,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if wait := r.reportMemberCauses(ctx, vc, nodes); wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
 		res.RequeueAfter = wait
 	}
+	r.rememberRest(s, inputs, runErr == nil && s.atRest && res.RequeueAfter == r.restPeriod())
 	if runErr != nil {
 		logger.Error(runErr, "reconcile pass failed")
 		if res.RequeueAfter == 0 || res.RequeueAfter > requeueWait {
@@ -239,6 +264,9 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			s.progress(v1alpha1.ReasonNameConflict, "%s", nc.Error())
 			return ctrl.Result{RequeueAfter: requeueNameConflict}, nil
 		}
+		if s.stopTooLarge(p.name, err) {
+			return ctrl.Result{RequeueAfter: requeueSteady}, nil
+		}
 		if err != nil {
 			s.failedPhase = p.name
 			return ctrl.Result{}, fmt.Errorf("%s: %w", p.name, err)
@@ -250,7 +278,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	after := requeueWait
 	switch {
 	case s.applied() && !s.recheck:
-		after = requeueSteady
+		after, s.atRest = r.restPeriod(), true
 	case s.step.reason == "":
 		// Nothing left to do but wait for the servers (replicas syncing, the cluster
 		// state spreading): no Kubernetes event announces that, so look again soon.

@@ -35,6 +35,8 @@ type scope struct {
 	// about to change in a way no Kubernetes event announces (a dead identity Valkey has
 	// not flagged as failed yet, to be forgotten once it is).
 	recheck bool
+	// atRest: the pass found the spec applied and nothing to wait for (rest.go).
+	atRest bool
 	// healOnly: the spec is invalid and vc holds the last applied one, which the pass
 	// heals the cluster to; nothing planned (a roll, a scale, live config) starts.
 	healOnly bool

@@ -71,7 +71,14 @@ func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) (time.Dura
 // then trust (a Service's selector, a budget's pods).
 func (r *Reconciler) applyIfChanged(ctx context.Context, vc *v1alpha1.ValkeyCluster, existing client.Object, name string, cfg runtime.ApplyConfiguration, matches func(client.Object) bool) error {
 	ns := vc.Namespace
-	err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, existing)
+	key := client.ObjectKey{Namespace: ns, Name: name}
+	err := r.Get(ctx, key, existing)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		// The cache holds the operator's objects only (operator.CacheOptions): one of
+		// that name that someone else made is on the API server. Read only before a
+		// create, so a steady cluster costs no read either.
+		err = r.APIReader.Get(ctx, key, existing)
+	}
 	if err == nil && !metav1.IsControlledBy(existing, vc) {
 		return &NameConflictError{Kind: kindOf(existing), Name: name}
 	}

@@ -92,6 +92,8 @@ func (r *Reconciler) warnOnTransitions(s *scope, next []metav1.Condition) {
 			r.event(s.vc, nil, eventWarning, "InvalidSpec", "Validate", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonImmutableField:
 			r.event(s.vc, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
+		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonReplyTooLarge:
+			r.event(s.vc, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonRollBlocked:
 			// Said once, when the roll stops; the members' own causes are told by
 			// reportMemberCauses (a member that cannot run, under its reason).

@@ -165,6 +165,23 @@ func TestComputeClusterStatus(t *testing.T) {
 			progressing: "True AssigningSlots: assigned the slots; waiting for the cluster to agree",
 		},
 		{
+			name: "a phase stopped by a member's reply too large: Progressing names the member and the command",
+			fms:  healthyThreeByOne(),
+			mod: func(s *scope) {
+				s.progress(v1alpha1.ReasonScalingIn, "moving 5461 slots off shard 2")
+				for _, m := range s.topo.members {
+					m.addr = m.ip() + ":6379"
+				}
+				s.stopTooLarge("scale", errors.New("connection refused")) // not a reply too large: no change
+				s.stopTooLarge("scale", fmt.Errorf("cluster getkeysinslot 12000: %w",
+					&valkey.ReplyTooLargeError{Addr: "10.0.0.3:6379", Command: "CLUSTER GETKEYSINSLOT", Limit: 8 << 20}))
+			},
+			state: v1alpha1.StateUpdating, observed: 3, readyShards: 3,
+			ready: serving,
+			progressing: "True ReplyTooLarge: member c answered CLUSTER GETKEYSINSLOT with more than 8 MiB; " +
+				"the scale step cannot go on until the reply fits",
+		},
+		{
 			name:  "a primary that does not answer: state Degraded",
 			fms:   with(healthyThreeByOne(), "a", func(f *fakeMember) { f.down = true }),
 			state: v1alpha1.StateDegraded, observed: 3, readyShards: 2,

@@ -5,6 +5,7 @@ package backup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -280,8 +282,11 @@ func TestSourceLost(t *testing.T) {
 			b := newBackup(ctx, t, k, ns, "b", "lost", s3.Store(""))
 			var source, jobName string
 			if err := framework.Until(ctx, 60*time.Second, "the first transfer's Job", func(ctx context.Context) (bool, string, error) {
+				// The backup's other Jobs (the store probe first) read no member.
 				for _, j := range jobsOf(ctx, t, k, b) {
-					source, jobName = j.Annotations["valkey.io/source"], j.Name
+					if s := j.Annotations["valkey.io/source"]; s != "" {
+						source, jobName = s, j.Name
+					}
 				}
 				return source != "", "", nil
 			}); err != nil {
@@ -357,6 +362,27 @@ func TestZeroReplicasAndBadBackups(t *testing.T) {
 			store := s3.Store("")
 			missing := restoreFrom(ctx, t, k, ns, "missing", 1, 0, v1alpha1.DataSource{ObjectStore: &store, Path: "no/such/backup"}, nil)
 			waitRestoreFails(ctx, t, k, missing, v1alpha1.ReasonNotFound, restoreTimeout)
+			// A Job looks for the missing manifest again 30 s after the last one ended; the
+			// ones before the last go, so at most two such Jobs exist.
+			if err := framework.Until(ctx, 150*time.Second, "a third look for the missing manifest", func(ctx context.Context) (bool, string, error) {
+				var list batchv1.JobList
+				if err := k.Client.List(ctx, &list, client.InNamespace(ns),
+					client.MatchingLabels{v1alpha1.LabelRestore: "missing", v1alpha1.LabelComponent: "restore-manifest"}); err != nil {
+					return false, "", err
+				}
+				var names []string
+				for _, j := range list.Items {
+					if j.DeletionTimestamp == nil {
+						names = append(names, j.Name)
+					}
+				}
+				if len(names) > 2 {
+					t.Fatalf("manifest Jobs %v: more than two", names)
+				}
+				return slices.Contains(names, "missing-restore-manifest-3"), strings.Join(names, " "), nil
+			}); err != nil {
+				t.Fatal(err)
+			}
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)

@@ -103,6 +103,21 @@ func Check(r Rule, pkgs []Package, mods []string, isStd func(string) bool) []Vio
 				}
 			}
 		}
+		for _, pr := range r.Packages {
+			pkg := Repo + "/" + r.Module + "/" + pr.Package
+			if p.ImportPath != pkg && !strings.HasPrefix(p.ImportPath, pkg+"/") {
+				continue
+			}
+			for _, never := range pr.Never {
+				for _, dep := range append(slices.Clone(p.Imports), p.Deps...) {
+					if strings.HasPrefix(dep, never) {
+						out = append(out, Violation{r.Module, p.ImportPath, dep,
+							fmt.Sprintf("%s/%s must never depend on %s (%s)", r.Module, pr.Package, never, pr.Why)})
+						break
+					}
+				}
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return slices.CompactFunc(out, func(a, b Violation) bool { return a.String() == b.String() })

@@ -34,7 +34,7 @@ func TestCheckRefusesAnImportOfAnotherController(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	mods := []string{"api", "valkey", "valkeyconf", "webhooks", "internal"}
+	mods := []string{"api", "valkey", "valkeyconf", "webhooks", "internal", "backup-controller"}
 	std := func(p string) bool { return !strings.Contains(p, ".") }
 	for _, tc := range []struct {
 		name string
@@ -48,6 +48,16 @@ func TestCheck(t *testing.T) {
 		{"the library must not reach Kubernetes through a dependency", "valkey", Package{ImportPath: Repo + "/valkey", Deps: []string{"example.com/lib", "k8s.io/apimachinery/pkg/types"}}, "must never depend on k8s.io/"},
 		{"the config tables take only the standard library", "valkeyconf", Package{ImportPath: Repo + "/valkeyconf", Imports: []string{"strings", "example.com/x"}}, "std-only"},
 		{"the API without controller-runtime", "api", Package{ImportPath: Repo + "/api/v1alpha1", Deps: []string{"sigs.k8s.io/controller-runtime/pkg/scheme"}}, "controller-runtime"},
+		{"the backup controller never reaches a store, even through a package of its own", "backup-controller",
+			Package{ImportPath: Repo + "/backup-controller/internal/backup", Imports: []string{Repo + "/backup-controller/internal/job"},
+				Deps: []string{Repo + "/backup-controller/internal/job", "github.com/aws/aws-sdk-go-v2/service/s3"}},
+			"backup-controller/internal/backup must never depend on github.com/aws/"},
+		{"the backup controller's packages below it neither", "backup-controller",
+			Package{ImportPath: Repo + "/backup-controller/internal/backup/sub", Deps: []string{"gocloud.dev/blob"}}, "must never depend on gocloud.dev/"},
+		{"the Jobs' program reaches the store", "backup-controller",
+			Package{ImportPath: Repo + "/backup-controller/internal/job", Deps: []string{Repo + "/backup-controller/internal/objstore", "github.com/aws/aws-sdk-go-v2/service/s3", "gocloud.dev/blob"}}, ""},
+		{"a package whose name starts like it is another", "backup-controller",
+			Package{ImportPath: Repo + "/backup-controller/internal/backupx", Deps: []string{"gocloud.dev/blob"}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, ok := RuleOf(tc.rule)

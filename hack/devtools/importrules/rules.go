@@ -24,6 +24,20 @@ type Rule struct {
 	Never []string
 	// Why says what the rule keeps.
 	Why string
+	// Packages are stricter rules for some of the module's packages.
+	Packages []PackageRule
+}
+
+// PackageRule is what some packages of a module must never depend on, directly or
+// through any library or package of their own module.
+type PackageRule struct {
+	// Package is a folder of the module ("internal/backup"): that package and those
+	// under it.
+	Package string
+	// Never lists import path prefixes, as Rule.Never.
+	Never []string
+	// Why says what the rule keeps.
+	Why string
 }
 
 // controllers may use the API, the Valkey library, the config rules and the shared code,
@@ -44,7 +58,10 @@ var Rules = []Rule{
 	{Module: "node-controller", May: controllers, Why: "controllers talk only through status"},
 	{Module: "acl-controller", May: controllers, Why: "controllers talk only through status"},
 	{Module: "tls-controller", May: controllers, Why: "controllers talk only through status"},
-	{Module: "backup-controller", May: controllers, Why: "controllers talk only through status"},
+	{Module: "backup-controller", May: controllers, Why: "controllers talk only through status",
+		Packages: []PackageRule{{Package: "internal/backup",
+			Never: []string{"github.com/aws/", "gocloud.dev/", Repo + "/backup-controller/internal/objstore"},
+			Why:   "the controller never reaches an object store: every store request runs in a Job in the tenant's namespace"}}},
 	{Module: "webhooks", May: []string{"api", "valkeyconf", "internal"},
 		Why: "admission needs the API and its rules, never a controller or a Valkey connection"},
 	{Module: "kubectl-valkey", May: []string{"api"}, Never: []string{"github.com/redis/rueidis", Repo + "/valkey"},
@@ -83,7 +100,17 @@ func Markdown() string {
 		case len(r.Never) > 0:
 			never = "`" + strings.Join(r.Never, "`, `") + "`"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.Module, may, never, r.Why)
+		why := r.Why
+		for _, p := range r.Packages {
+			if never == "—" {
+				never = ""
+			} else {
+				never += "; "
+			}
+			never += fmt.Sprintf("in `%s`: `%s`", p.Package, strings.Join(p.Never, "`, `"))
+			why += "; " + p.Why
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.Module, may, never, why)
 	}
 	return b.String()
 }

@@ -27,7 +27,9 @@
 // # Progress
 //
 // Passes are driven by watches on the ValkeyNode (spec and status), its ConfigMap and
-// workload, and the pods and claims labelled with its name. The server's role can change
-// without any Kubernetes event (a failover), so a node whose pod runs is also requeued
-// every RoleRefreshInterval to read its role again.
+// workload, and the pods and claims labelled with its name; a node whose server answers
+// is not polled. The server's role changes without any Kubernetes event in a failover,
+// but the cluster-controller, which sees every failover in the servers' views, then
+// changes the member's Synced condition (IsPrimary for a primary, Synced for a replica),
+// and that status change is the event on which the role is read again.
 package node

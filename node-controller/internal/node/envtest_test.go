@@ -21,15 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/testsuite"
 )
 
 // The integration specs run the reconciler in a manager against a real API server
@@ -68,13 +65,7 @@ func startEnv(cfg *rest.Config) (*testEnv, error) {
 	if te.c, err = client.New(cfg, client.Options{Scheme: operator.Scheme()}); err != nil {
 		return nil, err
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 operator.Scheme(),
-		Cache:                  cache.Options{ByObject: CacheByObject()},
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	mgr, err := testsuite.Manager(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -31,11 +31,9 @@ const FieldManager = "node-controller"
 // fieldOwner marks the controller's writes.
 var fieldOwner = client.FieldOwner(FieldManager)
 
-// Requeue intervals of a node whose pod runs.
+// Requeue intervals of a node whose pod runs. A node whose server answers is not
+// requeued: see Progress in doc.go.
 const (
-	// RoleRefreshInterval: a failover changes a server's role without any Kubernetes
-	// event, so the role of a running server is read again this often.
-	RoleRefreshInterval = 20 * time.Second
 	// unreachableRetry: a running server that did not answer (it is starting) is asked
 	// again soon; nothing in Kubernetes changes when it starts answering.
 	unreachableRetry = 3 * time.Second
@@ -48,7 +46,8 @@ const (
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
 // Owner references with blockOwnerDeletion need update on the owner's finalizers.
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch;create;update
+// ConfigMaps are watched as metadata and read by name (operator.ContentCache).
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;create;delete;patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=list;watch;create;patch
@@ -61,8 +60,9 @@ const (
 // Reconciler turns each ValkeyNode into one running Valkey server.
 type Reconciler struct {
 	client.Client
-	// APIReader reads what the controller does not cache (StorageClasses,
-	// PriorityClasses, workload events), only to say why a member cannot start.
+	// APIReader reads what the cache does not hold: a workload whole before its
+	// template is replaced, and StorageClasses, PriorityClasses and workload events,
+	// only to say why a member cannot start.
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
@@ -174,7 +174,8 @@ func (r *Reconciler) pass(ctx context.Context, vn *v1alpha1.ValkeyNode, validity
 	return requeue(s), nil
 }
 
-// requeue schedules the next pass of a running node (see RoleRefreshInterval).
+// requeue schedules the next pass of a node that waits for something no watch
+// announces; a node whose server answered waits for its next event.
 func requeue(s *scope) ctrl.Result {
 	switch {
 	case s.pod == nil && s.workloadAnn != nil && !s.deleting():
@@ -186,7 +187,7 @@ func requeue(s *scope) ctrl.Result {
 	case s.server == nil:
 		return ctrl.Result{RequeueAfter: unreachableRetry}
 	}
-	return ctrl.Result{RequeueAfter: RoleRefreshInterval}
+	return ctrl.Result{}
 }
 
 // load reads the node's objects from the cache.
@@ -321,7 +322,7 @@ func (r *Reconciler) reportTransitions(s *scope, prev, next ownedStatus) {
 	switch now.Reason {
 	case v1alpha1.ReasonPodTerminated, v1alpha1.ReasonPodMissing, v1alpha1.ReasonCrashLoop,
 		v1alpha1.ReasonPodUnschedulable, v1alpha1.ReasonImagePullBackOff, v1alpha1.ReasonPriorityClassNotFound,
-		v1alpha1.ReasonFailedCreate:
+		v1alpha1.ReasonFailedCreate, v1alpha1.ReasonReplyTooLarge:
 		var related runtime.Object
 		if s.pod != nil {
 			related = s.pod

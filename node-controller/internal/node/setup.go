@@ -7,33 +7,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
-
-// CacheByObject restricts the manager's cache to the objects the operator created
-// (label app.kubernetes.io/managed-by): the controller never holds users' Secrets,
-// pods or ConfigMaps in memory.
-func CacheByObject() map[client.Object]cache.ByObject {
-	managed := func() cache.ByObject {
-		return cache.ByObject{Label: operator.ManagedBySelector()}
-	}
-	return map[client.Object]cache.ByObject{
-		&corev1.Secret{}:                managed(),
-		&corev1.ConfigMap{}:             managed(),
-		&corev1.Pod{}:                   managed(),
-		&corev1.PersistentVolumeClaim{}: managed(),
-		&appsv1.StatefulSet{}:           managed(),
-		&appsv1.Deployment{}:            managed(),
-	}
-}
 
 // Setup registers the node-controller on mgr.
 func Setup(mgr ctrl.Manager, maxConcurrentReconciles int) error {
@@ -67,7 +49,7 @@ func register(mgr ctrl.Manager, maxConcurrentReconciles int, rec reconcile.Recon
 	byNode := handler.EnqueueRequestsFromMapFunc(nodeOf)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ValkeyNode{}).
-		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&appsv1.Deployment{}).
 		Watches(&corev1.Pod{}, byNode).

@@ -13,6 +13,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/status"
+	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 // ownedConditions are the condition types the node-controller writes, in the order
@@ -172,6 +173,10 @@ func runningReadiness(o podObservation) (bool, string, string) {
 	case !o.answered && crashedAtStart(st):
 		// Between two crashes the container runs for a moment: still the same crash loop.
 		return false, v1alpha1.ReasonCrashLoop, crashMessage(p, st)
+	case !o.answered && valkey.AsReplyTooLarge(o.serverErr) != nil:
+		e := valkey.AsReplyTooLarge(o.serverErr)
+		return false, v1alpha1.ReasonReplyTooLarge, fmt.Sprintf("pod %s runs but its server answered %s with more than %s: the controller does not read it",
+			p.Name, e.Command, valkey.FormatBytes(e.Limit))
 	case !o.answered:
 		return false, v1alpha1.ReasonServerUnreachable, fmt.Sprintf("pod %s runs but its server does not answer: %v", p.Name, o.serverErr)
 	}

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +86,9 @@ func TestPodReadyCondition(t *testing.T) {
 		{"failed bare pod", podObservation{pod: testPod(corev1.PodFailed, corev1.RestartPolicyNever, killed)}, false, v1alpha1.ReasonPodTerminated, "exited with code 137 (OOMKilled); nothing restarts it"},
 		{"server dead in a running bare pod", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyNever, killed)}, false, v1alpha1.ReasonPodTerminated, "code 137"},
 		{"server dead in a StatefulSet pod", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyAlways, killed)}, false, v1alpha1.ReasonCrashLoop, "code 137"},
+		{"running, server answers with too much", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running),
+			serverErr: fmt.Errorf("info: %w", &valkey.ReplyTooLargeError{Addr: "10.0.0.7:6379", Command: "INFO", Limit: 8 << 20})},
+			false, v1alpha1.ReasonReplyTooLarge, "pod p runs but its server answered INFO with more than 8 MiB: the controller does not read it"},
 		{"running, server silent", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running), serverErr: errors.New("dial timeout")}, false, v1alpha1.ReasonServerUnreachable, "dial timeout"},
 		{"running", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running), answered: true, role: v1alpha1.RolePrimary}, true, v1alpha1.ReasonPodRunning, "answers at 10.0.0.7 as primary"},
 		{"running but outdated", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running), answered: true, pending: "raise spec.revision"}, true, v1alpha1.ReasonUpdatePending, "raise spec.revision"},

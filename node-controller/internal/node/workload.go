@@ -149,7 +149,12 @@ func (r *Reconciler) reconcileController(ctx context.Context, s *scope, cur, wan
 		if err := r.prepareConfig(ctx, s); err != nil {
 			return err
 		}
+		// The cache keeps a workload without its pod template (operator.Trim): the
+		// update starts from the whole object.
 		obj := cur.DeepCopyObject().(client.Object)
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(cur), obj); err != nil {
+			return fmt.Errorf("read %s %s: %w", kindOf(obj), obj.GetName(), err)
+		}
 		setTemplate(obj)
 		setAnnotations(obj, workloadAnnotations(s.node.Spec.Revision, s.desiredHash))
 		if err := r.Update(ctx, obj, fieldOwner); err != nil {

@@ -17,16 +17,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/testsuite"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -103,16 +99,7 @@ func newHarness(servers int, boot map[string][]byte, cas ...*testCA) *harness {
 // start runs a manager with the reconciler.
 func (h *harness) start() {
 	GinkgoHelper()
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 operator.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{
-			DefaultNamespaces: map[string]cache.Config{h.ns: {}},
-			ByObject:          CacheByObject(),
-		},
-	})
+	mgr, err := testsuite.Manager(cfg, h.ns)
 	Expect(err).NotTo(HaveOccurred())
 	pool := &valkeyconn.Pool{DialTimeout: time.Second}
 	r := &Reconciler{

@@ -8,9 +8,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -67,6 +69,8 @@ type Options struct {
 	LeaderElection bool
 	// LeaderElectionNamespace and LeaderElectionID name the Lease.
 	LeaderElectionNamespace, LeaderElectionID string
+	// LeaseDuration of the Lease (operator.DefaultLeaseDuration when zero).
+	LeaseDuration time.Duration
 	// EnableHTTP2 allows HTTP/2 on the webhook server (off by default, as HTTP/2
 	// stream resets have been a denial-of-service vector).
 	EnableHTTP2 bool
@@ -102,6 +106,13 @@ func (o Options) DNSNames() []string {
 	return []string{base, base + ".cluster.local"}
 }
 
+func (o Options) leaseDuration() time.Duration {
+	if o.LeaseDuration > 0 {
+		return o.LeaseDuration
+	}
+	return operator.DefaultLeaseDuration
+}
+
 // NewManager builds the manager with both webhooks, the certificate source and the
 // health (/healthz) and readiness (/readyz) checks. Readiness passes once the webhook
 // server answers TLS handshakes, that is once it has a certificate to serve.
@@ -122,6 +133,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		LeaseDuration:           ptr.To(o.leaseDuration()),
+		RenewDeadline:           ptr.To(o.leaseDuration() * 3 / 4),
+		RetryPeriod:             ptr.To(o.leaseDuration() / 6),
 		WebhookServer:           webhook.NewServer(webhookOptions(o, &keeper)),
 	}
 	if o.CertMode == CertModeSelfSigned {

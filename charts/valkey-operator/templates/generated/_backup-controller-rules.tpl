@@ -3,6 +3,12 @@
 - apiGroups:
   - ""
   resources:
+  - configmaps
+  verbs:
+  - create
+- apiGroups:
+  - ""
+  resources:
   - namespaces
   - secrets
   verbs:
@@ -32,6 +38,7 @@
   - jobs
   verbs:
   - create
+  - delete
   - get
   - list
   - watch

@@ -17,6 +17,7 @@
   resources:
   - secrets
   verbs:
+  - get
   - list
   - watch
 - apiGroups:

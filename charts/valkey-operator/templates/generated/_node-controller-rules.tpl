@@ -6,6 +6,7 @@
   - configmaps
   verbs:
   - create
+  - get
   - list
   - update
   - watch
