@@ -217,6 +217,59 @@ func (l EndpointAllowList) String() string {
 	return "policy.objectStore.allowedEndpoints: " + strings.Join(parts, ", ")
 }
 
+// The flags that carry an endpoint policy: every component's (internal/operator.
+// PolicyFlags) and the backup Jobs', to which the backup-controller passes its own
+// policy (EndpointPolicy.Args).
+const (
+	FlagAllowedEndpoints       = "object-store-allowed-endpoints"
+	FlagKubernetesAPIAddresses = "kubernetes-api-addresses"
+)
+
+// Args are the flags that give a program this policy, for ParseEndpointPolicy to read
+// back: the allow-list and every API server address (the one from
+// KUBERNETES_SERVICE_HOST included).
+func (p EndpointPolicy) Args() []string {
+	var out []string
+	if v := p.Allowed.flagValue(); v != "" {
+		out = append(out, "--"+FlagAllowedEndpoints+"="+v)
+	}
+	if len(p.APIServer) > 0 {
+		out = append(out, "--"+FlagKubernetesAPIAddresses+"="+joinPrefixes(p.APIServer))
+	}
+	return out
+}
+
+// ParseEndpointPolicy reads the values of the two flags (FlagAllowedEndpoints,
+// FlagKubernetesAPIAddresses), naming the flag of a bad value.
+func ParseEndpointPolicy(allowed, apiAddresses string) (EndpointPolicy, error) {
+	var p EndpointPolicy
+	var err error
+	if p.Allowed, err = ParseEndpointAllowList(allowed); err != nil {
+		return EndpointPolicy{}, fmt.Errorf("--%s: %w", FlagAllowedEndpoints, err)
+	}
+	if p.APIServer, err = ParseNetworks(apiAddresses); err != nil {
+		return EndpointPolicy{}, fmt.Errorf("--%s: %w", FlagKubernetesAPIAddresses, err)
+	}
+	return p, nil
+}
+
+// flagValue writes the allow-list as ParseEndpointAllowList reads it.
+func (l EndpointAllowList) flagValue() string {
+	parts := slices.Clone(l.Hosts)
+	if len(l.Networks) > 0 {
+		parts = append(parts, joinPrefixes(l.Networks))
+	}
+	return strings.Join(parts, ",")
+}
+
+func joinPrefixes(ns []netip.Prefix) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = describePrefix(n)
+	}
+	return strings.Join(parts, ",")
+}
+
 // ParseEndpointAllowList reads a comma-separated list of host name suffixes
 // (minio.storage.svc, .example.com) and IP addresses or CIDRs (10.0.0.0/8).
 func ParseEndpointAllowList(s string) (EndpointAllowList, error) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/netip"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -214,5 +215,34 @@ func TestParseEndpointAllowList(t *testing.T) {
 	}
 	if _, err := ParseNetworks("kubernetes"); err == nil {
 		t.Error("ParseNetworks took a name")
+	}
+}
+
+// A policy passed on as flags (the backup-controller to its Jobs) reads back the same.
+func TestEndpointPolicyArgs(t *testing.T) {
+	if args := (EndpointPolicy{}).Args(); len(args) != 0 {
+		t.Fatalf("the default policy takes no flags, got %v", args)
+	}
+	allowed, err := ParseEndpointAllowList("minio.storage.svc,.example.com,10.0.0.0/8,127.0.0.1/32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := EndpointPolicy{Allowed: allowed, APIServer: []netip.Prefix{netip.MustParsePrefix("10.96.0.1/32"), netip.MustParsePrefix("fd00::/120")}}
+	args := p.Args()
+	want := []string{"--object-store-allowed-endpoints=minio.storage.svc,.example.com,10.0.0.0/8,127.0.0.1",
+		"--kubernetes-api-addresses=10.96.0.1,fd00::/120"}
+	if strings.Join(args, " ") != strings.Join(want, " ") {
+		t.Fatalf("args %q, want %q", args, want)
+	}
+	back, err := ParseEndpointPolicy(strings.TrimPrefix(args[0], "--object-store-allowed-endpoints="),
+		strings.TrimPrefix(args[1], "--kubernetes-api-addresses="))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, p) {
+		t.Fatalf("read back %+v, want %+v", back, p)
+	}
+	if _, err := ParseEndpointPolicy("", "kubernetes"); err == nil || !strings.Contains(err.Error(), "--kubernetes-api-addresses: ") {
+		t.Fatalf("a bad value is named by its flag: %v", err)
 	}
 }

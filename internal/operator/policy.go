@@ -28,9 +28,9 @@ func policyFlags(fs *flag.FlagSet, getenv func(string) string) func() error {
 		"refuse spec.containers entries other than patches of the server and the exporter (sidecars reach the cluster bus on localhost)")
 	fs.StringVar(&modules, "allowed-modules", "",
 		"comma-separated module paths (shipped in the Valkey image) that spec.config loadmodule may name; empty refuses loadmodule")
-	fs.StringVar(&allowedEndpoints, "object-store-allowed-endpoints", "",
+	fs.StringVar(&allowedEndpoints, validation.FlagAllowedEndpoints, "",
 		"comma-separated host name suffixes (minio.storage.svc, .example.com) and CIDRs; when set, the only object-store endpoints admitted")
-	fs.StringVar(&apiAddresses, "kubernetes-api-addresses", "",
+	fs.StringVar(&apiAddresses, validation.FlagKubernetesAPIAddresses, "",
 		"comma-separated addresses or CIDRs of the Kubernetes API server, refused as object-store endpoints "+
 			"(the Service address in KUBERNETES_SERVICE_HOST is refused without being listed)")
 	return func() error {
@@ -45,11 +45,8 @@ func policyFlags(fs *flag.FlagSet, getenv func(string) string) func() error {
 		if *minInterval < validation.MinBackupIntervalFloor {
 			return fmt.Errorf("--min-backup-interval: %s: must be at least %s", *minInterval, validation.ShortDuration(validation.MinBackupIntervalFloor))
 		}
-		if pol.ObjectStore.Allowed, err = validation.ParseEndpointAllowList(allowedEndpoints); err != nil {
-			return fmt.Errorf("--object-store-allowed-endpoints: %w", err)
-		}
-		if pol.ObjectStore.APIServer, err = validation.ParseNetworks(apiAddresses); err != nil {
-			return fmt.Errorf("--kubernetes-api-addresses: %w", err)
+		if pol.ObjectStore, err = validation.ParseEndpointPolicy(allowedEndpoints, apiAddresses); err != nil {
+			return err
 		}
 		// The API server's Service address, as every pod sees it (a name there is left
 		// to the endpoint policy's refused names).
