@@ -90,7 +90,7 @@ func TestBackupAndRestore(t *testing.T) {
 // objects leave the store.
 func TestScheduleWithRetention(t *testing.T) {
 	f := framework.NewFeature(suite, "schedule with retention").
-		Assess("every 15 s a backup, the two newest kept, the others deleted with their objects", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("every minute a backup, the two newest kept, the others deleted with their objects", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			k := framework.ClusterFrom(ctx, t)
 			ns := framework.Namespace(ctx)
 			s3 := k.DeployS3(ctx, t, ns, false)
@@ -100,16 +100,16 @@ func TestScheduleWithRetention(t *testing.T) {
 			}
 			k.WaitClusterReady(ctx, t, vc, readyTimeout)
 			dataset{prefix: "s:", n: 1000}.write(ctx, t, keysClient(ctx, t, k, vc, nil))
-			sched := &v1alpha1.ValkeyBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "every15", Namespace: ns},
-				Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "sched", Schedule: "@every 15s", ObjectStore: s3.Store("sched"),
+			sched := &v1alpha1.ValkeyBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "minutely", Namespace: ns},
+				Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "sched", Schedule: "@every 1m", ObjectStore: s3.Store("sched"),
 					Retention: v1alpha1.BackupRetention{KeepLast: ptr.To[int32](2)}}}
 			if err := k.Client.Create(ctx, sched); err != nil {
 				t.Fatal(err)
 			}
 			created := map[string]bool{}
-			err := framework.Until(ctx, 150*time.Second, "4 backups created and retention at work", func(ctx context.Context) (bool, string, error) {
+			err := framework.Until(ctx, 330*time.Second, "4 backups created and retention at work", func(ctx context.Context) (bool, string, error) {
 				var list v1alpha1.ValkeyBackupList
-				if err := k.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelSchedule: "every15"}); err != nil {
+				if err := k.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelSchedule: "minutely"}); err != nil {
 					return false, "", err
 				}
 				completed := 0
@@ -202,7 +202,7 @@ func TestStoreFailures(t *testing.T) {
 			}
 
 			sched := &v1alpha1.ValkeyBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "retry", Namespace: ns},
-				Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "vk", Schedule: "@every 15s", ObjectStore: denied}}
+				Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "vk", Schedule: "@every 1m", ObjectStore: denied}}
 			if err := k.Client.Create(ctx, sched); err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +221,7 @@ func TestStoreFailures(t *testing.T) {
 				}
 				return failed, completed
 			}
-			if err := framework.Until(ctx, 90*time.Second, "two failed scheduled backups", func(context.Context) (bool, string, error) {
+			if err := framework.Until(ctx, 180*time.Second, "two failed scheduled backups", func(context.Context) (bool, string, error) {
 				f, _ := countFailed()
 				return f >= 2, fmt.Sprintf("%d failed", f), nil
 			}); err != nil {
@@ -239,7 +239,7 @@ func TestStoreFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := framework.Until(ctx, 90*time.Second, "a scheduled backup completes after the fix", func(context.Context) (bool, string, error) {
+			if err := framework.Until(ctx, 150*time.Second, "a scheduled backup completes after the fix", func(context.Context) (bool, string, error) {
 				f, c := countFailed()
 				return c >= 1, fmt.Sprintf("%d failed, %d completed", f, c), nil
 			}); err != nil {
