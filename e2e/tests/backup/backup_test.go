@@ -166,9 +166,10 @@ func cleanupSchedule(ctx context.Context, t *testing.T, k *framework.Cluster, ns
 	}
 }
 
-// The store refuses the credentials or does not answer: the backup fails with the
-// reason and writes no manifest; a schedule tries again on its next tick and succeeds
-// once the credentials are fixed.
+// The store refuses the credentials or does not answer, or its name resolves to an
+// address the endpoint policy refuses: the backup fails with the reason and writes no
+// manifest; a schedule tries again on its next tick and succeeds once the credentials
+// are fixed.
 func TestStoreFailures(t *testing.T) {
 	f := framework.NewFeature(suite, "store unreachable or credentials refused").
 		Assess("Failed with the reason, no manifest, retried by the schedule", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -196,6 +197,21 @@ func TestStoreFailures(t *testing.T) {
 			b = waitBackup(ctx, t, k, newBackup(ctx, t, k, ns, "unreachable", "vk", gone), v1alpha1.BackupFailed, backupTimeout)
 			if c := failedReason(b); c != v1alpha1.ReasonStoreUnreachable {
 				t.Errorf("Failed reason %s, want ObjectStoreUnreachable", c)
+			}
+			// A name admission cannot tell from a store's, resolving to the API server's
+			// Service address: the probe Job refuses to connect to what it resolved to.
+			alias := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "api-alias", Namespace: ns},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "kubernetes.default.svc.cluster.local"}}
+			if err := k.Client.Create(ctx, alias); err != nil {
+				t.Fatal(err)
+			}
+			toAPI := s3.Store("api")
+			toAPI.S3.Endpoint = "http://api-alias." + ns + ".svc:443"
+			b = waitBackup(ctx, t, k, newBackup(ctx, t, k, ns, "api-alias", "vk", toAPI), v1alpha1.BackupFailed, backupTimeout)
+			if c, msg := failedReason(b), failedMessage(b); c != v1alpha1.ReasonEndpointRefused ||
+				!strings.HasPrefix(msg, `spec.objectStore.s3.endpoint "`+toAPI.S3.Endpoint+`": connect to `) ||
+				!strings.Contains(msg, "the Kubernetes API server's address") {
+				t.Errorf("Failed %s: %s; want EndpointRefused naming the field and the API server's address", c, msg)
 			}
 			if m := manifests(ctx, t, k, s3); len(m) != 0 {
 				t.Fatalf("manifests of failed backups: %v", m)
@@ -249,6 +265,15 @@ func TestStoreFailures(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+func failedMessage(b *v1alpha1.ValkeyBackup) string {
+	for _, c := range b.Status.Conditions {
+		if c.Type == v1alpha1.ConditionFailed {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 func failedReason(b *v1alpha1.ValkeyBackup) string {
