@@ -21,12 +21,16 @@ const (
 // Reasons of the backup-controller's conditions.
 const (
 	// Completed, Failed (ValkeyBackup).
-	ReasonBackupCompleted   = "Completed"
-	ReasonBackupInProgress  = "InProgress"
-	ReasonBackupNotFailed   = "NotFailed"
-	ReasonClusterNotFound   = "ClusterNotFound"
-	ReasonClusterNotReady   = "ClusterNotReady"
-	ReasonStoreUnreachable  = "ObjectStoreUnreachable"
+	ReasonBackupCompleted  = "Completed"
+	ReasonBackupInProgress = "InProgress"
+	ReasonBackupNotFailed  = "NotFailed"
+	ReasonClusterNotFound  = "ClusterNotFound"
+	ReasonClusterNotReady  = "ClusterNotReady"
+	ReasonStoreUnreachable = "ObjectStoreUnreachable"
+	// ReasonEndpointRefused: the endpoint resolved to an address the operator's
+	// object-store endpoint policy refuses (the loopback, the metadata service, the
+	// Kubernetes API server, outside the allow-list); a Job refused to connect to it.
+	ReasonEndpointRefused   = "EndpointRefused"
 	ReasonAccessDenied      = "AccessDenied"
 	ReasonCredentialsMissed = "CredentialsMissing"
 	ReasonSourceLost        = "SourceLost"

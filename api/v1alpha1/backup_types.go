@@ -13,7 +13,8 @@ type ObjectStoreSpec struct {
 	S3 *S3Spec `json:"s3"`
 	// Prefix is put in front of every object the operator writes:
 	// <prefix>/<namespace>/<cluster>/<backup>-<uid>/. Empty: the bucket's root.
-	// A data source names a backup by its full path and leaves prefix empty.
+	// A data source names a backup by its full path and leaves prefix empty. At most
+	// 256 characters.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Prefix string `json:"prefix,omitempty"`
@@ -21,16 +22,25 @@ type ObjectStoreSpec struct {
 
 // S3Spec is an S3-compatible bucket.
 type S3Spec struct {
-	// Bucket name.
+	// Bucket name, by the rules of AWS S3 general purpose buckets: 3 to 63 lowercase
+	// letters, digits, dots and hyphens, starting and ending with a letter or digit, no
+	// "..", not an IP address, none of AWS's reserved prefixes (xn--, sthree-,
+	// amzn-s3-demo-) and suffixes (-s3alias, --ol-s3, .mrap, --x-s3, --table-s3).
 	// +kubebuilder:validation:MinLength=3
 	// +kubebuilder:validation:MaxLength=63
 	Bucket string `json:"bucket"`
 	// Endpoint is the URL of the store (https://s3.example.com or
-	// http://minio.storage:9000). Empty: AWS S3 of the region.
+	// http://minio.storage:9000). Empty: AWS S3 of the region. At most 512 characters.
+	// The operator's object-store endpoint policy refuses loopback, link-local and
+	// unspecified addresses, cloud metadata addresses and names, and the Kubernetes API
+	// server, and may admit only an allow-list (docs/security.md).
+	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Endpoint string `json:"endpoint,omitempty"`
-	// Region of the bucket (AWS needs the right one; most other stores take any).
+	// Region of the bucket (AWS needs the right one; most other stores take any): at
+	// most 63 letters, digits, '-' and '_'.
 	// +kubebuilder:default="us-east-1"
+	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	Region string `json:"region,omitempty"`
 	// ForcePathStyle addresses objects as <endpoint>/<bucket>/<key> instead of
@@ -49,13 +59,16 @@ type S3Spec struct {
 type S3Credentials struct {
 	// SecretName of the Secret.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	SecretName string `json:"secretName"`
 	// AccessKeyIDKey is the key holding the access key ID.
 	// +kubebuilder:default="AWS_ACCESS_KEY_ID"
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	AccessKeyIDKey string `json:"accessKeyIDKey,omitempty"`
 	// SecretAccessKeyKey is the key holding the secret access key.
 	// +kubebuilder:default="AWS_SECRET_ACCESS_KEY"
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	SecretAccessKeyKey string `json:"secretAccessKeyKey,omitempty"`
 }
@@ -64,9 +77,11 @@ type S3Credentials struct {
 type SecretKeySelector struct {
 	// SecretName of the Secret.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	SecretName string `json:"secretName"`
 	// Key in the Secret.
 	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Key string `json:"key,omitempty"`
 }
@@ -89,6 +104,7 @@ const (
 type ValkeyBackupSpec struct {
 	// ClusterName is the ValkeyCluster to back up, in the same namespace.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	ClusterName string `json:"clusterName"`
 	// ObjectStore is where the backup is written.
 	ObjectStore ObjectStoreSpec `json:"objectStore"`
@@ -236,10 +252,13 @@ type BackupRetention struct {
 type ValkeyBackupScheduleSpec struct {
 	// ClusterName is the ValkeyCluster to back up, in the same namespace.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
 	ClusterName string `json:"clusterName"`
 	// Schedule in cron syntax ("0 3 * * *", UTC) or a descriptor ("@daily",
-	// "@every 6h").
+	// "@every 6h"), at most 128 characters. Two backups are at least the operator's
+	// policy.minBackupInterval apart (default 5m).
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
 	Schedule string `json:"schedule"`
 	// ObjectStore is where the backups are written.
 	ObjectStore ObjectStoreSpec `json:"objectStore"`
@@ -313,12 +332,15 @@ type ValkeyBackupScheduleList struct {
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="dataSource is immutable"
 type DataSource struct {
 	// BackupName is a completed ValkeyBackup in the cluster's namespace.
+	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	BackupName string `json:"backupName,omitempty"`
 	// ObjectStore holds the backup named by path (its prefix stays empty).
 	// +optional
 	ObjectStore *ObjectStoreSpec `json:"objectStore,omitempty"`
 	// Path is the backup's folder in the bucket: the status.path of its ValkeyBackup.
+	// At most 1024 characters.
+	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Path string `json:"path,omitempty"`
 }

@@ -62,7 +62,8 @@ const (
 type ValkeyClusterSpec struct {
 	// Shards is the number of primaries; the 16384 hash slots are spread evenly over
 	// them. Scaling moves slots: new shards receive slots, removed shards are drained
-	// first. At most 1000.
+	// first. At most 1000, and shards x (1 + replicasPerShard) members at most what the
+	// operator's policy allows per cluster (policy.maxMembersPerCluster, default 100).
 	// +kubebuilder:default=3
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
@@ -89,13 +90,16 @@ type ValkeyClusterSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Image is the Valkey server image. Changing it rolls the cluster one shard at a
-	// time with one failover per shard. Valkey 8.0 and later are supported.
+	// time with one failover per shard. Valkey 8.0 and later are supported. At most 512
+	// characters.
 	// +kubebuilder:default="valkey/valkey:8.0.1"
+	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Image string `json:"image,omitempty"`
 
 	// ImagePullSecrets are Secrets in the cluster's namespace used to pull every image of
-	// the pods (server, exporter and added containers). Set at pod level.
+	// the pods (server, exporter and added containers). Set at pod level. At most 16.
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
@@ -107,16 +111,20 @@ type ValkeyClusterSpec struct {
 	// maxmemory, maxmemory-policy, maxclients and the other keys listed in the
 	// documentation are applied live with CONFIG SET; any other change rolls the
 	// members. Keys the operator manages (ports, TLS, ACL file, cluster settings, ...)
-	// are refused.
+	// are refused. At most 200 entries; each key at most 128 characters, each value at
+	// most 4096, keys and values together at most 65536 bytes.
 	// +optional
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:MaxProperties=200
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Config Config `json:"config,omitempty"`
 
 	// Containers is merged into the pod's containers as a strategic merge patch:
 	// entries named "server" or "metrics-exporter" are merged into those containers by
-	// name; any other entry is appended as a sidecar.
+	// name; any other entry is appended as a sidecar. At most 8 entries, together at most
+	// 65536 bytes of JSON.
+	// +kubebuilder:validation:MaxItems=8
 	// +optional
 	Containers []corev1.Container `json:"containers,omitempty"`
 
@@ -154,7 +162,10 @@ type ValkeyClusterSpec struct {
 	TLS *TLSSpec `json:"tls,omitempty"`
 
 	// Users are ACL users, applied live to every member. Names starting with "_" are
-	// reserved for the operator's own users.
+	// reserved for the operator's own users. At most 100 users, whose lines in the
+	// aclfile (names, a 65-character hash per password key or clear-text password of
+	// permissions, patterns, commands, permissions) come to at most 65536 bytes together.
+	// +kubebuilder:validation:MaxItems=100
 	// +optional
 	// +listType=map
 	// +listMapKey=name
@@ -214,10 +225,13 @@ type ExternalAccessSpec struct {
 	// +optional
 	Type ExternalAccessType `json:"type,omitempty"`
 	// Annotations of every per-member Service (cloud load-balancer settings,
-	// external-dns annotations).
+	// external-dns annotations). At most 64, keys and values together at most 32768
+	// bytes.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
-	// Labels of every per-member Service, added to the operator's own.
+	// Labels of every per-member Service, added to the operator's own. At most 64.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// HostnameTemplate, when set, makes every member announce a DNS name instead of an
@@ -232,7 +246,9 @@ type ExternalAccessSpec struct {
 	// +optional
 	HostnameTemplate string `json:"hostnameTemplate,omitempty"`
 	// LoadBalancerSourceRanges limits the client addresses a LoadBalancer Service
-	// admits (CIDRs), where the cloud supports it.
+	// admits (CIDRs), where the cloud supports it. At most 64.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=64
 	// +optional
 	LoadBalancerSourceRanges []string `json:"loadBalancerSourceRanges,omitempty"`
 	// ExternalTrafficPolicy of the per-member Services: Cluster (the Kubernetes
@@ -254,12 +270,14 @@ type NetworkPolicySpec struct {
 	Enabled *bool `json:"enabled,omitempty"`
 	// Clients may connect to the client port (6379). Empty: every pod of the cluster's
 	// namespace. Clients outside the Kubernetes cluster or on a node's network (the
-	// host) need an ipBlock.
+	// host) need an ipBlock. At most 64.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Clients []networkingv1.NetworkPolicyPeer `json:"clients,omitempty"`
 	// Metrics may scrape the exporter's port (9121). Empty: the operator's default (the
 	// chart's valkeyNetworkPolicy.metrics; nobody but the operator when that is empty
-	// too).
+	// too). At most 64.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Metrics []networkingv1.NetworkPolicyPeer `json:"metrics,omitempty"`
 }
@@ -270,8 +288,9 @@ type ExporterSpec struct {
 	// +kubebuilder:default=true
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`
-	// Image of the exporter (redis_exporter compatible).
+	// Image of the exporter (redis_exporter compatible). At most 512 characters.
 	// +kubebuilder:default="oliver006/redis_exporter:v1.86.0"
+	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Image string `json:"image,omitempty"`
 	// Resources of the exporter container.
@@ -286,6 +305,7 @@ type PersistenceSpec struct {
 	// but never shrink.
 	Size resource.Quantity `json:"size"`
 	// StorageClassName of the volumes; the cluster's default class when empty. Immutable.
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	StorageClassName *string `json:"storageClassName,omitempty"`
 	// ReclaimPolicy: Retain (default) keeps a member's claim when the member is removed,
@@ -306,23 +326,29 @@ type PodDisruptionBudgetSpec struct {
 
 // SchedulingSpec holds the placement settings passed to every pod.
 type SchedulingSpec struct {
-	// Tolerations of the pods.
+	// Tolerations of the pods. At most 64.
+	// +kubebuilder:validation:MaxItems=64
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
-	// NodeSelector of the pods.
+	// NodeSelector of the pods. At most 64 labels.
+	// +kubebuilder:validation:MaxProperties=64
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// Affinity of the pods. When it sets no pod anti-affinity, the operator adds a
-	// preferred anti-affinity that keeps a shard's members on different nodes.
+	// preferred anti-affinity that keeps a shard's members on different nodes. At most
+	// 32768 bytes of JSON.
 	// +optional
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
 	// PriorityClassName of the pods; it must name an existing PriorityClass.
+	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 	// TopologySpreadConstraints of the pods. The operator makes each one shard-aware: its
 	// label selector is set to this cluster's pods of the same shard, so a shard's
 	// members are spread over the topology domains. With DoNotSchedule, a member that
-	// cannot be placed stays Pending and the cluster reports PodUnschedulable.
+	// cannot be placed stays Pending and the cluster reports PodUnschedulable. At most
+	// 16.
+	// +kubebuilder:validation:MaxItems=16
 	// +optional
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 }
@@ -338,13 +364,16 @@ type TLSSpec struct {
 type CertificateSpec struct {
 	// SecretName in the cluster's namespace.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	SecretName string `json:"secretName"`
 }
 
 // UserSpec is one ACL user.
 type UserSpec struct {
 	// Name of the user. Must not start with "_" (reserved) and must not be "default".
+	// At most 128 characters.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
 	Name string `json:"name"`
 	// PasswordSecret names a Secret and the keys in it that hold this user's passwords;
 	// each key is one accepted password (several keys allow rotation). Values are sent
@@ -365,7 +394,9 @@ type UserSpec struct {
 	// Channels the user may use for pub/sub.
 	// +optional
 	Channels *ChannelsSpec `json:"channels,omitempty"`
-	// Permissions is a raw ACL rule string appended after the generated rules.
+	// Permissions is a raw ACL rule string appended after the generated rules. At most
+	// 4096 characters.
+	// +kubebuilder:validation:MaxLength=4096
 	// +optional
 	Permissions string `json:"permissions,omitempty"`
 }
@@ -374,31 +405,49 @@ type UserSpec struct {
 type PasswordSecretRef struct {
 	// Name of the Secret in the cluster's namespace.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// Keys in the Secret, each holding one password.
+	// Keys in the Secret, each holding one password. At most 16.
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
 	Keys []string `json:"keys"`
 }
 
 // CommandsSpec lists commands to allow and deny.
 type CommandsSpec struct {
-	// Allow are categories (@read), commands or subcommands to allow.
+	// Allow are categories (@read), commands or subcommands to allow. At most 256, each at most 1024
+	// characters.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=1024
 	// +optional
 	Allow []string `json:"allow,omitempty"`
-	// Deny are categories, commands or subcommands to deny (applied after allow).
+	// Deny are categories, commands or subcommands to deny (applied after allow). At most 256, each at most 1024
+	// characters.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=1024
 	// +optional
 	Deny []string `json:"deny,omitempty"`
 }
 
 // KeysSpec lists key patterns by access type.
 type KeysSpec struct {
-	// ReadWrite patterns (~pattern).
+	// ReadWrite patterns (~pattern). At most 256, each at most 1024
+	// characters.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=1024
 	// +optional
 	ReadWrite []string `json:"readWrite,omitempty"`
-	// ReadOnly patterns (%R~pattern).
+	// ReadOnly patterns (%R~pattern). At most 256, each at most 1024
+	// characters.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=1024
 	// +optional
 	ReadOnly []string `json:"readOnly,omitempty"`
-	// WriteOnly patterns (%W~pattern).
+	// WriteOnly patterns (%W~pattern). At most 256, each at most 1024
+	// characters.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=1024
 	// +optional
 	WriteOnly []string `json:"writeOnly,omitempty"`
 }
@@ -408,7 +457,10 @@ type ChannelsSpec struct {
 	// Patterns of channels (&pattern) the user may publish and subscribe to. Setting any
 	// also grants the pub/sub commands (+@pubsub, before the user's own command rules):
 	// the patterns, not the commands, limit what the user reaches. To give the patterns
-	// without the commands, deny them: commands.deny ["@pubsub"] wins.
+	// without the commands, deny them: commands.deny ["@pubsub"] wins. At most 256, each
+	// at most 1024 characters.
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=1024
 	// +optional
 	Patterns []string `json:"patterns,omitempty"`
 }

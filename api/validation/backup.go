@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 
@@ -53,9 +54,7 @@ func ValidateBackupSchedule(s *v1alpha1.ValkeyBackupSchedule) field.ErrorList {
 	}
 	errs := validateObjectName(s.Name, MaxScheduleNameLength)
 	errs = append(errs, validateClusterRef(s.Spec.ClusterName, specPath.Child("clusterName"))...)
-	if _, err := ParseSchedule(s.Spec.Schedule); err != nil {
-		errs = append(errs, field.Invalid(specPath.Child("schedule"), s.Spec.Schedule, err.Error()))
-	}
+	errs = append(errs, validateSchedule(s.Spec.Schedule, specPath.Child("schedule"))...)
 	errs = append(errs, validateObjectStore(&s.Spec.ObjectStore, false, specPath.Child("objectStore"))...)
 	errs = append(errs, validateRetention(s.Spec.Retention, specPath.Child("retention"))...)
 	errs = append(errs, validateDeletionPolicy(s.Spec.BackupDeletionPolicy, specPath.Child("backupDeletionPolicy"))...)
@@ -77,6 +76,9 @@ func validateObjectName(name string, max int) field.ErrorList {
 func validateClusterRef(name string, p *field.Path) field.ErrorList {
 	if name == "" {
 		return field.ErrorList{field.Required(p, "the name of a ValkeyCluster in the same namespace")}
+	}
+	if len(name) > validation.DNS1035LabelMaxLength {
+		return field.ErrorList{field.TooLong(p, name, validation.DNS1035LabelMaxLength)}
 	}
 	var errs field.ErrorList
 	for _, msg := range validation.IsDNS1035Label(name) {
@@ -114,23 +116,13 @@ func validateObjectStore(o *v1alpha1.ObjectStoreSpec, dataSource bool, p *field.
 	if dataSource && o.Prefix != "" {
 		errs = append(errs, field.Forbidden(p.Child("prefix"), "a data source names the backup by its full path; leave prefix empty"))
 	}
+	errs = append(errs, tooLong(p.Child("prefix"), o.Prefix, MaxPrefixLength)...)
 	errs = append(errs, validatePrefix(o.Prefix, p.Child("prefix"))...)
 	s3 := o.S3
 	sp := p.Child("s3")
-	if l := len(s3.Bucket); l < 3 || l > 63 {
-		errs = append(errs, field.Invalid(sp.Child("bucket"), s3.Bucket, "a bucket name has 3 to 63 characters"))
-	}
-	if s3.Endpoint != "" {
-		u, err := url.Parse(s3.Endpoint)
-		switch {
-		case err != nil:
-			errs = append(errs, field.Invalid(sp.Child("endpoint"), s3.Endpoint, err.Error()))
-		case u.Scheme != "http" && u.Scheme != "https":
-			errs = append(errs, field.Invalid(sp.Child("endpoint"), s3.Endpoint, "must be an http:// or https:// URL"))
-		case u.Host == "":
-			errs = append(errs, field.Invalid(sp.Child("endpoint"), s3.Endpoint, "must name a host"))
-		}
-	}
+	errs = append(errs, validateBucket(s3.Bucket, sp.Child("bucket"))...)
+	errs = append(errs, validateRegion(s3.RegionOrDefault(), sp.Child("region"))...)
+	errs = append(errs, validateEndpoint(s3, sp.Child("endpoint"))...)
 	errs = append(errs, validateSecretName(s3.Credentials.SecretName, true, sp.Child("credentials", "secretName"))...)
 	errs = append(errs, validateStoreKey(s3.Credentials.AccessKeyID(), sp.Child("credentials", "accessKeyIDKey"))...)
 	errs = append(errs, validateStoreKey(s3.Credentials.SecretAccessKey(), sp.Child("credentials", "secretAccessKeyKey"))...)
@@ -143,6 +135,106 @@ func validateObjectStore(o *v1alpha1.ObjectStoreSpec, dataSource bool, p *field.
 
 func validateStoreKey(k string, p *field.Path) field.ErrorList {
 	return validateSecretKey(k, map[string]bool{}, p)
+}
+
+// reservedBucketPrefixes and reservedBucketSuffixes are what AWS keeps for itself in
+// the names of general purpose buckets (and of access points and their aliases).
+var (
+	reservedBucketPrefixes = []string{"xn--", "sthree-", "amzn-s3-demo-"}
+	reservedBucketSuffixes = []string{"-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3"}
+)
+
+// validateBucket applies AWS's naming rules of general purpose buckets, which
+// S3-compatible stores follow too: the name is a path segment or a DNS label of every
+// request, so nothing else may escape into it.
+func validateBucket(b string, p *field.Path) field.ErrorList {
+	const rules = "a bucket name has 3 to 63 lowercase letters, digits, dots and hyphens, " +
+		"and starts and ends with a letter or digit"
+	switch {
+	case len(b) < 3 || len(b) > 63:
+		return field.ErrorList{field.Invalid(p, b, rules)}
+	case strings.Trim(b, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "":
+		return field.ErrorList{field.Invalid(p, b, rules)}
+	case !isLowerAlnum(b[0]) || !isLowerAlnum(b[len(b)-1]):
+		return field.ErrorList{field.Invalid(p, b, rules)}
+	case strings.Contains(b, ".."):
+		return field.ErrorList{field.Invalid(p, b, "a bucket name must not hold two adjacent dots")}
+	case isIPv4(b):
+		return field.ErrorList{field.Invalid(p, b, "a bucket name must not be an IP address")}
+	}
+	for _, r := range reservedBucketPrefixes {
+		if strings.HasPrefix(b, r) {
+			return field.ErrorList{field.Invalid(p, b, fmt.Sprintf("a bucket name must not start with %q (reserved by AWS)", r))}
+		}
+	}
+	for _, r := range reservedBucketSuffixes {
+		if strings.HasSuffix(b, r) {
+			return field.ErrorList{field.Invalid(p, b, fmt.Sprintf("a bucket name must not end with %q (reserved by AWS)", r))}
+		}
+	}
+	return nil
+}
+
+func isLowerAlnum(c byte) bool { return ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') }
+
+// isIPv4 reports whether s reads as an IPv4 address (four dot-separated numbers).
+func isIPv4(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return false
+	}
+	for _, part := range parts {
+		if part == "" || strings.Trim(part, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// validateRegion refuses regions that could not be a host label of the AWS endpoint
+// the SDK builds from it (s3.<region>.amazonaws.com).
+func validateRegion(r string, p *field.Path) field.ErrorList {
+	if errs := tooLong(p, r, MaxRegionLength); errs != nil {
+		return errs
+	}
+	if r == "" || strings.Trim(strings.ToLower(r), "abcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+		return field.ErrorList{field.Invalid(p, r, "a region has letters, digits, '-' and '_' only (us-east-1)")}
+	}
+	return nil
+}
+
+// validateEndpoint checks the endpoint's form and asks the operator's endpoint policy
+// whether its host may be reached; an empty endpoint is AWS S3 of the region.
+func validateEndpoint(s3 *v1alpha1.S3Spec, p *field.Path) field.ErrorList {
+	pol := CurrentPolicy().ObjectStore
+	if s3.Endpoint == "" {
+		if validateRegion(s3.RegionOrDefault(), p) != nil {
+			return nil // the region's own error says it all
+		}
+		aws := &url.URL{Scheme: "https", Host: "s3." + s3.RegionOrDefault() + ".amazonaws.com"}
+		if err := pol.CheckEndpoint(aws); err != nil {
+			return field.ErrorList{field.Invalid(p, s3.Endpoint, fmt.Sprintf("empty means AWS S3 (%s): %v", aws.Host, err))}
+		}
+		return nil
+	}
+	if errs := tooLong(p, s3.Endpoint, MaxObjectStoreEndpoint); errs != nil {
+		return errs
+	}
+	u, err := url.Parse(s3.Endpoint)
+	switch {
+	case err != nil:
+		return field.ErrorList{field.Invalid(p, s3.Endpoint, err.Error())}
+	case u.Scheme != "http" && u.Scheme != "https":
+		return field.ErrorList{field.Invalid(p, s3.Endpoint, "must be an http:// or https:// URL")}
+	case u.Host == "":
+		return field.ErrorList{field.Invalid(p, s3.Endpoint, "must name a host")}
+	case u.User != nil:
+		return field.ErrorList{field.Invalid(p, s3.Endpoint, "must not hold credentials (user@ or user:password@): they belong in the Secret named by credentials")}
+	}
+	if err := pol.CheckEndpoint(u); err != nil {
+		return field.ErrorList{field.Invalid(p, s3.Endpoint, err.Error())}
+	}
+	return nil
 }
 
 // validatePrefix refuses object name prefixes that would escape or confuse the layout.
@@ -174,6 +266,9 @@ func validateDataSource(ds *v1alpha1.DataSource, p *field.Path) field.ErrorList 
 		return field.ErrorList{field.Invalid(p, "backupName and objectStore/path", "name the backup either by backupName or by objectStore and path, not both")}
 	case byName:
 		var errs field.ErrorList
+		if len(ds.BackupName) > validation.DNS1123LabelMaxLength {
+			return field.ErrorList{field.TooLong(p.Child("backupName"), ds.BackupName, validation.DNS1123LabelMaxLength)}
+		}
 		for _, msg := range validation.IsDNS1123Label(ds.BackupName) {
 			errs = append(errs, field.Invalid(p.Child("backupName"), ds.BackupName, msg))
 		}
@@ -184,6 +279,9 @@ func validateDataSource(ds *v1alpha1.DataSource, p *field.Path) field.ErrorList 
 		return field.ErrorList{field.Required(p.Child("path"), "the backup's folder in the bucket (its ValkeyBackup's status.path)")}
 	}
 	errs := validateObjectStore(ds.ObjectStore, true, p.Child("objectStore"))
+	if tl := tooLong(p.Child("path"), ds.Path, MaxDataSourcePath); tl != nil {
+		return append(errs, tl...)
+	}
 	return append(errs, validatePrefix(ds.Path, p.Child("path"))...)
 }
 

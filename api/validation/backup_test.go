@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,13 @@ func validBackup() *v1alpha1.ValkeyBackup {
 	return &v1alpha1.ValkeyBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "default"},
 		Spec:       v1alpha1.ValkeyBackupSpec{ClusterName: "demo", ObjectStore: validStore()},
+	}
+}
+
+func validSchedule() *v1alpha1.ValkeyBackupSchedule {
+	return &v1alpha1.ValkeyBackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly"},
+		Spec:       v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "demo", Schedule: "0 3 * * *", ObjectStore: validStore()},
 	}
 }
 
@@ -87,6 +95,82 @@ func TestValidateBackup(t *testing.T) {
 	}
 }
 
+// Bucket names follow AWS's rules of general purpose buckets.
+func TestValidateBucket(t *testing.T) {
+	cases := []struct {
+		bucket string
+		want   string
+	}{
+		{bucket: "backups"},
+		{bucket: "my.valkey-backups.2024"},
+		{bucket: "abc"},
+		{bucket: strings.Repeat("a", 63)},
+		{bucket: "ab", want: "3 to 63 lowercase letters"},
+		{bucket: strings.Repeat("a", 64), want: "3 to 63 lowercase letters"},
+		{bucket: "../../x", want: "3 to 63 lowercase letters, digits, dots and hyphens, and starts and ends with a letter or digit"},
+		{bucket: "a/b/c", want: "3 to 63 lowercase letters"},
+		{bucket: "Backups", want: "3 to 63 lowercase letters"},
+		{bucket: "my_backups", want: "3 to 63 lowercase letters"},
+		{bucket: "-backups", want: "starts and ends with a letter or digit"},
+		{bucket: "backups.", want: "starts and ends with a letter or digit"},
+		{bucket: "my..backups", want: "must not hold two adjacent dots"},
+		{bucket: "192.168.5.4", want: "must not be an IP address"},
+		{bucket: "xn--backups", want: `must not start with "xn--" (reserved by AWS)`},
+		{bucket: "sthree-backups", want: `must not start with "sthree-"`},
+		{bucket: "amzn-s3-demo-bucket", want: `must not start with "amzn-s3-demo-"`},
+		{bucket: "backups-s3alias", want: `must not end with "-s3alias" (reserved by AWS)`},
+		{bucket: "backups--ol-s3", want: `must not end with "--ol-s3"`},
+		{bucket: "backups.mrap", want: `must not end with ".mrap"`},
+		{bucket: "backups--x-s3", want: `must not end with "--x-s3"`},
+		{bucket: "backups--table-s3", want: `must not end with "--table-s3"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.bucket, func(t *testing.T) {
+			b := validBackup()
+			b.Spec.ObjectStore.S3.Bucket = tc.bucket
+			var want []string
+			if tc.want != "" {
+				want = []string{"spec.objectStore.s3.bucket: Invalid value: " + strconv.Quote(tc.bucket), tc.want}
+			}
+			checkErrs(t, ValidateBackup(b), want)
+		})
+	}
+}
+
+// The backup objects' strings are bounded as their CRDs say, with the API server's words.
+func TestBackupStringLimits(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(b *v1alpha1.ValkeyBackup)
+		want   string
+	}{
+		{name: "region", mutate: func(b *v1alpha1.ValkeyBackup) { b.Spec.ObjectStore.S3.Region = strings.Repeat("a", 64) },
+			want: "spec.objectStore.s3.region: Too long: may not be more than 63 characters"},
+		{name: "region that is not a label", mutate: func(b *v1alpha1.ValkeyBackup) { b.Spec.ObjectStore.S3.Region = "x.evil.example/" },
+			want: "spec.objectStore.s3.region: Invalid value"},
+		{name: "endpoint", mutate: withEndpoint("https://" + strings.Repeat("a", 510) + ".example.com"),
+			want: "spec.objectStore.s3.endpoint: Too long: may not be more than 512 characters"},
+		{name: "prefix", mutate: func(b *v1alpha1.ValkeyBackup) { b.Spec.ObjectStore.Prefix = strings.Repeat("a", 257) },
+			want: "spec.objectStore.prefix: Too long: may not be more than 256 characters"},
+		{name: "cluster name", mutate: func(b *v1alpha1.ValkeyBackup) { b.Spec.ClusterName = strings.Repeat("a", 64) },
+			want: "spec.clusterName: Too long: may not be more than 63 bytes"},
+		{name: "credentials Secret", mutate: func(b *v1alpha1.ValkeyBackup) {
+			b.Spec.ObjectStore.S3.Credentials.SecretName = strings.Repeat("a", 254)
+		},
+			want: "spec.objectStore.s3.credentials.secretName: Invalid value"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := validBackup()
+			tc.mutate(b)
+			checkErrs(t, ValidateBackup(b), []string{tc.want})
+		})
+	}
+	s := validSchedule()
+	s.Spec.Schedule = "0 3 * * *" + strings.Repeat(" ", 130)
+	checkErrs(t, ValidateBackupSchedule(s), []string{"spec.schedule: Too long: may not be more than 128 characters"})
+}
+
 func TestValidateBackupUpdate(t *testing.T) {
 	old, b := validBackup(), validBackup()
 	checkErrs(t, ValidateBackupUpdate(old, b), nil)
@@ -98,19 +182,14 @@ func TestValidateBackupUpdate(t *testing.T) {
 }
 
 func TestValidateBackupSchedule(t *testing.T) {
-	base := func() *v1alpha1.ValkeyBackupSchedule {
-		return &v1alpha1.ValkeyBackupSchedule{
-			ObjectMeta: metav1.ObjectMeta{Name: "nightly"},
-			Spec:       v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "demo", Schedule: "0 3 * * *", ObjectStore: validStore()},
-		}
-	}
+	base := validSchedule
 	cases := []struct {
 		name   string
 		mutate func(s *v1alpha1.ValkeyBackupSchedule)
 		want   []string
 	}{
 		{name: "valid"},
-		{name: "descriptor", mutate: func(s *v1alpha1.ValkeyBackupSchedule) { s.Spec.Schedule = "@every 30s" }},
+		{name: "descriptor", mutate: func(s *v1alpha1.ValkeyBackupSchedule) { s.Spec.Schedule = "@every 6h" }},
 		{name: "bad cron", mutate: func(s *v1alpha1.ValkeyBackupSchedule) { s.Spec.Schedule = "61 * * * *" },
 			want: []string{"spec.schedule: Invalid value"}},
 		{name: "six fields", mutate: func(s *v1alpha1.ValkeyBackupSchedule) { s.Spec.Schedule = "0 0 3 * * *" },

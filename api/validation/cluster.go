@@ -94,6 +94,8 @@ func validateClusterSpec(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	errs = append(errs, validateNetworkPolicy(s.NetworkPolicy, p.Child("networkPolicy"))...)
 	errs = append(errs, validateDataSource(s.DataSource, p.Child("dataSource"))...)
 	errs = append(errs, validateExternalAccess(s.ExternalAccess, s.ImageOrDefault(), p.Child("externalAccess"))...)
+	errs = append(errs, validateMembers(s, p)...)
+	errs = append(errs, validateClusterSize(s, p)...)
 	return errs
 }
 

@@ -19,6 +19,8 @@ type clusterCase struct {
 	name   string
 	mutate func(c *v1alpha1.ValkeyCluster)
 	want   []string
+	// policy, when set, is the operator's policy during the case.
+	policy *Policy
 }
 
 // updateCase changes the stored cluster (old) and the new one separately.
@@ -100,6 +102,9 @@ func runClusterCases(t *testing.T, cases []clusterCase) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.policy != nil {
+				withPolicy(t, *tc.policy)
+			}
 			c := validCluster()
 			if tc.mutate != nil {
 				tc.mutate(c)
@@ -124,6 +129,14 @@ func runUpdateCases(t *testing.T, cases []updateCase) {
 			expectErrors(t, ValidateClusterUpdate(old, c), tc.want)
 		})
 	}
+}
+
+// withPolicy sets the operator's policy for the rest of the test.
+func withPolicy(t *testing.T, p Policy) {
+	t.Helper()
+	prev := CurrentPolicy()
+	SetPolicy(p)
+	t.Cleanup(func() { SetPolicy(prev) })
 }
 
 // expectErrors asserts that errs is empty when want is, and otherwise that every

@@ -4,12 +4,26 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
+)
+
+// Defaults of the policy: what a component applies when the administrator sets nothing
+// (internal/operator.PolicyFlags registers them as the flags' defaults).
+const (
+	// DefaultMaxMembersPerCluster caps shards x (1 + replicasPerShard) of one cluster.
+	// Every member costs the operator a ValkeyNode, a workload, a ConfigMap and a pod,
+	// each carrying a copy of the cluster's config and container patches.
+	DefaultMaxMembersPerCluster = 100
+	// DefaultMinBackupInterval is the least time between two backups of a schedule.
+	DefaultMinBackupInterval = 5 * time.Minute
+	// MinBackupIntervalFloor is the smallest minimum an administrator may set.
+	MinBackupIntervalFloor = time.Minute
 )
 
 // Policy is what an administrator allows beyond the defaults. Every component (the
 // webhooks and each controller's guard) must run with the same policy, so they agree on
 // which specs are valid: the chart passes the same flags to all of them
-// (internal/operator.PolicyFlags).
+// (internal/operator.PolicyFlags). The zero Policy is the defaults.
 type Policy struct {
 	// RefuseSidecars refuses every spec.containers entry that is not a patch of the
 	// operator's own containers. Sidecars share the pod's network namespace, so they
@@ -18,6 +32,14 @@ type Policy struct {
 	// AllowedModules are the module paths (shipped in the image) that spec.config
 	// loadmodule may name. Empty: loadmodule is refused.
 	AllowedModules []string
+	// MaxMembersPerCluster caps shards x (1 + replicasPerShard) of one cluster.
+	// 0 (or less): DefaultMaxMembersPerCluster; there is no "no limit".
+	MaxMembersPerCluster int
+	// MinBackupInterval is the least time between two consecutive backups of a
+	// ValkeyBackupSchedule. 0 (or less): DefaultMinBackupInterval.
+	MinBackupInterval time.Duration
+	// ObjectStore decides which object-store endpoints a spec may name.
+	ObjectStore EndpointPolicy
 }
 
 var policy atomic.Pointer[Policy]
@@ -25,16 +47,34 @@ var policy atomic.Pointer[Policy]
 // SetPolicy sets the policy every later validation applies (at start-up, from flags).
 func SetPolicy(p Policy) {
 	p.AllowedModules = slices.Clone(p.AllowedModules)
+	p.ObjectStore = p.ObjectStore.clone()
 	policy.Store(&p)
 }
 
-// CurrentPolicy is the policy in force: the defaults (sidecars allowed, no module)
-// until SetPolicy is called.
+// CurrentPolicy is the policy in force: the defaults (sidecars allowed, no module, at
+// most 100 members per cluster, backups at least 5 minutes apart, no endpoint
+// allow-list) until SetPolicy is called.
 func CurrentPolicy() Policy {
 	if p := policy.Load(); p != nil {
 		return *p
 	}
 	return Policy{}
+}
+
+// MembersPerCluster is the member cap in force.
+func (p Policy) MembersPerCluster() int {
+	if p.MaxMembersPerCluster <= 0 {
+		return DefaultMaxMembersPerCluster
+	}
+	return p.MaxMembersPerCluster
+}
+
+// BackupInterval is the least time between two backups of a schedule.
+func (p Policy) BackupInterval() time.Duration {
+	if p.MinBackupInterval <= 0 {
+		return DefaultMinBackupInterval
+	}
+	return p.MinBackupInterval
 }
 
 // moduleAllowed reports whether a loadmodule value names an allowed module path (its

@@ -46,6 +46,23 @@ func validateReplicasPerShard(replicas *int32, p *field.Path) field.ErrorList {
 	return nil
 }
 
+// validateMembers refuses a cluster of more members than the operator's policy allows:
+// each member is a ValkeyNode, a workload, a ConfigMap and a pod. The shards and
+// replicas checks report values out of their own ranges.
+func validateMembers(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.ErrorList {
+	shards, replicas := int64(s.ShardCount()), int64(s.ReplicaCount())
+	if shards < 1 || shards > MaxShards || replicas < 0 || replicas > MaxReplicasPerShard {
+		return nil
+	}
+	members, limit := shards*(1+replicas), int64(CurrentPolicy().MembersPerCluster())
+	if members <= limit {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(p.Child("shards"), s.ShardCount(), fmt.Sprintf(
+		"%d shards x (1 + %d replicas) = %d members, more than this operator allows per cluster (%d; policy.maxMembersPerCluster)",
+		shards, replicas, members, limit))}
+}
+
 // validateReplicasAlias refuses replicas and replicasPerShard set to different values.
 func validateReplicasAlias(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.ErrorList {
 	if s.Replicas == nil || s.ReplicasPerShard == nil || *s.Replicas == *s.ReplicasPerShard {

@@ -11,7 +11,8 @@ import (
 func TestValidateShardsAndReplicas(t *testing.T) {
 	runClusterCases(t, []clusterCase{
 		{name: "one shard", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = 1 }},
-		{name: "most shards", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = MaxShards }},
+		{name: "most shards", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = MaxShards },
+			policy: &Policy{MaxMembersPerCluster: 2 * MaxShards}},
 		{name: "unset shards mean the default", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = 0 }},
 		{name: "negative shards", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = -2 },
 			want: []string{"spec.shards: Invalid value: -2: must be between 1 and 1000"}},
@@ -25,6 +26,56 @@ func TestValidateShardsAndReplicas(t *testing.T) {
 		{name: "too many replicas", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.ReplicasPerShard = ptr.To[int32](11) },
 			want: []string{"spec.replicasPerShard: Invalid value: 11"}},
 	})
+}
+
+// The member cap counts shards x (1 + replicas), whichever name the replicas go by, and
+// names the limit and where it comes from.
+func TestValidateMembers(t *testing.T) {
+	shape := func(shards int32, replicas *int32, alias *int32) func(c *v1alpha1.ValkeyCluster) {
+		return func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Shards, c.Spec.ReplicasPerShard, c.Spec.Replicas = shards, replicas, alias
+		}
+	}
+	runClusterCases(t, []clusterCase{
+		{name: "3 x (1 + 1)", mutate: shape(3, ptr.To[int32](1), nil)},
+		{name: "exactly the default cap: 50 x (1 + 1)", mutate: shape(50, ptr.To[int32](1), nil)},
+		{name: "one over the default cap: 101 x (1 + 0)", mutate: shape(101, ptr.To[int32](0), nil),
+			want: []string{"spec.shards: Invalid value: 101: 101 shards x (1 + 0 replicas) = 101 members, " +
+				"more than this operator allows per cluster (100; policy.maxMembersPerCluster)"}},
+		{name: "the issue's 1000 x (1 + 10)", mutate: shape(1000, ptr.To[int32](10), nil),
+			want: []string{"spec.shards: Invalid value: 1000: 1000 shards x (1 + 10 replicas) = 11000 members, " +
+				"more than this operator allows per cluster (100; policy.maxMembersPerCluster)"}},
+		{name: "replicas under its other name", mutate: shape(20, nil, ptr.To[int32](5)),
+			want: []string{"20 shards x (1 + 5 replicas) = 120 members"}},
+		{name: "default replicas (1) count", mutate: shape(51, nil, nil),
+			want: []string{"51 shards x (1 + 1 replicas) = 102 members"}},
+		{name: "a higher cap admits more", mutate: shape(1000, ptr.To[int32](10), nil),
+			policy: &Policy{MaxMembersPerCluster: 11000}},
+		{name: "a lower cap refuses the default shape", mutate: shape(3, ptr.To[int32](1), nil),
+			policy: &Policy{MaxMembersPerCluster: 5}, want: []string{"= 6 members, more than this operator allows per cluster (5;"}},
+		{name: "out-of-range shards are reported by their own rule only", mutate: shape(1001, ptr.To[int32](1), nil),
+			want: []string{"spec.shards: Invalid value: 1001: must be between 1 and 1000"}},
+	})
+}
+
+// An existing cluster over a cap lowered since keeps its last applied spec (the guard
+// heals from it); the update that brings it under the cap is admitted, one that stays
+// over is refused.
+func TestValidateMembersUpdate(t *testing.T) {
+	withPolicy(t, Policy{MaxMembersPerCluster: 10})
+	old := validCluster()
+	old.Spec.Shards = 10
+	for _, tc := range []struct {
+		shards int32
+		want   []string
+	}{
+		{shards: 5},
+		{shards: 9, want: []string{"9 shards x (1 + 1 replicas) = 18 members"}},
+	} {
+		c := validCluster()
+		c.Spec.Shards = tc.shards
+		expectErrors(t, ValidateClusterUpdate(old, c), tc.want)
+	}
 }
 
 func TestValidateWorkloadType(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/backup"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 )
@@ -43,7 +44,9 @@ func New() operator.Component {
 			env := &backup.Env{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 				Recorder: mgr.GetEventRecorder(name),
-				Jobs:     backup.JobSettings{Image: image, DeadlineSeconds: int64(deadline.Seconds())},
+				// The policy flags were applied before Setup: the Jobs get the same.
+				Jobs: backup.JobSettings{Image: image, DeadlineSeconds: int64(deadline.Seconds()),
+					StorePolicy: validation.CurrentPolicy().ObjectStore},
 			}
 			metrics.Registry.MustRegister(backup.NewCollector(mgr.GetClient()))
 			if err := (&backup.BackupReconciler{Env: env}).SetupWithManager(mgr, f.MaxConcurrentReconciles); err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -148,5 +149,45 @@ func TestSystemUsersByVersion(t *testing.T) {
 	}
 	if got := find(v9, v1alpha1.UserOperator); !strings.Contains(got, "+cluster|migrateslots") {
 		t.Errorf("operator on 9.0: %s", got)
+	}
+}
+
+// The validation package bounds the aclfile by its own count of each user's line
+// (validation.ACLLineBytes, spec.users' limit): it must be the length of the line
+// rendered here, with its newline, when the keys hold different passwords, and never
+// less otherwise.
+func TestACLLineBytesIsTheRenderedLine(t *testing.T) {
+	withKeys := func(u v1alpha1.UserSpec, keys ...string) v1alpha1.UserSpec {
+		u.PasswordSecret = &v1alpha1.PasswordSecretRef{Name: "pw", Keys: keys}
+		return u
+	}
+	cases := []struct {
+		name string
+		spec v1alpha1.UserSpec
+		pws  []string
+	}{
+		{name: "bare", spec: v1alpha1.UserSpec{Name: "u"}},
+		{name: "nopass", spec: v1alpha1.UserSpec{Name: "u", NoPass: true}},
+		{name: "the reference's alice", spec: seedUsers()[0], pws: []string{"s3cret-alice"}},
+		{name: "the reference's bob", spec: seedUsers()[1]},
+		{name: "two keys", spec: withKeys(v1alpha1.UserSpec{Name: "u"}, "a", "b"), pws: []string{"one", "two"}},
+		{name: "every list", spec: v1alpha1.UserSpec{Name: "app", NoPass: true,
+			Keys:     &v1alpha1.KeysSpec{ReadWrite: []string{"a:*", "b"}, ReadOnly: []string{"r:*"}, WriteOnly: []string{"w"}},
+			Channels: &v1alpha1.ChannelsSpec{Patterns: []string{"c1", "c2:*"}},
+			Commands: &v1alpha1.CommandsSpec{Allow: []string{"@read", "cluster|shards"}, Deny: []string{"@dangerous"}}}},
+		{name: "clear-text passwords in permissions become hashes", spec: v1alpha1.UserSpec{Name: "u",
+			Permissions: "  +@all >a <b   ~*  "}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			line := RenderSpecUser(tc.spec, tc.pws).Line() + "\n"
+			if got := validation.ACLLineBytes(&tc.spec); got != len(line) {
+				t.Fatalf("ACLLineBytes = %d, the rendered line has %d bytes: %q", got, len(line), line)
+			}
+		})
+	}
+	same := withKeys(v1alpha1.UserSpec{Name: "u"}, "a", "b")
+	if got, line := validation.ACLLineBytes(&same), RenderSpecUser(same, []string{"pw", "pw"}).Line()+"\n"; got < len(line) {
+		t.Fatalf("ACLLineBytes = %d, less than the %d bytes of a line with one password twice", got, len(line))
 	}
 }

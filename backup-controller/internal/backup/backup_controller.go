@@ -25,6 +25,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/api/validation"
+	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
@@ -133,9 +134,13 @@ type backupScope struct {
 	stop bool
 }
 
-// fail ends the backup.
+// fail ends the backup. A refusal by the endpoint policy names the field first.
 func (s *backupScope) fail(reason, format string, args ...any) {
-	s.want.Phase, s.reason, s.message = v1alpha1.BackupFailed, reason, fmt.Sprintf(format, args...)
+	msg := fmt.Sprintf(format, args...)
+	if reason == v1alpha1.ReasonEndpointRefused {
+		msg = endpointRefused(backupEndpointField, &s.vb.Spec.ObjectStore, msg)
+	}
+	s.want.Phase, s.reason, s.message = v1alpha1.BackupFailed, reason, msg
 }
 
 func (s *backupScope) waiting(reason, format string, args ...any) {
@@ -266,6 +271,8 @@ func (r *BackupReconciler) checkStore(ctx context.Context, s *backupScope) (time
 	case run.state == jobRunning:
 		s.waiting(v1alpha1.ReasonBackupInProgress, "checking the object store (Job %s)", run.job.Name)
 		s.stop = true
+	case !run.ok && run.reason == jobapi.ReasonEndpointRefused:
+		s.fail(v1alpha1.ReasonEndpointRefused, "%s", run.message)
 	case !run.ok:
 		s.fail(failedReason(run.reason), "the object store refused or did not answer: %s", run.message)
 	}
@@ -465,7 +472,8 @@ func jobPods(ctx context.Context, r client.Reader, j *batchv1.Job) ([]corev1.Pod
 // writeManifest completes a backup whose shards are all in the store: the manifest
 // goes into a ConfigMap of the backup, which a Job writes into the store; the backup
 // is Completed when that Job succeeded. A failed Job is tried again, at most
-// MaxManifestAttempts times; then the backup fails.
+// MaxManifestAttempts times; then the backup fails (at once when the endpoint policy
+// refused the store's address: that does not change between attempts).
 func (r *BackupReconciler) writeManifest(ctx context.Context, s *backupScope) (time.Duration, error) {
 	m := manifestOf(s.vb, s.want, r.now())
 	runs := storeRuns(s.jobs, componentManifest)
@@ -491,7 +499,7 @@ func (r *BackupReconciler) writeManifest(ctx context.Context, s *backupScope) (t
 		s.message = fmt.Sprintf("%d shards, %d keys, %d bytes in %s", len(m.Shards), s.want.Keys, s.want.Size, s.want.Path)
 		r.event(s.vb, false, "Completed", "Backup", "backup of %s completed: %s", s.vb.Spec.ClusterName, s.message)
 		return 0, nil
-	case len(runs) > 0 && last.n >= MaxManifestAttempts:
+	case len(runs) > 0 && (last.n >= MaxManifestAttempts || last.reason == jobapi.ReasonEndpointRefused):
 		s.fail(failedReason(last.reason), "the snapshots are in the store, but the manifest could not be written (%d attempts): %s", last.n, last.message)
 		return 0, nil
 	case len(runs) > 0:
@@ -600,8 +608,9 @@ func (r *BackupReconciler) writeBackupStatus(ctx context.Context, s *backupScope
 
 // finalize deletes a Delete-policy backup's objects through a Job, manifest first, then
 // lets the backup go. The finalizer is held while a deletion Job runs, and released
-// once one succeeded, once MaxDeleteAttempts failed (an ObjectsLeft Warning says the
-// objects stay), when the store's credentials are gone, or when the namespace goes.
+// once one succeeded, once MaxDeleteAttempts failed or one was refused by the endpoint
+// policy (an ObjectsLeft Warning says the objects stay), when the store's credentials
+// are gone, or when the namespace goes.
 func (r *BackupReconciler) finalize(ctx context.Context, vb *v1alpha1.ValkeyBackup) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(vb, v1alpha1.FinalizerBackupObjects) {
 		return ctrl.Result{}, nil
@@ -642,6 +651,10 @@ func (r *BackupReconciler) deleteObjects(ctx context.Context, vb *v1alpha1.Valke
 		return false, 0, nil
 	case last.job != nil && last.ok:
 		r.event(vb, false, "Deleted", "Delete", "the %d objects of %s were deleted", last.result.Objects, vb.Status.Path)
+		return true, 0, nil
+	case last.job != nil && last.reason == jobapi.ReasonEndpointRefused:
+		r.event(vb, true, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted: %s: they stay in the store",
+			vb.Status.Path, endpointRefused(backupEndpointField, &vb.Spec.ObjectStore, last.message))
 		return true, 0, nil
 	case last.job != nil && last.n >= MaxDeleteAttempts:
 		r.event(vb, true, "ObjectsLeft", "Delete", "deleting the objects of %s failed %d times (%s: %s): they stay in the store", vb.Status.Path, last.n, last.reason, last.message)

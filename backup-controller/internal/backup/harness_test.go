@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 )
@@ -51,7 +53,7 @@ func newJobsHarness() *jobsHarness {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	env := &Env{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldOwner),
-		Jobs: JobSettings{Image: "operator:test", DeadlineSeconds: 3600}, StoreRetryDelay: 300 * time.Millisecond}
+		Jobs: JobSettings{Image: "operator:test", DeadlineSeconds: 3600, StorePolicy: harnessPolicy}, StoreRetryDelay: 300 * time.Millisecond}
 	Expect((&BackupReconciler{Env: env}).SetupWithManager(mgr, 2)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	Expect((&RestoreReconciler{Env: env}).SetupWithManager(ctx, mgr, 2)).To(Succeed())
@@ -63,6 +65,10 @@ func newJobsHarness() *jobsHarness {
 	})
 	return h
 }
+
+// harnessPolicy is the operator's endpoint policy the harness's backup-controller
+// passes to its Jobs.
+var harnessPolicy = validation.EndpointPolicy{APIServer: []netip.Prefix{netip.MustParsePrefix("10.96.0.1/32")}}
 
 func (h *jobsHarness) store() v1alpha1.ObjectStoreSpec {
 	return v1alpha1.ObjectStoreSpec{Prefix: "p", S3: &v1alpha1.S3Spec{Bucket: "backups", Endpoint: "http://store:9000", ForcePathStyle: true,

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
@@ -48,6 +49,11 @@ type JobSettings struct {
 	// StoreDeadlineSeconds bounds each store Job: probe, manifest write and read,
 	// deletion (0: DefaultStoreDeadline).
 	StoreDeadlineSeconds int64
+	// StorePolicy is the operator's object-store endpoint policy (its
+	// --object-store-allowed-endpoints and --kubernetes-api-addresses, the
+	// KUBERNETES_SERVICE_HOST the controller saw included), passed to every Job that
+	// reaches a store: the Job checks each address it connects to against it.
+	StorePolicy validation.EndpointPolicy
 }
 
 // DefaultStoreDeadline bounds a store Job unless JobSettings say otherwise: time for the
@@ -133,7 +139,7 @@ func backupJob(s JobSettings, vb *v1alpha1.ValkeyBackup, vc *v1alpha1.ValkeyClus
 	args := []string{jobapi.CmdBackup,
 		"--addr=" + valkeyconn.Addr(src.ip), "--role=" + string(src.role),
 		"--object=" + path.Join(dir, layout.ShardObject(shard)), "--password-file=" + passwordFile}
-	args = append(args, storeArgs(&vb.Spec.ObjectStore)...)
+	args = append(args, storeArgs(s, &vb.Spec.ObjectStore)...)
 	tlsArgs, volumes, mounts := clusterTLS(vc)
 	args = append(args, tlsArgs...)
 	pv, pm := userPassword(vc, v1alpha1.UserBackup)
@@ -184,7 +190,7 @@ func backupJob(s JobSettings, vb *v1alpha1.ValkeyBackup, vc *v1alpha1.ValkeyClus
 func restoreJob(s JobSettings, vc *v1alpha1.ValkeyCluster, store *v1alpha1.ObjectStoreSpec, dir string, shard int32, sum layout.Summary) *batchv1.Job {
 	fetchArgs := []string{jobapi.CmdRestoreFetch, "--dir=" + dir, "--shard=" + strconv.Itoa(int(shard)),
 		"--shards=" + strconv.Itoa(int(sum.Shards)), "--out=" + mountData + "/dump.rdb"}
-	fetchArgs = append(fetchArgs, storeArgs(store)...)
+	fetchArgs = append(fetchArgs, storeArgs(s, store)...)
 	loadArgs := []string{jobapi.CmdRestoreLoad, "--source=127.0.0.1:" + strconv.Itoa(privatePort),
 		"--cluster=" + clusterAddr(vc), "--password-file=" + passwordFile}
 	tlsArgs, volumes, tlsMounts := clusterTLS(vc)

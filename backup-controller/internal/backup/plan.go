@@ -138,6 +138,8 @@ func failedReason(r string) string {
 		return v1alpha1.ReasonSourceLost
 	case jobapi.ReasonAccessDenied:
 		return v1alpha1.ReasonAccessDenied
+	case jobapi.ReasonEndpointRefused:
+		return v1alpha1.ReasonEndpointRefused
 	case jobapi.ReasonStoreUnreachable, jobapi.ReasonNotFound:
 		return v1alpha1.ReasonStoreUnreachable
 	case v1alpha1.ReasonDeadlineExceeded:

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,9 @@ func TestDecideShard(t *testing.T) {
 			{n: 2, node: "r2", state: jobFailed, result: lost, hasResult: true}}},
 		{name: "access denied: failed at once", attempts: []attempt{{n: 1, state: jobFailed, result: denied, hasResult: true}},
 			action: actFail, reason: v1alpha1.ReasonAccessDenied},
+		{name: "endpoint refused by the policy: failed at once",
+			attempts: []attempt{{n: 1, state: jobFailed, result: jobapi.Result{Reason: jobapi.ReasonEndpointRefused}, hasResult: true}},
+			action:   actFail, reason: v1alpha1.ReasonEndpointRefused},
 		{name: "deadline: failed", attempts: []attempt{{n: 1, state: jobFailed, failReason: v1alpha1.ReasonDeadlineExceeded}},
 			action: actFail, reason: v1alpha1.ReasonDeadlineExceeded},
 		{name: "pod gone without a result: retried", attempts: []attempt{{n: 1, node: "r1", state: jobFailed, failReason: v1alpha1.ReasonTransferFailed}},
@@ -467,5 +471,53 @@ func TestStoreJobs(t *testing.T) {
 		if got := pod.Containers[0].Resources.Limits.Memory().Value(); got != 128<<20 {
 			t.Errorf("Job %s: memory limit %d", j.Name, got)
 		}
+	}
+}
+
+// Every Job that reaches a store gets the operator's endpoint policy as flags, to check
+// the addresses it connects to; restore-load, which reaches only the cluster and its
+// private server, does not.
+func TestStoreJobsCarryTheEndpointPolicy(t *testing.T) {
+	policy, err := validation.ParseEndpointPolicy("minio.storage.svc,10.0.0.0/8", "10.96.0.1,192.0.2.10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := JobSettings{Image: "op:1", DeadlineSeconds: 60, StorePolicy: policy}
+	want := []string{"--object-store-allowed-endpoints=minio.storage.svc,10.0.0.0/8", "--kubernetes-api-addresses=10.96.0.1,192.0.2.10"}
+	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
+	vb := &v1alpha1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}
+	vb.Spec.ClusterName = "demo"
+	vb.Spec.ObjectStore = v1alpha1.ObjectStoreSpec{S3: &v1alpha1.S3Spec{Bucket: "bkt", Endpoint: "http://minio.storage.svc:9000",
+		Credentials: v1alpha1.S3Credentials{SecretName: "creds"}}}
+	jobs := []*batchv1.Job{
+		backupJob(s, vb, vc, 0, 1, source{node: "demo-x", ip: "10.0.0.9", role: v1alpha1.RoleReplica}, "p/b-1"),
+		restoreJob(s, vc, &vb.Spec.ObjectStore, "p/b-1", 0, layout.Summary{Shards: 1}),
+		probeJob(s, vb, nil), manifestJob(s, vb, "p/b-1", nil, 1), deleteJob(s, vb, "p/b-1", nil, 1),
+		readManifestJob(s, vc, &vb.Spec.ObjectStore, "p/b-1", 1),
+	}
+	commands := 0
+	for _, j := range jobs {
+		pod := j.Spec.Template.Spec
+		for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
+			if len(c.Args) == 0 || !slices.Contains(jobapi.Commands, c.Args[0]) {
+				continue // the private server of a restore
+			}
+			commands++
+			args := strings.Join(c.Args, " ")
+			for _, w := range want {
+				if c.Args[0] == jobapi.CmdRestoreLoad {
+					if strings.Contains(args, "--object-store-") {
+						t.Errorf("Job %s: %s reaches no store, yet gets the policy: %s", j.Name, c.Args[0], args)
+					}
+					continue
+				}
+				if !strings.Contains(args, w) {
+					t.Errorf("Job %s: %s lacks %s: %s", j.Name, c.Args[0], w, args)
+				}
+			}
+		}
+	}
+	if commands != 7 {
+		t.Errorf("found %d commands in the Jobs, want 7 (backup, restore-fetch, restore-load and four store steps)", commands)
 	}
 }

@@ -128,7 +128,7 @@ func (r *RestoreReconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster
 	}
 	sum, st, err := r.readManifest(ctx, vc, store, dir, jobs)
 	if err != nil || st != nil {
-		return deref(st), err
+		return namingEndpoint(deref(st), vc, store), err
 	}
 	nodes, err := membership.Of(ctx, r.Client, vc)
 	if err != nil {
@@ -164,7 +164,7 @@ func (r *RestoreReconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster
 		}
 		views[i] = v
 	}
-	out := restoreOutcome(sum, views, sourceName(vc), vc.Spec.ShardCount())
+	out := namingEndpoint(restoreOutcome(sum, views, sourceName(vc), vc.Spec.ShardCount()), vc, store)
 	switch {
 	case out.status:
 		r.event(vc, false, "Restored", "Restore", "%s", out.message)
@@ -210,6 +210,20 @@ func sourceName(vc *v1alpha1.ValkeyCluster) string {
 		return "ValkeyBackup " + vc.Spec.DataSource.BackupName
 	}
 	return vc.Spec.DataSource.Path
+}
+
+// namingEndpoint puts first, in a refusal by the endpoint policy, the field the data
+// source's endpoint is written in: the cluster's, or its ValkeyBackup's.
+func namingEndpoint(st restoreState, vc *v1alpha1.ValkeyCluster, store *v1alpha1.ObjectStoreSpec) restoreState {
+	if st.reason != v1alpha1.ReasonEndpointRefused {
+		return st
+	}
+	where := dataSourceEndpointField
+	if name := vc.Spec.DataSource.BackupName; name != "" {
+		where = "ValkeyBackup " + name + " " + backupEndpointField
+	}
+	st.message = endpointRefused(where, store, st.message)
+	return st
 }
 
 func deref(st *restoreState) restoreState {
@@ -329,7 +343,7 @@ func decideManifestRead(runs []storeRun, dir string, delay time.Duration, now ti
 		return manifestRead{state: failed(v1alpha1.ReasonChecksumMismatch, "the manifest of %s is unreadable: %s", dir, spoke.message)}
 	case jobapi.ReasonNotFound:
 		st = pending(v1alpha1.ReasonNotFound, "no complete backup at %s (its manifest is missing): %s", dir, spoke.message)
-	case jobapi.ReasonAccessDenied, jobapi.ReasonStoreUnreachable:
+	case jobapi.ReasonAccessDenied, jobapi.ReasonStoreUnreachable, jobapi.ReasonEndpointRefused:
 		st = pending(spoke.reason, "cannot read the manifest of %s: %s", dir, spoke.message)
 	default:
 		st = pending(v1alpha1.ReasonRestoreInProgress, "cannot read the manifest of %s: %s", dir, spoke.message)
@@ -439,6 +453,8 @@ func restoreOutcome(sum layout.Summary, views map[int32]restoreJobView, source s
 					reason = v1alpha1.ReasonChecksumMismatch
 				case jobapi.ReasonNotFound:
 					reason = v1alpha1.ReasonNotFound
+				case jobapi.ReasonEndpointRefused:
+					reason = v1alpha1.ReasonEndpointRefused
 				}
 			}
 			return failed(reason, "the restore of shard %d failed: %s (the cluster keeps what was restored and is not reported Ready; delete it and create it again)", i, msg)

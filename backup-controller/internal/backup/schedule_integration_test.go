@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/status"
@@ -55,6 +56,11 @@ var _ = Describe("The schedule of a paused cluster", Ordered, func() {
 		Expect(status.Apply(testCtx(), c, "cluster-controller", vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), owned)).To(Succeed())
 	}
 	BeforeAll(func() {
+		// A backup every 6 s keeps the spec short; the operator's policy allows one
+		// every 5 minutes at most unless the administrator lowers it (to 1 minute).
+		prev := validation.CurrentPolicy()
+		validation.SetPolicy(validation.Policy{MinBackupInterval: time.Second})
+		DeferCleanup(validation.SetPolicy, prev)
 		var err error
 		c, err = client.New(cfg, client.Options{Scheme: operator.Scheme()})
 		Expect(err).NotTo(HaveOccurred())

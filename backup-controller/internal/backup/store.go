@@ -72,8 +72,9 @@ const (
 	caBundleFile  = mountCABundle + "/ca.crt"
 )
 
-// storeArgs are the store flags of a Job's program.
-func storeArgs(o *v1alpha1.ObjectStoreSpec) []string {
+// storeArgs are the store flags of a Job's program: where the store is, and the
+// operator's endpoint policy, which the Job applies to every address it connects to.
+func storeArgs(s JobSettings, o *v1alpha1.ObjectStoreSpec) []string {
 	s3 := o.S3
 	args := []string{"--bucket=" + s3.Bucket, "--region=" + s3.RegionOrDefault()}
 	if s3.Endpoint != "" {
@@ -85,7 +86,25 @@ func storeArgs(o *v1alpha1.ObjectStoreSpec) []string {
 	if s3.CABundle != nil {
 		args = append(args, "--ca-bundle-file="+caBundleFile)
 	}
-	return args
+	return append(args, s.StorePolicy.Args()...)
+}
+
+// The fields an object store's endpoint is written in, which the message of a
+// connection the endpoint policy refused names.
+const (
+	backupEndpointField     = "spec.objectStore.s3.endpoint"
+	dataSourceEndpointField = "spec.dataSource.objectStore.s3.endpoint"
+)
+
+// endpointRefused is the message of a store step the endpoint policy refused (a Job's
+// Result with EndpointRefused): the field the endpoint is written in (where) and its
+// value, then what the step says, which names the address and the rule.
+func endpointRefused(where string, o *v1alpha1.ObjectStoreSpec, message string) string {
+	endpoint := fmt.Sprintf("%q", o.S3.Endpoint)
+	if o.S3.Endpoint == "" {
+		endpoint = "(empty: AWS S3 of " + o.S3.RegionOrDefault() + ")"
+	}
+	return fmt.Sprintf("%s %s: %s", where, endpoint, message)
 }
 
 // storeEnv passes the store's credentials to a Job from the user's Secret.

@@ -97,7 +97,7 @@ func storeJob(s JobSettings, spec storeJobSpec) *batchv1.Job {
 	labels := jobLabels(spec.cluster, spec.component)
 	labels[spec.ownerLabel] = spec.ownerName
 	sv, sm := storeVolumes(spec.store)
-	args := append(append([]string{}, spec.args...), storeArgs(spec.store)...)
+	args := append(append([]string{}, spec.args...), storeArgs(s, spec.store)...)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: spec.name, Namespace: spec.namespace, Labels: labels,

@@ -41,7 +41,8 @@ var _ = Describe("A backup's store Jobs", Ordered, func() {
 		probe := h.job(probeJobName("b1"))
 		pod := probe.Spec.Template.Spec
 		Expect(pod.Containers).To(HaveLen(1))
-		Expect(pod.Containers[0].Args).To(ContainElements("store-probe", "--prefix=p", "--bucket=backups", "--endpoint=http://store:9000", "--path-style"))
+		Expect(pod.Containers[0].Args).To(ContainElements("store-probe", "--prefix=p", "--bucket=backups", "--endpoint=http://store:9000", "--path-style",
+			"--kubernetes-api-addresses=10.96.0.1"), "the Job gets the operator's endpoint policy")
 		for _, e := range pod.Containers[0].Env {
 			Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal("s3"), "env %s comes from the tenant's Secret", e.Name)
 		}
@@ -142,6 +143,45 @@ var _ = Describe("A backup's store Jobs", Ordered, func() {
 		Expect(h.jobNames(v1alpha1.LabelBackup, "b3")).To(Equal([]string{"b3-probe"}))
 	})
 
+	// What a Job reports when the store's name resolved to the metadata address.
+	refused := map[string]string{containerStore: result(jobapi.Result{Reason: jobapi.ReasonEndpointRefused,
+		Message: "connect to store:9000 (resolved to 169.254.169.254:9000): link-local address (169.254.0.0/16) refused by the operator's object-store endpoint policy"})}
+	refusedMessage := `spec.objectStore.s3.endpoint "http://store:9000": connect to store:9000 (resolved to 169.254.169.254:9000): ` +
+		"link-local address (169.254.0.0/16) refused by the operator's object-store endpoint policy"
+
+	It("fails a backup at once when the endpoint policy refused the store's address, naming the field and the address", func() {
+		h.backup("b5", "vk", v1alpha1.BackupRetain, h.store())
+		h.finish(probeJobName("b5"), false, refused)
+		Eventually(func(g Gomega) {
+			vb := h.getBackup(g, "b5")
+			g.Expect(vb.Status.Phase).To(Equal(v1alpha1.BackupFailed))
+			c := condition(vb.Status.Conditions, v1alpha1.ConditionFailed)
+			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonEndpointRefused))
+			g.Expect(c.Message).To(Equal(refusedMessage))
+		}).Should(Succeed())
+		Eventually(h.events).Should(ContainElement("Failed " + refusedMessage))
+		Consistently(func() []string { return h.jobNames(v1alpha1.LabelBackup, "b5") }).WithTimeout(time.Second).
+			Should(Equal([]string{"b5-probe"}), "a refused store got another Job")
+	})
+
+	It("tries neither a manifest write nor a deletion again once the endpoint policy refused it", func() {
+		h.backup("b6", "vk", v1alpha1.BackupDelete, h.store())
+		completeShards("b6")
+		h.finish(manifestJobName("b6", 1), false, refused)
+		Eventually(func(g Gomega) {
+			c := condition(h.getBackup(g, "b6").Status.Conditions, v1alpha1.ConditionFailed)
+			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonEndpointRefused))
+			g.Expect(c.Message).To(HavePrefix(`spec.objectStore.s3.endpoint "http://store:9000": the snapshots are in the store, but the manifest could not be written (1 attempts): connect to store:9000`))
+		}).Should(Succeed())
+		vb := h.getBackup(Default, "b6")
+		Expect(h.jobNames(v1alpha1.LabelBackup, "b6")).NotTo(ContainElement(manifestJobName("b6", 2)))
+		Expect(h.c.Delete(testCtx(), vb)).To(Succeed())
+		h.finish(deleteJobName("b6", 1), false, refused)
+		Eventually(h.gone(vb)).Should(BeTrue())
+		Expect(h.events()).To(ContainElement("ObjectsLeft the objects of " + vb.Status.Path + " cannot be deleted: " + refusedMessage + ": they stay in the store"))
+		Expect(h.jobNames(v1alpha1.LabelBackup, "b6")).NotTo(ContainElement(deleteJobName("b6", 2)))
+	})
+
 	It("fails at once when the credentials Secret is missing, without a Job", func() {
 		store := h.store()
 		store.S3.Credentials.SecretName = "nope"
@@ -226,6 +266,21 @@ var _ = Describe("A restore's manifest Job", Ordered, func() {
 			g.Expect(c.Message).To(HavePrefix("shard 2 was taken by Valkey 9.1.2 (RDB format 80); this cluster runs Valkey 8.0.1"))
 		}).Should(Succeed())
 		Expect(h.jobNames(v1alpha1.LabelRestore, "rn")).To(Equal([]string{"rn-restore-manifest-1"}))
+	})
+
+	It("reports a data source whose address the endpoint policy refused, naming the field, and looks again later", func() {
+		h.cluster("re", source)
+		h.finish(readManifestJobName("re", 1), false, map[string]string{containerStore: result(jobapi.Result{Reason: jobapi.ReasonEndpointRefused,
+			Message: "connect to store:9000 (resolved to 10.96.0.1:9000): the Kubernetes API server's address (10.96.0.1) refused by the operator's object-store endpoint policy"})})
+		Eventually(func(g Gomega) {
+			c := restored(g, "re")
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonEndpointRefused))
+			g.Expect(c.Message).To(Equal(`spec.dataSource.objectStore.s3.endpoint "http://store:9000": cannot read the manifest of p/ns/vk/b-0123abcd: ` +
+				"connect to store:9000 (resolved to 10.96.0.1:9000): the Kubernetes API server's address (10.96.0.1) refused by the operator's object-store endpoint policy"))
+		}).Should(Succeed())
+		// Tried again after the store retry delay, as an unreachable store is: one Job at a time.
+		h.job(readManifestJobName("re", 2))
 	})
 
 	It("takes an unreadable manifest as final", func() {

@@ -19,6 +19,11 @@
 // (environment), and its outcome is a jobapi.Result, written as the container's
 // termination message, which the backup-controller reads. No secret is ever part of a
 // Result.
+//
+// A Job connects to a store only at addresses the operator's object-store endpoint
+// policy admits (its flags, which the backup-controller passes on from its own): each
+// address is checked after DNS resolution, just before connecting, and a refused one
+// fails the step with EndpointRefused (objstore.Refusal).
 package job
 
 import (
@@ -35,6 +40,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
 	"github.com/valkey-operator/valkey-operator/valkey"
@@ -137,15 +143,22 @@ func secrets(fs *flag.FlagSet) []string {
 	return out
 }
 
-// fail builds a failed Result.
+// fail builds a failed Result. A connection the endpoint policy refused fails with
+// EndpointRefused and the refusal alone as the message, whatever the step was doing.
 func fail(reason string, err error) jobapi.Result {
+	if refusal, ok := objstore.Refusal(err); ok {
+		return jobapi.Result{Reason: jobapi.ReasonEndpointRefused, Message: refusal.Error()}
+	}
 	return jobapi.Result{Reason: reason, Message: err.Error()}
 }
 
-// storeFlags say where the object store is; the credentials come from the environment.
+// storeFlags say where the object store is, and which addresses the Job may connect to
+// (the operator's endpoint policy, which the backup-controller passes on); the
+// credentials come from the environment.
 type storeFlags struct {
 	bucket, endpoint, region, caFile string
 	pathStyle                        bool
+	allowedEndpoints, apiAddresses   string
 }
 
 func (s *storeFlags) register(fs *flag.FlagSet) {
@@ -154,6 +167,10 @@ func (s *storeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.region, "region", "us-east-1", "region")
 	fs.BoolVar(&s.pathStyle, "path-style", false, "path-style addressing")
 	fs.StringVar(&s.caFile, "ca-bundle-file", "", "PEM roots of the endpoint's certificate")
+	fs.StringVar(&s.allowedEndpoints, validation.FlagAllowedEndpoints, "",
+		"host name suffixes and CIDRs the store's addresses must be in (the operator's policy)")
+	fs.StringVar(&s.apiAddresses, validation.FlagKubernetesAPIAddresses, "",
+		"addresses of the Kubernetes API server, never connected to (the operator's policy)")
 }
 
 func (s storeFlags) config() (objstore.Config, error) {
@@ -162,6 +179,11 @@ func (s storeFlags) config() (objstore.Config, error) {
 	if s.bucket == "" {
 		return c, errors.New("--bucket is required")
 	}
+	policy, err := validation.ParseEndpointPolicy(s.allowedEndpoints, s.apiAddresses)
+	if err != nil {
+		return c, err
+	}
+	c.Policy = policy
 	if s.caFile != "" {
 		b, err := os.ReadFile(s.caFile)
 		if err != nil {

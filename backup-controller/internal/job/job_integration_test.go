@@ -30,6 +30,7 @@ func storeArgs(t *testing.T, s *tests3.Server) []string {
 	t.Setenv(jobapi.EnvAccessKeyID, tests3.AccessKey)
 	t.Setenv(jobapi.EnvSecretAccessKey, tests3.SecretKey)
 	args := []string{"--bucket", tests3.Bucket, "--endpoint", s.Endpoint, "--path-style", "--result-file", filepath.Join(t.TempDir(), "result")}
+	args = append(args, s.Policy().Args()...)
 	if s.CA != nil {
 		args = append(args, "--ca-bundle-file", writeFile(t, string(s.CA)))
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -228,5 +229,61 @@ func list(t *testing.T, b *blob.Bucket, prefix string) []string {
 			return out
 		}
 		out = append(out, o.Key)
+	}
+}
+
+// A Job applies the endpoint policy the backup-controller passes it to the address it
+// connects to. Without the policy flags (the operator's defaults) the store on
+// 127.0.0.1 is refused: EndpointRefused, with a message that names the address and the
+// rule and no more; a name resolving to it is refused although the allow-list names
+// it; with 127.0.0.1/32 listed the same steps reach the store.
+func TestStoreStepsApplyTheEndpointPolicy(t *testing.T) {
+	s3 := tests3.Start(t, false)
+	port := s3.Endpoint[strings.LastIndex(s3.Endpoint, ":")+1:]
+	run := func(endpoint string, policy ...string) jobapi.Result {
+		t.Setenv(jobapi.EnvAccessKeyID, tests3.AccessKey)
+		t.Setenv(jobapi.EnvSecretAccessKey, tests3.SecretKey)
+		args := append([]string{jobapi.CmdStoreProbe, "--bucket", tests3.Bucket, "--endpoint", endpoint, "--path-style",
+			"--result-file", filepath.Join(t.TempDir(), "result")}, policy...)
+		return Run(testvalkey.Ctx(t), args)
+	}
+	cases := []struct {
+		name     string
+		endpoint string
+		policy   []string
+		message  string
+	}{
+		{name: "the address, default policy", endpoint: s3.Endpoint,
+			message: "connect to 127.0.0.1:" + port + ": loopback address (127.0.0.0/8) refused by the operator's object-store endpoint policy"},
+		{name: "a listed name resolving to a refused address", endpoint: "http://localhost:" + port,
+			policy:  []string{"--object-store-allowed-endpoints=localhost"},
+			message: "connect to localhost:" + port + " (resolved to "},
+		// The loopback listed whole admits 127.0.0.1 as a loopback address, but not as
+		// the API server's, which the entry is wider than.
+		{name: "the API server's address", endpoint: s3.Endpoint,
+			policy:  []string{"--object-store-allowed-endpoints=127.0.0.0/8", "--kubernetes-api-addresses=127.0.0.1"},
+			message: "the Kubernetes API server's address (127.0.0.1) refused by the operator's object-store endpoint policy"},
+		{name: "127.0.0.1 listed", endpoint: s3.Endpoint, policy: []string{"--object-store-allowed-endpoints=127.0.0.1/32"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(tc.endpoint, tc.policy...)
+			if tc.message == "" {
+				if r.Reason != "" {
+					t.Fatalf("probe: %+v", r)
+				}
+				return
+			}
+			if r.Reason != jobapi.ReasonEndpointRefused || !strings.Contains(r.Message, tc.message) {
+				t.Fatalf("got %+v, want reason EndpointRefused and a message with %q", r, tc.message)
+			}
+			if !strings.HasPrefix(r.Message, "connect to ") {
+				t.Errorf("the message is more than the refusal: %q", r.Message)
+			}
+		})
+	}
+	if r := run(s3.Endpoint, "--kubernetes-api-addresses=kubernetes"); r.Reason != jobapi.ReasonInvalid ||
+		!strings.Contains(r.Message, "--kubernetes-api-addresses: ") {
+		t.Errorf("a bad policy flag: %+v", r)
 	}
 }

@@ -54,6 +54,9 @@ const (
 	ReasonAccessDenied = "AccessDenied"
 	// ReasonNotFound: no such object or bucket.
 	ReasonNotFound = "NotFound"
+	// ReasonEndpointRefused: the operator's object-store endpoint policy refused the
+	// address the endpoint resolved to; the Job connected nowhere.
+	ReasonEndpointRefused = "EndpointRefused"
 )
 
 // Reasons of a Result beyond the store's.

@@ -22,11 +22,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -35,6 +38,7 @@ import (
 	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
 
+	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 )
@@ -47,6 +51,9 @@ type Config struct {
 	SecretAccessKey          string
 	// CABundle, when set, are the PEM roots the endpoint's certificate is checked with.
 	CABundle []byte
+	// Policy is the operator's object-store endpoint policy, applied to every address
+	// a request connects to, after DNS resolution. The zero policy is the default one.
+	Policy validation.EndpointPolicy
 }
 
 // Timeouts of every request to a store.
@@ -72,10 +79,10 @@ func Open(ctx context.Context, c Config) (*blob.Bucket, error) {
 	}
 	// Every request is bounded: connecting, the TLS handshake, and the wait for the
 	// response's headers. A body (a snapshot streamed for minutes) is bounded by the
-	// caller's context and the Job's deadline.
-	httpClient := awshttp.NewBuildableClient().WithDialerOptions(func(d *net.Dialer) {
-		d.Timeout = DialTimeout
-	}).WithTransportOptions(func(t *http.Transport) {
+	// caller's context and the Job's deadline. Every connection goes to an address the
+	// endpoint policy admits.
+	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.DialContext = policyDialer(c.Policy)
 		t.TLSClientConfig = tlsCfg
 		t.TLSHandshakeTimeout = DialTimeout
 		t.ResponseHeaderTimeout = ResponseTimeout
@@ -87,6 +94,12 @@ func Open(ctx context.Context, c Config) (*blob.Bucket, error) {
 		Credentials:      credentials.NewStaticCredentialsProvider(c.AccessKeyID, c.SecretAccessKey, ""),
 		HTTPClient:       httpClient,
 		RetryMaxAttempts: 3,
+		// A refused address stays refused: no new attempt.
+		Retryer: func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.Retryables = append([]retry.IsErrorRetryable{retry.IsErrorRetryableFunc(notRefused)}, o.Retryables...)
+			})
+		},
 		// Third-party S3 stores expect no trailing checksums (aws-chunked uploads).
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
@@ -102,10 +115,75 @@ func Open(ctx context.Context, c Config) (*blob.Bucket, error) {
 	})
 }
 
-// Reason classifies a store error: AccessDenied (refused credentials or permission),
-// NotFound (no such object or bucket), or ObjectStoreUnreachable (anything else: the
-// endpoint does not answer, TLS fails, the store errs).
+// DialRefusedError is a connection the endpoint policy refused: the address a name
+// resolved to (or the endpoint named) is one the operator does not let a Job reach.
+type DialRefusedError struct {
+	// Target is what the request asked for (host:port); Address what it resolved to.
+	Target, Address string
+	// Err is the policy's refusal (*validation.EndpointRefusedError).
+	Err error
+}
+
+func (e *DialRefusedError) Error() string {
+	if e.Target == e.Address {
+		return fmt.Sprintf("connect to %s: %v", e.Address, e.Err)
+	}
+	return fmt.Sprintf("connect to %s (resolved to %s): %v", e.Target, e.Address, e.Err)
+}
+
+func (e *DialRefusedError) Unwrap() error { return e.Err }
+
+// policyDialer connects only to addresses the policy admits. It checks each address
+// just before connecting to it (net.Dialer's Control), after DNS resolution, so a name
+// that resolves, or is pointed later, to the metadata service or the loopback is
+// refused like the address itself; the host name is passed on for the allow-list's
+// suffixes.
+func policyDialer(p validation.EndpointPolicy) func(ctx context.Context, network, target string) (net.Conn, error) {
+	return func(ctx context.Context, network, target string) (net.Conn, error) {
+		host, _, err := net.SplitHostPort(target)
+		if err != nil {
+			return nil, fmt.Errorf("dial %s: %w", target, err)
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			host = "" // the endpoint names the address itself
+		}
+		d := &net.Dialer{Timeout: DialTimeout, KeepAlive: 30 * time.Second,
+			Control: func(_, address string, _ syscall.RawConn) error {
+				ap, err := netip.ParseAddrPort(address)
+				if err != nil {
+					return fmt.Errorf("parse the address %s: %w", address, err)
+				}
+				if err := p.CheckAddress(host, ap.Addr()); err != nil {
+					return &DialRefusedError{Target: target, Address: address, Err: err}
+				}
+				return nil
+			}}
+		return d.DialContext(ctx, network, target)
+	}
+}
+
+// Refusal returns the endpoint policy's refusal of a connection that err holds, if any.
+func Refusal(err error) (*DialRefusedError, bool) {
+	var r *DialRefusedError
+	return r, errors.As(err, &r)
+}
+
+// notRefused tells the SDK's retryer that a refused connection is not worth a retry.
+func notRefused(err error) aws.Ternary {
+	if _, ok := Refusal(err); ok {
+		return aws.FalseTernary
+	}
+	return aws.UnknownTernary
+}
+
+// Reason classifies a store error: EndpointRefused (the endpoint policy refused the
+// address), AccessDenied (refused credentials or permission), NotFound (no such object
+// or bucket), or ObjectStoreUnreachable (anything else: the endpoint does not answer,
+// TLS fails, the store errs).
 func Reason(err error) string {
+	if _, ok := Refusal(err); ok {
+		return jobapi.ReasonEndpointRefused
+	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
 		switch ae.ErrorCode() {

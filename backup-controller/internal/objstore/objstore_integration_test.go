@@ -11,6 +11,7 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
@@ -134,5 +135,57 @@ func TestReasons(t *testing.T) {
 	wrongCA.CABundle = []byte("not pem")
 	if _, err := objstore.Open(ctx(t), wrongCA); err == nil {
 		t.Error("a CA bundle without certificates was accepted")
+	}
+}
+
+// Connections go only where the operator's endpoint policy lets them, checked on the
+// address the endpoint resolved to: the server on 127.0.0.1 is refused under the
+// default policy, by its address and by a name that resolves to it (even a name the
+// allow-list lists), at once and without retries; an allow-list naming 127.0.0.1
+// admits it.
+func TestEndpointPolicyAtTheDial(t *testing.T) {
+	s := tests3.Start(t, false)
+	port := s.Endpoint[strings.LastIndex(s.Endpoint, ":")+1:]
+	listed, err := validation.ParseEndpointAllowList("localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, endpoint string
+		policy         validation.EndpointPolicy
+		want           []string
+	}{
+		{name: "the address, default policy", endpoint: s.Endpoint,
+			want: []string{"connect to 127.0.0.1:" + port + ": loopback address (127.0.0.0/8) refused by the operator's object-store endpoint policy"}},
+		{name: "a name resolving to it, default policy", endpoint: "http://localhost:" + port,
+			want: []string{"connect to localhost:" + port + " (resolved to ", "loopback address", "refused by the operator's object-store endpoint policy"}},
+		{name: "a listed name resolving to it", endpoint: "http://localhost:" + port, policy: validation.EndpointPolicy{Allowed: listed},
+			want: []string{"connect to localhost:" + port + " (resolved to ", "loopback address"}},
+		{name: "an allow-list naming 127.0.0.1", endpoint: s.Endpoint, policy: s.Policy()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := s.Config()
+			c.Endpoint, c.Policy = tc.endpoint, tc.policy
+			err := objstore.Probe(ctx(t), open(t, c), "")
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("probe: %v", err)
+				}
+				return
+			}
+			refusal, ok := objstore.Refusal(err)
+			if !ok || objstore.Reason(err) != jobapi.ReasonEndpointRefused {
+				t.Fatalf("got %v (%s), want a refusal by the policy", err, objstore.Reason(err))
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(refusal.Error(), w) {
+					t.Errorf("refusal %q lacks %q", refusal.Error(), w)
+				}
+			}
+			if strings.Contains(err.Error(), "exceeded maximum number of attempts") {
+				t.Errorf("a refused connection was tried again: %v", err)
+			}
+		})
 	}
 }

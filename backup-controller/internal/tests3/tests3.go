@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/objstore"
 )
 
@@ -41,10 +43,17 @@ type Server struct {
 	cmd *exec.Cmd
 }
 
-// Config returns the objstore configuration of the test bucket.
+// Policy is the endpoint policy that lets a client reach the server: the operator's
+// default refuses the loopback, so the allow-list names 127.0.0.1 alone.
+func (s *Server) Policy() validation.EndpointPolicy {
+	return validation.EndpointPolicy{Allowed: validation.EndpointAllowList{
+		Networks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}}
+}
+
+// Config returns the objstore configuration of the test bucket, with Policy.
 func (s *Server) Config() objstore.Config {
 	return objstore.Config{Bucket: Bucket, Endpoint: s.Endpoint, ForcePathStyle: true,
-		AccessKeyID: AccessKey, SecretAccessKey: SecretKey, CABundle: s.CA}
+		AccessKeyID: AccessKey, SecretAccessKey: SecretKey, CABundle: s.CA, Policy: s.Policy()}
 }
 
 // Stop kills the server.

@@ -65,6 +65,14 @@ spec:
             {{- with $root.Values.policy.allowedModules }}
             - --allowed-modules={{ join "," . }}
             {{- end }}
+            - --max-members-per-cluster={{ int $root.Values.policy.maxMembersPerCluster }}
+            - --min-backup-interval={{ $root.Values.policy.minBackupInterval }}
+            {{- with $root.Values.policy.objectStore.allowedEndpoints }}
+            - --object-store-allowed-endpoints={{ join "," . }}
+            {{- end }}
+            {{- with $root.Values.policy.objectStore.kubernetesAPIAddresses }}
+            - --kubernetes-api-addresses={{ join "," . }}
+            {{- end }}
             {{- range .args }}
             - {{ . }}
             {{- end }}

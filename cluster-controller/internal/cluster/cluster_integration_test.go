@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -169,6 +170,39 @@ var _ = Describe("The cluster-controller", func() {
 			Expect(hasNewResources(vn)).To(BeFalse(), "member %s got the invalid spec's resources", vn.Name)
 			Expect(vn.Spec.Config).NotTo(HaveKey("cluster-enabled"), "member %s", vn.Name)
 		}
+	})
+
+	It("keeps healing a cluster over a member cap lowered since, and refuses only a bigger spec", Label("slow"), func() {
+		e.createCluster("capped", 2, 1, func(s *v1alpha1.ValkeyClusterSpec) { s.WorkloadType = v1alpha1.WorkloadPod })
+		e.expectReady("capped", time.Minute)
+		// The administrator lowers the cap below the cluster's 4 members (a restart of
+		// the operator with --max-members-per-cluster=3), then a user asks for a shard more.
+		prev := validation.CurrentPolicy()
+		validation.SetPolicy(validation.Policy{MaxMembersPerCluster: 3})
+		DeferCleanup(validation.SetPolicy, prev)
+		e.update("capped", func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = 3 })
+
+		By("reporting the new spec invalid, naming the cap")
+		Eventually(func(g Gomega) {
+			invalid := conditions.Get(e.cluster(g, "capped").Status.Conditions, v1alpha1.ConditionInvalidSpec)
+			g.Expect(invalid).NotTo(BeNil())
+			g.Expect(invalid.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(invalid.Message).To(ContainSubstring("spec.shards: Invalid value: 3: 3 shards x (1 + 1 replicas) = 6 members, " +
+				"more than this operator allows per cluster (3; policy.maxMembersPerCluster)"))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		lost := e.member(Default, "capped", 1, false)
+
+		Expect(e.kubelet.deletePod(ctx, &lost)).To(Succeed())
+
+		By("replacing the lost replica: the cluster keeps its 2 shards and 4 members")
+		Eventually(func(g Gomega) {
+			vc := e.cluster(g, "capped")
+			g.Expect(vc.Status.ReadyShards).To(Equal(int32(2)))
+			g.Expect(conditions.Get(vc.Status.Conditions, v1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(e.member(g, "capped", 1, false).Name).NotTo(Equal(lost.Name))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Eventually(func(g Gomega) []v1alpha1.ValkeyNode { return e.members(g, "capped") }).WithTimeout(time.Minute).Should(HaveLen(4))
+		Expect(e.cluster(Default, "capped").Status.Shards).To(HaveLen(2))
 	})
 
 	It("heals a lost primary: its replica takes over, its pod comes back as a replica", Label("slow"), func() {

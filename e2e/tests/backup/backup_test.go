@@ -90,7 +90,7 @@ func TestBackupAndRestore(t *testing.T) {
 // objects leave the store.
 func TestScheduleWithRetention(t *testing.T) {
 	f := framework.NewFeature(suite, "schedule with retention").
-		Assess("every 15 s a backup, the two newest kept, the others deleted with their objects", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("every minute a backup, the two newest kept, the others deleted with their objects", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			k := framework.ClusterFrom(ctx, t)
 			ns := framework.Namespace(ctx)
 			s3 := k.DeployS3(ctx, t, ns, false)
@@ -100,16 +100,16 @@ func TestScheduleWithRetention(t *testing.T) {
 			}
 			k.WaitClusterReady(ctx, t, vc, readyTimeout)
 			dataset{prefix: "s:", n: 1000}.write(ctx, t, keysClient(ctx, t, k, vc, nil))
-			sched := &v1alpha1.ValkeyBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "every15", Namespace: ns},
-				Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "sched", Schedule: "@every 15s", ObjectStore: s3.Store("sched"),
+			sched := &v1alpha1.ValkeyBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "minutely", Namespace: ns},
+				Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "sched", Schedule: "@every 1m", ObjectStore: s3.Store("sched"),
 					Retention: v1alpha1.BackupRetention{KeepLast: ptr.To[int32](2)}}}
 			if err := k.Client.Create(ctx, sched); err != nil {
 				t.Fatal(err)
 			}
 			created := map[string]bool{}
-			err := framework.Until(ctx, 150*time.Second, "4 backups created and retention at work", func(ctx context.Context) (bool, string, error) {
+			err := framework.Until(ctx, 330*time.Second, "4 backups created and retention at work", func(ctx context.Context) (bool, string, error) {
 				var list v1alpha1.ValkeyBackupList
-				if err := k.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelSchedule: "every15"}); err != nil {
+				if err := k.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelSchedule: "minutely"}); err != nil {
 					return false, "", err
 				}
 				completed := 0
@@ -166,9 +166,10 @@ func cleanupSchedule(ctx context.Context, t *testing.T, k *framework.Cluster, ns
 	}
 }
 
-// The store refuses the credentials or does not answer: the backup fails with the
-// reason and writes no manifest; a schedule tries again on its next tick and succeeds
-// once the credentials are fixed.
+// The store refuses the credentials or does not answer, or its name resolves to an
+// address the endpoint policy refuses: the backup fails with the reason and writes no
+// manifest; a schedule tries again on its next tick and succeeds once the credentials
+// are fixed.
 func TestStoreFailures(t *testing.T) {
 	f := framework.NewFeature(suite, "store unreachable or credentials refused").
 		Assess("Failed with the reason, no manifest, retried by the schedule", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -197,12 +198,27 @@ func TestStoreFailures(t *testing.T) {
 			if c := failedReason(b); c != v1alpha1.ReasonStoreUnreachable {
 				t.Errorf("Failed reason %s, want ObjectStoreUnreachable", c)
 			}
+			// A name admission cannot tell from a store's, resolving to the API server's
+			// Service address: the probe Job refuses to connect to what it resolved to.
+			alias := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "api-alias", Namespace: ns},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "kubernetes.default.svc.cluster.local"}}
+			if err := k.Client.Create(ctx, alias); err != nil {
+				t.Fatal(err)
+			}
+			toAPI := s3.Store("api")
+			toAPI.S3.Endpoint = "http://api-alias." + ns + ".svc:443"
+			b = waitBackup(ctx, t, k, newBackup(ctx, t, k, ns, "api-alias", "vk", toAPI), v1alpha1.BackupFailed, backupTimeout)
+			if c, msg := failedReason(b), failedMessage(b); c != v1alpha1.ReasonEndpointRefused ||
+				!strings.HasPrefix(msg, `spec.objectStore.s3.endpoint "`+toAPI.S3.Endpoint+`": connect to `) ||
+				!strings.Contains(msg, "the Kubernetes API server's address") {
+				t.Errorf("Failed %s: %s; want EndpointRefused naming the field and the API server's address", c, msg)
+			}
 			if m := manifests(ctx, t, k, s3); len(m) != 0 {
 				t.Fatalf("manifests of failed backups: %v", m)
 			}
 
 			sched := &v1alpha1.ValkeyBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "retry", Namespace: ns},
-				Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "vk", Schedule: "@every 15s", ObjectStore: denied}}
+				Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "vk", Schedule: "@every 1m", ObjectStore: denied}}
 			if err := k.Client.Create(ctx, sched); err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +237,7 @@ func TestStoreFailures(t *testing.T) {
 				}
 				return failed, completed
 			}
-			if err := framework.Until(ctx, 90*time.Second, "two failed scheduled backups", func(context.Context) (bool, string, error) {
+			if err := framework.Until(ctx, 180*time.Second, "two failed scheduled backups", func(context.Context) (bool, string, error) {
 				f, _ := countFailed()
 				return f >= 2, fmt.Sprintf("%d failed", f), nil
 			}); err != nil {
@@ -239,7 +255,7 @@ func TestStoreFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := framework.Until(ctx, 90*time.Second, "a scheduled backup completes after the fix", func(context.Context) (bool, string, error) {
+			if err := framework.Until(ctx, 150*time.Second, "a scheduled backup completes after the fix", func(context.Context) (bool, string, error) {
 				f, c := countFailed()
 				return c >= 1, fmt.Sprintf("%d failed, %d completed", f, c), nil
 			}); err != nil {
@@ -249,6 +265,15 @@ func TestStoreFailures(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+func failedMessage(b *v1alpha1.ValkeyBackup) string {
+	for _, c := range b.Status.Conditions {
+		if c.Type == v1alpha1.ConditionFailed {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 func failedReason(b *v1alpha1.ValkeyBackup) string {

@@ -29,7 +29,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	e.Setup(framework.InstallOperator())
+	// Schedules fire every minute, the shortest interval an administrator may allow.
+	e.Setup(framework.InstallOperator("policy.minBackupInterval=1m"))
 	testenv = e
 	os.Exit(e.Run(m))
 }

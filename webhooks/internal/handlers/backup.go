@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -26,8 +27,13 @@ func (BackupValidator) ValidateCreate(_ context.Context, b *v1alpha1.ValkeyBacku
 	return nil, invalid(backupKind, b.Name, validation.ValidateBackup(b))
 }
 
-// ValidateUpdate refuses spec changes; metadata changes (finalizers) pass.
+// ValidateUpdate refuses spec changes; an update that leaves the spec as it is
+// (finalizers, labels) is always admitted, so a backup accepted under older rules or a
+// looser policy can still lose its finalizer and be deleted.
 func (BackupValidator) ValidateUpdate(_ context.Context, old, b *v1alpha1.ValkeyBackup) (admission.Warnings, error) {
+	if equality.Semantic.DeepEqual(old.Spec, b.Spec) {
+		return nil, nil
+	}
 	return nil, invalid(backupKind, b.Name, validation.ValidateBackupUpdate(old, b))
 }
 
@@ -46,8 +52,12 @@ func (ScheduleValidator) ValidateCreate(_ context.Context, s *v1alpha1.ValkeyBac
 	return nil, invalid(scheduleKind, s.Name, validation.ValidateBackupSchedule(s))
 }
 
-// ValidateUpdate checks a changed schedule.
-func (ScheduleValidator) ValidateUpdate(_ context.Context, _, s *v1alpha1.ValkeyBackupSchedule) (admission.Warnings, error) {
+// ValidateUpdate checks a changed schedule; an update that leaves the spec as it is
+// is always admitted, like a cluster's.
+func (ScheduleValidator) ValidateUpdate(_ context.Context, old, s *v1alpha1.ValkeyBackupSchedule) (admission.Warnings, error) {
+	if equality.Semantic.DeepEqual(old.Spec, s.Spec) {
+		return nil, nil
+	}
 	return nil, invalid(scheduleKind, s.Name, validation.ValidateBackupSchedule(s))
 }
 
