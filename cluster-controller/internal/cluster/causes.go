@@ -206,6 +206,9 @@ func (r *Reconciler) reportMemberCauses(ctx context.Context, vc *v1alpha1.Valkey
 	return after
 }
 
+// eventPage bounds the events one list reads.
+const eventPage = 500
+
 // seedCauseLog reads the last time each cause was told on the cluster from its events.
 func (r *Reconciler) seedCauseLog(ctx context.Context, vc *v1alpha1.ValkeyCluster, l *causeLog) error {
 	reader := r.APIReader
@@ -215,7 +218,10 @@ func (r *Reconciler) seedCauseLog(ctx context.Context, vc *v1alpha1.ValkeyCluste
 	var list corev1.EventList
 	sel := fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.uid", string(vc.UID)),
 		fields.OneTermEqualSelector("type", corev1.EventTypeWarning))
-	if err := reader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingFieldsSelector{Selector: sel}); err != nil {
+	// One page at most: anyone who may create events in the namespace decides how many
+	// match, and a seed from the first page only tells a cause again a little early.
+	if err := reader.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingFieldsSelector{Selector: sel},
+		client.Limit(eventPage)); err != nil {
 		return fmt.Errorf("list events of %s: %w", types.NamespacedName{Namespace: vc.Namespace, Name: vc.Name}, err)
 	}
 	for _, e := range list.Items {

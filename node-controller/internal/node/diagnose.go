@@ -110,11 +110,17 @@ func (r *Reconciler) podBlocker(ctx context.Context, s *scope) (*blocker, error)
 	return nil, nil
 }
 
+// eventPage bounds the events one list reads.
+const eventPage = 100
+
 // failedCreate returns the newest FailedCreate warning of a workload, if any.
 func (r *Reconciler) failedCreate(ctx context.Context, ns, kind, name string) (*blocker, error) {
 	var list corev1.EventList
 	sel := fields.Set{"involvedObject.kind": kind, "involvedObject.name": name, "reason": "FailedCreate"}.AsSelector()
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(ns), client.MatchingFieldsSelector{Selector: sel}); err != nil {
+	// One page at most: anyone who may create events in the namespace decides how many
+	// match; the workload controller's own warnings are few (it counts repeats).
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(ns), client.MatchingFieldsSelector{Selector: sel},
+		client.Limit(eventPage)); err != nil {
 		return nil, fmt.Errorf("list the events of %s %s: %w", kind, name, err)
 	}
 	if len(list.Items) == 0 {
