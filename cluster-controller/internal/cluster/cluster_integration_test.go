@@ -119,6 +119,39 @@ var _ = Describe("The cluster-controller", func() {
 		Eventually(func(g Gomega) map[string]float64 { return e.series(g, "metrics") }).WithTimeout(30 * time.Second).Should(BeEmpty())
 	})
 
+	It("creates a cluster's members a batch per pass, to the last one", func() {
+		e.stopController()
+		e.createBatch = 2
+		e.startController()
+		wc, err := client.NewWithWatch(cfg, client.Options{Scheme: k8s.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		w, err := wc.Watch(ctx, &v1alpha1.ValkeyClusterList{}, client.InNamespace(e.ns))
+		Expect(err).NotTo(HaveOccurred())
+		defer w.Stop()
+		var seen []string // every Progressing message the cluster's status had, in order
+		collect := func() {
+			for {
+				select {
+				case ev := <-w.ResultChan():
+					if vc, ok := ev.Object.(*v1alpha1.ValkeyCluster); ok {
+						if c := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionProgressing); c != nil &&
+							(len(seen) == 0 || seen[len(seen)-1] != c.Message) {
+							seen = append(seen, c.Message)
+						}
+					}
+				default:
+					return
+				}
+			}
+		}
+
+		e.createCluster("batches", 3, 1)
+		e.expectReady("batches", time.Minute)
+		Eventually(func() []string { collect(); return seen }).Should(ContainElements(
+			"created 2 members, 4 more in the next passes", "created 2 members, 2 more in the next passes", "created 2 members"))
+		Expect(e.members(Default, "batches")).To(HaveLen(6))
+	})
+
 	It("replaces a replica whose pod is gone for good", Label("slow"), func() {
 		e.createCluster("heal", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) { s.WorkloadType = v1alpha1.WorkloadPod })
 		e.expectReady("heal", time.Minute)

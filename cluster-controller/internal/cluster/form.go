@@ -94,7 +94,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 			m.node.DeletionTimestamp = &now // counted as leaving for the rest of the pass
 		}
 	}
-	created := 0
+	created, later := 0, 0 // members created in this pass, and left for the next ones
 	var live map[int32]int // counted by the API server, only when the cache says members are missing
 	for sh := int32(0); sh < s.shards(); sh++ {
 		want := int(1 + s.replicas())
@@ -109,11 +109,19 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 			}
 		}
 		for n = max(n, live[sh]); n < want; n++ {
+			if created == r.createBatch() {
+				later++
+				continue
+			}
 			if _, err := r.createMember(ctx, s.vc, sh, fmt.Sprintf("shard %d has %d of %d members", sh, n, want)); err != nil {
 				return 0, err
 			}
 			created++
 		}
+	}
+	if created > 0 && later > 0 {
+		s.progress(v1alpha1.ReasonCreatingMembers, "created %d members, %d more in the next passes", created, later)
+		return 0, nil
 	}
 	if created > 0 {
 		s.progress(v1alpha1.ReasonCreatingMembers, "created %d members", created)

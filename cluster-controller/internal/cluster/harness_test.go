@@ -40,6 +40,8 @@ type env struct {
 	stop     func()
 	// restPeriod is the next controller's RestPeriod (its default when zero).
 	restPeriod time.Duration
+	// createBatch is the next controller's CreateBatch (its default when zero).
+	createBatch int
 }
 
 // newEnv sets up a spec's world and tears it down when the spec ends.
@@ -102,6 +104,7 @@ func (e *env) startController() {
 		NetworkPolicy: NetworkPolicyDefaults{Enabled: true, OperatorNamespace: "valkey-operator"},
 		FastFailover:  true,
 		RestPeriod:    e.restPeriod,
+		CreateBatch:   e.createBatch,
 	}
 	Expect(r.SetupWithManager(mgr, 2)).To(Succeed())
 	stop := run(mgr)

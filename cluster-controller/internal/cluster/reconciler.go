@@ -39,6 +39,9 @@ const (
 	requeueFast = 250 * time.Millisecond
 	requeueWait = time.Second
 	requeueSync = 300 * time.Millisecond
+	// createBatch is the default CreateBatch: a cluster of up to 32 members (10 shards
+	// with 2 replicas) is created in one pass.
+	createBatch = 32
 	// requeueSteady is the default RestPeriod.
 	requeueSteady = 30 * time.Second
 	// requeueNameConflict: an object that is not the cluster's is looked at again (it is
@@ -85,6 +88,10 @@ type Reconciler struct {
 	// RestPeriod is how often a cluster at rest is looked at (rest.go); requeueSteady
 	// when zero.
 	RestPeriod time.Duration
+	// CreateBatch is the most members one pass creates (createBatch when zero): a large
+	// cluster is created over several passes, each started by the watch on the members
+	// the previous one created, so other clusters' passes run in between.
+	CreateBatch int
 	// FastFailover promotes a primary's replica as soon as the primary's ValkeyNode says
 	// Kubernetes saw its server exit (ServerDown), without waiting for Valkey's gossip.
 	FastFailover bool
@@ -98,6 +105,13 @@ type Reconciler struct {
 	stalls sync.Map
 	// rest remembers, per cluster (UID), what its last pass at rest saw (rest.go).
 	rest sync.Map
+}
+
+func (r *Reconciler) createBatch() int {
+	if r.CreateBatch > 0 {
+		return r.CreateBatch
+	}
+	return createBatch
 }
 
 func (r *Reconciler) restPeriod() time.Duration {
