@@ -17,7 +17,7 @@
 //  8. a backup of a 3x1 cluster holding 1M keys (BENCH_BACKUP_KEYS) to the local S3
 //     server under latency-measuring writers, restored into 3 and into 5 shards;
 //  9. the operator's cost per member: clusters of one member over 10 namespaces grown
-//     to each total of BENCH_FLEET (10,50,100,200), the time to Ready, and at rest
+//     to each total of BENCH_FLEET (10,50,100), the time to Ready, and at rest
 //     its memory, CPU and API writes, per component, with the controllers run apart
 //     and combined (the chart's controllers.combined); then deleted and timed until
 //     gone. It prints its own table and runs once whatever BENCH_REPS says.
