@@ -39,6 +39,7 @@ func TestBench(t *testing.T) {
 		Assess("4 scale 3 -> 4 shards with 100k keys", step("scale", benchScale)).
 		Assess("5 apply to Ready while another cluster is deleted", step("interference", benchInterference)).
 		Assess("8 backup of 3x1 with 1M keys under writers, restore into 3 and 5 shards", step("backup", benchBackup)).
+		Assess("9 cost per member: clusters of one member in batches, controllers apart and combined", step("fleet", benchFleet)).
 		Teardown(stop).
 		Feature()
 	testenv.Test(t, f)

@@ -15,9 +15,14 @@
 //  6. the operator's CPU seconds and peak RSS per component over the run;
 //  7. the operator's API writes per minute at steady state;
 //  8. a backup of a 3x1 cluster holding 1M keys (BENCH_BACKUP_KEYS) to the local S3
-//     server under latency-measuring writers, restored into 3 and into 5 shards.
+//     server under latency-measuring writers, restored into 3 and into 5 shards;
+//  9. the operator's cost per member: clusters of one member over 10 namespaces grown
+//     to each total of BENCH_FLEET (10,50,100), the time to Ready, and at rest
+//     its memory, CPU and API writes, per component, with the controllers run apart
+//     and combined (the chart's controllers.combined); then deleted and timed until
+//     gone. It prints its own table and runs once whatever BENCH_REPS says.
 //
-// BENCH_ONLY=ready,steady,kill,roll,scale,interference,backup runs some items only
+// BENCH_ONLY=ready,steady,kill,roll,scale,interference,backup,fleet runs some items only
 // (steady is item 7, kill item 3; items 6 and 7 are always measured over what runs).
 package bench
 
@@ -69,7 +74,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// readEnv reads BENCH_REPS and BENCH_ONLY.
+// readEnv reads BENCH_REPS, BENCH_ONLY and BENCH_FLEET.
 func readEnv() error {
 	if s := os.Getenv("BENCH_REPS"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -83,6 +88,13 @@ func readEnv() error {
 		for _, item := range strings.Split(s, ",") {
 			only[strings.TrimSpace(item)] = true
 		}
+	}
+	if s := os.Getenv("BENCH_FLEET"); s != "" {
+		totals, err := perf.ParseCounts(s)
+		if err != nil {
+			return fmt.Errorf("BENCH_FLEET=%w", err)
+		}
+		fleetTotals = totals
 	}
 	return nil
 }
@@ -111,6 +123,9 @@ func enabled(item string) bool { return only == nil || only[item] }
 func report() {
 	fmt.Printf("\n## Benchmark (%d repetitions, medians; %s; %s)\n\n%s\n", reps, results.Commit,
 		results.Finished.Sub(results.Started).Round(time.Second), results.Markdown())
+	for _, tb := range results.Tables {
+		fmt.Printf("\n%s\n\n%s", tb.Title, tb.Markdown)
+	}
 	for _, a := range results.Anomalies {
 		fmt.Printf("ANOMALY: %s\n", a)
 	}

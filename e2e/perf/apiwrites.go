@@ -53,27 +53,48 @@ func InstallWriteCounter(ctx context.Context, c client.Client, restc rest.Interf
 	if err := w.Remove(ctx); err != nil {
 		return nil, err
 	}
-	var deps appsv1.DeploymentList
-	if err := c.List(ctx, &deps, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("list the operator's deployments: %w", err)
-	}
-	for i, d := range deps.Items {
-		comp, sa := d.Labels[ComponentLabel], d.Spec.Template.Spec.ServiceAccountName
-		if comp == "" || sa == "" {
-			continue
-		}
-		for j, kind := range []string{WritesLeases, WritesOther} {
-			fs := flowSchema(comp, kind, namespace, sa, int32(20+2*i+j))
-			if err := c.Create(ctx, fs); err != nil {
-				return nil, fmt.Errorf("create FlowSchema %s: %w", fs.Name, err)
-			}
-			w.schemas[fs.Name] = schemaOf{component: comp, kind: kind}
-		}
+	if err := w.Cover(ctx, namespace); err != nil {
+		return nil, err
 	}
 	if len(w.schemas) == 0 {
 		return nil, fmt.Errorf("no operator Deployment with a %s label in %s", ComponentLabel, namespace)
 	}
 	return w, nil
+}
+
+// Cover installs the FlowSchemas of the operator Deployments in namespace that have
+// none yet: after the chart's controllers.combined changed, the manager (or the
+// controllers run apart) runs as a ServiceAccount of its own. The schemas of the
+// Deployments that went stay and count nothing more.
+func (w *WriteCounter) Cover(ctx context.Context, namespace string) error {
+	var deps appsv1.DeploymentList
+	if err := w.client.List(ctx, &deps, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("list the operator's deployments: %w", err)
+	}
+	for _, d := range deps.Items {
+		comp, sa := d.Labels[ComponentLabel], d.Spec.Template.Spec.ServiceAccountName
+		if comp == "" || sa == "" || w.covers(comp) {
+			continue
+		}
+		for _, kind := range []string{WritesLeases, WritesOther} {
+			fs := flowSchema(comp, kind, namespace, sa, int32(20+len(w.schemas)))
+			if err := w.client.Create(ctx, fs); err != nil {
+				return fmt.Errorf("create FlowSchema %s: %w", fs.Name, err)
+			}
+			w.schemas[fs.Name] = schemaOf{component: comp, kind: kind}
+		}
+	}
+	return nil
+}
+
+// covers reports whether a component's writes are counted already.
+func (w *WriteCounter) covers(component string) bool {
+	for _, of := range w.schemas {
+		if of.component == component {
+			return true
+		}
+	}
+	return false
 }
 
 // flowSchema matches the writes of one ServiceAccount: lease writes, or every other one

@@ -1,8 +1,15 @@
 package perf
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 func TestWriteRates(t *testing.T) {
@@ -66,5 +73,53 @@ func TestFlowSchema(t *testing.T) {
 	}
 	if leases.Name != "bench-cluster-controller-leases" || leases.Labels[writeCounterLabel] != "true" {
 		t.Errorf("meta %+v", leases.ObjectMeta)
+	}
+}
+
+func TestWriteCounterCoversNewDeployments(t *testing.T) {
+	ctx := context.Background()
+	dep := func(comp string) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "op", Name: "valkey-operator-" + comp, Labels: map[string]string{ComponentLabel: comp}}}
+		d.Spec.Template.Spec.ServiceAccountName = "valkey-operator-" + comp
+		return d
+	}
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(dep("cluster-controller"), dep("webhooks")).Build()
+	w, err := InstallWriteCounter(ctx, c, nil, "op")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The chart switched to controllers.combined: the manager runs as its own account.
+	if err := c.Delete(ctx, dep("cluster-controller")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, dep("manager")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Cover(ctx, "op"); err != nil {
+		t.Fatal(err)
+	}
+	var list flowcontrolv1.FlowSchemaList
+	if err := c.List(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, fs := range list.Items {
+		got[fs.Name] = fs.Spec.Rules[0].Subjects[0].ServiceAccount.Name
+	}
+	want := map[string]string{
+		"bench-cluster-controller-leases": "valkey-operator-cluster-controller", "bench-cluster-controller-other": "valkey-operator-cluster-controller",
+		"bench-webhooks-leases": "valkey-operator-webhooks", "bench-webhooks-other": "valkey-operator-webhooks",
+		"bench-manager-leases": "valkey-operator-manager", "bench-manager-other": "valkey-operator-manager",
+	}
+	if len(got) != len(want) {
+		t.Errorf("FlowSchemas %v, want %v", got, want)
+	}
+	for name, sa := range want {
+		if got[name] != sa {
+			t.Errorf("FlowSchema %s counts %q, want %q", name, got[name], sa)
+		}
+	}
+	if len(w.schemas) != 6 || w.schemas["bench-manager-other"] != (schemaOf{component: "manager", kind: WritesOther}) {
+		t.Errorf("schemas %v", w.schemas)
 	}
 }

@@ -44,6 +44,7 @@ type OperatorSampler struct {
 	pods      map[string]*podUsage // by pod UID
 	atStart   map[string]bool      // UIDs of the pods running at Start
 	errors    int
+	paused    bool
 }
 
 // StartOperatorSampler takes a first sample and then one every interval until Stop.
@@ -61,7 +62,9 @@ func StartOperatorSampler(ctx context.Context, c client.Client, namespace string
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				s.sample(ctx, false)
+				if !s.isPaused() {
+					s.sample(ctx, false)
+				}
 			}
 		}
 	}()
@@ -117,6 +120,30 @@ func (s *OperatorSampler) samplePod(ctx context.Context, uid, comp, ip string) {
 	}
 	u.lastCPU = max(u.lastCPU, cpu)
 	u.peakRSS = max(u.peakRSS, rss)
+}
+
+// Pause stops the sampling until Resume, so that a measurement of the operator at rest
+// does not count the sampler's own scrapes (each costs the pod some CPU). The CPU
+// counters are cumulative, so nothing is lost but the peak RSS of the paused time and
+// the CPU of a pod that goes away while paused.
+func (s *OperatorSampler) Pause() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.paused = true
+}
+
+// Resume samples at once and then at the interval again.
+func (s *OperatorSampler) Resume(ctx context.Context) {
+	s.mu.Lock()
+	s.paused = false
+	s.mu.Unlock()
+	s.sample(ctx, false)
+}
+
+func (s *OperatorSampler) isPaused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused
 }
 
 func (s *OperatorSampler) countError() {

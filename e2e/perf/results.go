@@ -19,6 +19,9 @@ const (
 	UnitRatio   = "ratio"
 	UnitMiB     = "MiB"
 	UnitPerMin  = "/min"
+	// UnitCPUPerMin is CPU seconds per minute; UnitCPUmsPerMin CPU milliseconds per minute.
+	UnitCPUPerMin   = "s/min"
+	UnitCPUmsPerMin = "ms/min"
 )
 
 // Row is one line of the result table: a measurement, its summary over the repetitions,
@@ -50,6 +53,8 @@ type Results struct {
 	// Anomalies are problems of the operator seen on the way that no row shows.
 	Anomalies []string       `json:"anomalies,omitempty"`
 	Details   map[string]any `json:"details,omitempty"`
+	// Tables are items' own tables, printed after the main one.
+	Tables []Table `json:"tables,omitempty"`
 
 	mu sync.Mutex
 }
@@ -82,6 +87,19 @@ func (r *Results) Detail(name string, v any) {
 		r.Details = map[string]any{}
 	}
 	r.Details[name] = v
+}
+
+// Table is an item's own table, in markdown.
+type Table struct {
+	Title    string `json:"title"`
+	Markdown string `json:"markdown"`
+}
+
+// AddTable records an item's own table.
+func (r *Results) AddTable(title, markdown string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Tables = append(r.Tables, Table{Title: title, Markdown: markdown})
 }
 
 // sortRows orders the rows by item, keeping the order within an item.
@@ -129,6 +147,10 @@ func FormatValue(v float64, unit string) string {
 		return strconv.FormatFloat(v, 'f', 1, 64) + "/min"
 	case UnitCount:
 		return strconv.FormatFloat(v, 'f', -1, 64)
+	case UnitCPUPerMin:
+		return strconv.FormatFloat(v, 'f', 2, 64) + " s/min"
+	case UnitCPUmsPerMin:
+		return strconv.FormatFloat(v, 'f', 1, 64) + " ms/min"
 	}
 	return strconv.FormatFloat(v, 'g', 4, 64) + " " + unit
 }

@@ -44,6 +44,8 @@ func TestFormatValue(t *testing.T) {
 		{0, UnitPerMin, "0.0/min"},
 		{42, UnitCount, "42"},
 		{2.5, UnitCount, "2.5"},
+		{0.456, UnitCPUPerMin, "0.46 s/min"},
+		{2.94, UnitCPUmsPerMin, "2.9 ms/min"},
 	}
 	for _, c := range cases {
 		if got := FormatValue(c.v, c.unit); got != c.want {
@@ -64,6 +66,7 @@ func TestMarkdownAndJSON(t *testing.T) {
 		}
 	}
 	r.Detail("x", map[string]int{"y": 1})
+	r.AddTable("fleet", "| a |\n")
 	path := filepath.Join(t.TempDir(), "sub", "results.json")
 	if err := r.WriteJSON(path); err != nil {
 		t.Fatal(err)
@@ -76,7 +79,8 @@ func TestMarkdownAndJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Rows) != 3 || back.Rows[0].Key != "a" || back.Rows[1].Key != "c" || back.Rows[0].Stat.Median != 5 || back.Details["x"] == nil {
+	if len(back.Rows) != 3 || back.Rows[0].Key != "a" || back.Rows[1].Key != "c" || back.Rows[0].Stat.Median != 5 || back.Details["x"] == nil ||
+		len(back.Tables) != 1 || back.Tables[0].Title != "fleet" {
 		t.Errorf("round trip lost data: %s", b)
 	}
 }
