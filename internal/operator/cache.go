@@ -199,11 +199,22 @@ func capString(s string) string {
 	return s
 }
 
-func trimConditions(cs []metav1.Condition) []metav1.Condition {
-	out := make([]metav1.Condition, 0, min(len(cs), maxItems))
+// capConditions caps a list of conditions of any type and the message of each, which
+// message points at.
+func capConditions[C any](cs []C, message func(*C) *string) []C {
+	var out []C
 	for _, c := range capped(cs) {
-		c.Message = capString(c.Message)
+		m := message(&c)
+		*m = capString(*m)
 		out = append(out, c)
+	}
+	return out
+}
+
+func trimConditions(cs []metav1.Condition) []metav1.Condition {
+	out := capConditions(cs, func(c *metav1.Condition) *string { return &c.Message })
+	if out == nil {
+		out = []metav1.Condition{}
 	}
 	return out
 }
@@ -227,10 +238,7 @@ func trimPod(p *corev1.Pod) *corev1.Pod {
 		HostIP: st.HostIP, PodIP: st.PodIP, PodIPs: capped(st.PodIPs), HostIPs: capped(st.HostIPs), StartTime: st.StartTime,
 		QOSClass: st.QOSClass, ObservedGeneration: st.ObservedGeneration,
 	}
-	for _, c := range capped(st.Conditions) {
-		c.Message = capString(c.Message)
-		out.Status.Conditions = append(out.Status.Conditions, c)
-	}
+	out.Status.Conditions = capConditions(st.Conditions, func(c *corev1.PodCondition) *string { return &c.Message })
 	out.Status.ContainerStatuses = trimContainerStatuses(st.ContainerStatuses)
 	out.Status.InitContainerStatuses = trimContainerStatuses(st.InitContainerStatuses)
 	return out
@@ -291,11 +299,7 @@ func trimStatefulSet(s *appsv1.StatefulSet) *appsv1.StatefulSet {
 	out.Spec = appsv1.StatefulSetSpec{Replicas: s.Spec.Replicas, Selector: s.Spec.Selector, ServiceName: s.Spec.ServiceName,
 		Template: trimTemplate(s.Spec.Template)}
 	out.Status = s.Status
-	out.Status.Conditions = nil
-	for _, c := range capped(s.Status.Conditions) {
-		c.Message = capString(c.Message)
-		out.Status.Conditions = append(out.Status.Conditions, c)
-	}
+	out.Status.Conditions = capConditions(s.Status.Conditions, func(c *appsv1.StatefulSetCondition) *string { return &c.Message })
 	return out
 }
 
@@ -303,11 +307,7 @@ func trimDeployment(d *appsv1.Deployment) *appsv1.Deployment {
 	out := &appsv1.Deployment{TypeMeta: d.TypeMeta, ObjectMeta: trimMeta(d.ObjectMeta)}
 	out.Spec = appsv1.DeploymentSpec{Replicas: d.Spec.Replicas, Selector: d.Spec.Selector, Template: trimTemplate(d.Spec.Template)}
 	out.Status = d.Status
-	out.Status.Conditions = nil
-	for _, c := range capped(d.Status.Conditions) {
-		c.Message = capString(c.Message)
-		out.Status.Conditions = append(out.Status.Conditions, c)
-	}
+	out.Status.Conditions = capConditions(d.Status.Conditions, func(c *appsv1.DeploymentCondition) *string { return &c.Message })
 	return out
 }
 
@@ -336,10 +336,7 @@ func trimJob(j *batchv1.Job) *batchv1.Job {
 	st := j.Status
 	out.Status = batchv1.JobStatus{StartTime: st.StartTime, CompletionTime: st.CompletionTime, Active: st.Active,
 		Succeeded: st.Succeeded, Failed: st.Failed, Terminating: st.Terminating, Ready: st.Ready}
-	for _, c := range capped(st.Conditions) {
-		c.Message = capString(c.Message)
-		out.Status.Conditions = append(out.Status.Conditions, c)
-	}
+	out.Status.Conditions = capConditions(st.Conditions, func(c *batchv1.JobCondition) *string { return &c.Message })
 	return out
 }
 
