@@ -103,9 +103,9 @@ const (
 	// UserExporter is the user of the metrics exporter: what redis_exporter reads with
 	// its config scraping off, nothing else.
 	UserExporter = "_exporter"
-	// UserLifecycle is the user of the server container's own hooks: the liveness
-	// probe (PING) and, on Valkey 8.x, the pre-stop hand-over (INFO replication, then
-	// CLUSTER FAILOVER on a replica).
+	// UserLifecycle is the user of the server container's own hooks: the pre-stop
+	// hand-over (INFO replication, then CLUSTER FAILOVER on a replica, and CLIENT LIST
+	// to wait for the clients to move).
 	UserLifecycle = "_lifecycle"
 
 	// PrimaryAuthKey is the key of the system users Secret holding the config snippet

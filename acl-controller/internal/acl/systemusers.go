@@ -53,13 +53,12 @@ var (
 		"+ping", "+info", "+cluster|info", "+slowlog|get", "+slowlog|len",
 		"+latency|latest", "+latency|histogram", "+client|setname",
 	}
-	// lifecycleCommands are what the server container's own hooks send: PING for the
-	// liveness probe; INFO (replication), CLUSTER FAILOVER and CLIENT LIST for the
-	// pre-stop hook of every pod, which asks a replica in sync to take over from a
+	// lifecycleCommands are what the server container's own hooks send: INFO
+	// (replication), CLUSTER FAILOVER and CLIENT LIST for the pre-stop hook of every pod, which asks a replica in sync to take over from a
 	// primary that is being stopped (a coordinated failover: it loses no write and needs
 	// no key access), then waits for the clients to move to the new primary (addresses
 	// and command names, no values).
-	lifecycleCommands = []string{"+ping", "+info", "+cluster|failover", "+client|list"}
+	lifecycleCommands = []string{"+info", "+cluster|failover", "+client|list"}
 )
 
 // systemPasswords are the passwords each system user accepts (one, or two during a

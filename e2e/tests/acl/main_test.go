@@ -23,10 +23,9 @@ const suite = "acl"
 // propagationDelay is the acl-controller's --secret-propagation-delay for this suite
 // (default 2 min): how long a rotation waits for mounted Secrets before it retires the
 // old passwords. The kubelet refreshes a mounted Secret on its pod resync, 60 to 90 s
-// after the change; the liveness probe reads the _exporter password from that file and
-// tolerates 3 failures 10 s apart, so a delay much shorter than 90 s lets the probe
-// kill servers (with 75 s one probe already failed). 90 s keeps the rotation about
-// 90 s long.
+// after the change; the pre-stop hook reads the _lifecycle password from that file, so a
+// delay shorter than that retires passwords the mounted files may still hold. 90 s keeps
+// the rotation about 90 s long.
 const propagationDelay = "90s"
 
 var testenv env.Environment

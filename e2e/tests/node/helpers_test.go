@@ -120,7 +120,7 @@ func (f *fixture) secrets() []*corev1.Secret {
 		"user " + v1alpha1.UserReplication + " on >" + p[v1alpha1.UserReplication] + " +psync +replconf +ping +sync",
 		"user " + v1alpha1.UserExporter + " on >" + p[v1alpha1.UserExporter] + " ~* +@read +@connection +info +config|get +cluster|info +cluster|nodes" +
 			" +slowlog|get +slowlog|len +latency|latest +latency|histogram +client|list +client|info +memory|stats +select",
-		"user " + v1alpha1.UserLifecycle + " on >" + p[v1alpha1.UserLifecycle] + " +ping +info +cluster|failover",
+		"user " + v1alpha1.UserLifecycle + " on >" + p[v1alpha1.UserLifecycle] + " +info +cluster|failover +client|list",
 	}, "\n") + "\n"
 	return []*corev1.Secret{
 		{
@@ -347,25 +347,7 @@ func (f *fixture) checkServer(ctx context.Context, t *testing.T, name string, po
 	if err := framework.Ping(ctx, framework.PodAddr(pod), ioTimeout); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 		t.Errorf("an anonymous PING was not refused: %v", err)
 	}
-	checkLiveness(ctx, t, f.k, pod)
 	waitExporterUp(ctx, t, pod)
-}
-
-// checkLiveness runs the server's liveness probe command in the container, as the
-// kubelet does: it must pass (it reads the exporter's password from its file).
-func checkLiveness(ctx context.Context, t *testing.T, k *framework.Cluster, pod *corev1.Pod) {
-	t.Helper()
-	for _, c := range pod.Spec.Containers {
-		if c.Name != "server" {
-			continue
-		}
-		if c.LivenessProbe == nil || c.LivenessProbe.Exec == nil {
-			t.Fatalf("the server has no exec liveness probe: %+v", c.LivenessProbe)
-		}
-		if out, err := k.Exec(ctx, pod.Namespace, pod.Name, "server", c.LivenessProbe.Exec.Command...); err != nil {
-			t.Errorf("the liveness probe fails: %v: %s", err, out)
-		}
-	}
 }
 
 // waitReplaced waits until the node runs a pod other than old, Ready, and returns it.

@@ -48,8 +48,7 @@ const (
 	VersionedIncludePath  = DataDir + "/.operator-defaults.conf"
 	ACLPath               = EtcDir + "/acl/" + v1alpha1.ACLFileKey
 	PrimaryAuthPath       = EtcDir + "/system/" + v1alpha1.PrimaryAuthKey
-	// LifecyclePasswordPath is the password of the liveness probe's and the pre-stop
-	// hook's user.
+	// LifecyclePasswordPath is the password of the pre-stop hook's user.
 	LifecyclePasswordPath = EtcDir + "/system/" + v1alpha1.UserLifecycle
 	// ExporterDir is the exporter's own volume: its password file and nothing else (no
 	// replication password, no TLS key).
@@ -297,7 +296,8 @@ func restartWaitSeconds(vn *v1alpha1.ValkeyNode) int32 {
 	return int32((2*valkeyconf.NodeTimeout(vn.Spec.Config) + 2*time.Second + time.Second - 1) / time.Second)
 }
 
-// Timing of the liveness probe: a server that has not answered for about 30 s is hung.
+// Timing of the liveness probe: a server that has refused connections for about 30 s
+// is dead.
 const (
 	probeInitialDelay = 10
 	probePeriod       = 10
@@ -305,16 +305,20 @@ const (
 	probeFailures     = 3
 )
 
-// livenessProbe turns a hung server into a dead container. Without TLS it is an
-// authenticated PING as the lifecycle user, whose password is read from the projected
-// file into the environment of valkey-cli (REDISCLI_AUTH for 8.0, VALKEYCLI_AUTH for
-// later versions), never onto a command line. A server that is loading its dataset
-// answers LOADING and counts as alive. With TLS the plain port is closed and the
-// certificate names Services, not localhost, so the probe only opens the TLS port.
-// There is no readiness probe: cluster clients find members through the cluster
-// protocol, not through Service endpoints.
+// livenessProbe restarts a server whose process no longer takes connections: the
+// kubelet opens the client port itself (a TCP probe), which starts no process in the
+// container and costs the node nothing per member. An exec probe (an authenticated
+// PING through valkey-cli) costs a runc exec and four processes per member every period,
+// and on a loaded node it times out and restarts healthy servers, the worst moment to
+// lose one. A server that accepts connections but does not answer (stopped, or
+// wedged) is found by the cluster instead: its peers flag it failing after the node
+// timeout and a primary's shard fails over. There is no readiness probe: cluster
+// clients find members through the cluster protocol, not through Service endpoints.
 func livenessProbe(vn *v1alpha1.ValkeyNode) *corev1.Probe {
-	p := &corev1.Probe{
+	return &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{
+			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ClientPort)},
+		},
 		// Counted from each start of the container: a restart first waits, twice at most.
 		InitialDelaySeconds: probeInitialDelay + 2*restartWaitSeconds(vn),
 		PeriodSeconds:       probePeriod,
@@ -322,16 +326,6 @@ func livenessProbe(vn *v1alpha1.ValkeyNode) *corev1.Probe {
 		FailureThreshold:    probeFailures,
 		SuccessThreshold:    1,
 	}
-	if vn.Spec.TLSSecretName != "" {
-		p.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(ClientPort)}
-		return p
-	}
-	args := []string{strconv.Itoa(ClientPort)}
-	if vn.Spec.SystemUsersSecretName != "" {
-		args = append(args, LifecyclePasswordPath, v1alpha1.UserLifecycle)
-	}
-	p.Exec = &corev1.ExecAction{Command: shell(livenessSh, "liveness", args...)}
-	return p
 }
 
 // exporterContainer runs redis_exporter against the server over the pod's loopback

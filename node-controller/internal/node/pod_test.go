@@ -92,28 +92,15 @@ func TestPodTemplate(t *testing.T) {
 			},
 		},
 		{
-			name: "liveness is an authenticated PING with the password from a file; no readiness probe",
+			name: "liveness is the kubelet's TCP check of the client port, no process in the container; no readiness probe",
 			check: func(t *testing.T, spec corev1.PodSpec) {
 				c := container(spec, ServerContainer)
 				if c.ReadinessProbe != nil || c.StartupProbe != nil {
 					t.Error("the server has a readiness or startup probe")
 				}
 				p := c.LivenessProbe
-				if p == nil || p.Exec == nil {
-					t.Fatalf("liveness = %+v, want exec", p)
-				}
-				cmd := p.Exec.Command
-				script := cmd[2]
-				for _, want := range []string{`REDISCLI_AUTH="$(cat "$2")"`, "VALKEYCLI_AUTH=", `--user "$3"`, "PING", "PONG|LOADING"} {
-					if !strings.Contains(script, want) {
-						t.Errorf("probe %q lacks %q", script, want)
-					}
-				}
-				if args := strings.Join(cmd[4:], " "); args != "6379 "+LifecyclePasswordPath+" _lifecycle" {
-					t.Errorf("probe arguments %q", args)
-				}
-				if all := strings.Join(cmd, " "); strings.Contains(all, " -a ") || strings.Contains(all, "--pass") {
-					t.Errorf("probe %q puts a password on the command line", all)
+				if p == nil || p.TCPSocket == nil || p.TCPSocket.Port.IntValue() != 6379 || p.Exec != nil {
+					t.Fatalf("liveness = %+v, want a TCP check of 6379", p)
 				}
 			},
 		},

@@ -18,8 +18,6 @@ var (
 	versionSh string
 	//go:embed scripts/start.sh
 	startSh string
-	//go:embed scripts/liveness.sh
-	livenessSh string
 	//go:embed scripts/takeover.sh
 	takeoverSh string
 	//go:embed scripts/drain.sh

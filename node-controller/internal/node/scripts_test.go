@@ -24,7 +24,6 @@ func TestScriptsPassShellcheck(t *testing.T) {
 		"server with persistence":    serverCommand(persistent),
 		"preStop hand-over":          handoverHook(plain).PreStop.Exec.Command,
 		"preStop hand-over with TLS": handoverHook(tls).PreStop.Exec.Command,
-		"liveness probe":             livenessProbe(plain).Exec.Command,
 	}
 	for name, cmd := range commands {
 		if len(cmd) < 3 || cmd[0] != "sh" || cmd[1] != "-c" {
