@@ -134,7 +134,7 @@ func Check(meta *metav1.ObjectMeta, spec *corev1.PodSpec, patches []corev1.Conta
 // attribute runs each check on the pod's own fields alone, then on each container alone
 // in the pod, and blames the user's fields for what a container breaks.
 func attribute(checks []oneCheck, meta *metav1.ObjectMeta, spec *corev1.PodSpec, patches []corev1.Container, p *field.Path) []Violation {
-	bare := *spec.DeepCopy()
+	bare := *spec
 	bare.Containers, bare.InitContainers, bare.EphemeralContainers = nil, nil, nil
 	var out []Violation
 	podLevel := map[policy.CheckID]bool{}
@@ -157,76 +157,115 @@ func attribute(checks []oneCheck, meta *metav1.ObjectMeta, spec *corev1.PodSpec,
 	}
 	for _, pc := range all {
 		alone := withContainer(bare, pc.c, pc.init)
+		// The user's entry for the container, if any, and its parts (read once).
+		var entry *field.Path
+		var parts []node
+		i := slices.IndexFunc(patches, func(e corev1.Container) bool { return e.Name == pc.c.Name })
+		if i >= 0 {
+			entry = p.Index(i)
+		}
 		for _, c := range checks {
 			if podLevel[c.id] {
 				continue
 			}
 			if r := c.fn(meta, &alone); !r.Allowed {
 				v := Violation{Check: string(c.id), Reason: r.ForbiddenReason, Detail: r.ForbiddenDetail, Container: pc.c.Name}
-				out = append(out, blame(c, meta, bare, pc.init, v, patches, p)...)
+				if entry == nil {
+					out = append(out, v)
+					continue
+				}
+				if parts == nil {
+					parts = topLevel(patches[i])
+				}
+				out = append(out, blame(c, meta, bare, pc.init, v, entry, parts)...)
 			}
 		}
 	}
 	return out
 }
 
-// withContainer is the pod with c as its only container (or init container).
+// withContainer is the pod with c as its only container (or init container). The
+// library's checks only read, so the pod shares everything with bare and c.
 func withContainer(bare corev1.PodSpec, c corev1.Container, init bool) corev1.PodSpec {
-	pod := *bare.DeepCopy()
+	pod := bare
 	if init {
-		pod.InitContainers = []corev1.Container{*c.DeepCopy()}
+		pod.InitContainers = []corev1.Container{c}
 	} else {
-		pod.Containers = []corev1.Container{*c.DeepCopy()}
+		pod.Containers = []corev1.Container{c}
 	}
 	return pod
 }
 
-// blame finds the fields of the user's entry for v's container that break check c each
-// on its own: every field the entry sets is put alone into a container of that name (a
-// sidecar restricted as PatchContainers does) and checked in the pod. A sidecar with no
-// such field is blamed whole; the operator's own containers are the operator's.
+// blame finds what in the user's entry for v's container breaks check c: a part of the
+// entry (a field, an element of a list, or a single value) is put alone into a
+// container of that name (a sidecar restricted as PatchContainers does) and checked in
+// the pod; the search goes down only into parts that break the check alone, and blames
+// the smallest such parts, so its cost follows what is wrong, not the entry's size. A
+// sidecar with no such part is blamed whole; the operator's own containers are the
+// operator's.
 func blame(c oneCheck, meta *metav1.ObjectMeta, bare corev1.PodSpec, init bool, v Violation,
-	patches []corev1.Container, p *field.Path) []Violation {
-	i := slices.IndexFunc(patches, func(e corev1.Container) bool { return e.Name == v.Container })
-	if i < 0 {
-		return []Violation{v}
-	}
-	entry := p.Index(i)
-	var out []Violation
-	for _, l := range leaves(patches[i]) {
-		iso, ok := l.container(v.Container)
+	entry *field.Path, parts []node) []Violation {
+	fails := func(n node) (string, bool) {
+		iso, ok := n.container(v.Container)
 		if !ok {
-			continue
+			return "", false
 		}
 		if IsSidecar(v.Container) {
 			RestrictSidecar(&iso)
 		}
 		pod := withContainer(bare, iso, init)
-		if r := c.fn(meta, &pod); !r.Allowed {
+		r := c.fn(meta, &pod)
+		return r.ForbiddenDetail, !r.Allowed
+	}
+	var out []Violation
+	for _, n := range parts {
+		for _, found := range search(n, fails) {
 			fv := v
-			fv.Detail, fv.Field = r.ForbiddenDetail, l.path(entry)
+			fv.Detail, fv.Field = found.detail, found.node.path(entry)
 			out = append(out, fv)
 		}
 	}
-	if len(out) == 0 && IsSidecar(v.Container) {
-		v.Field = entry
-		out = append(out, v)
-	}
 	if len(out) == 0 {
+		if IsSidecar(v.Container) {
+			v.Field = entry
+		}
 		out = append(out, v)
 	}
 	return out
 }
 
-// leaf is one value a container entry sets, with the keys and indexes leading to it in
+// found is a part of an entry that breaks a check alone, with the library's detail.
+type found struct {
+	node   node
+	detail string
+}
+
+// search returns the smallest parts under n that break the check alone, or n itself
+// when it does and none of its parts does; nothing when n does not.
+func search(n node, fails func(node) (string, bool)) []found {
+	detail, bad := fails(n)
+	if !bad {
+		return nil
+	}
+	var out []found
+	for _, child := range n.children() {
+		out = append(out, search(child, fails)...)
+	}
+	if len(out) == 0 {
+		out = append(out, found{node: n, detail: detail})
+	}
+	return out
+}
+
+// node is a part of a container entry: the value at the keys and indexes (steps) of
 // the entry's JSON.
-type leaf struct {
+type node struct {
 	steps []any // string: a key; int: an index
 	value any
 }
 
-// leaves lists every value an entry sets but its name, in the JSON's key order.
-func leaves(c corev1.Container) []leaf {
+// topLevel is every field an entry sets but its name, in the JSON's key order.
+func topLevel(c corev1.Container) []node {
 	b, err := json.Marshal(c)
 	if err != nil {
 		return nil
@@ -236,13 +275,13 @@ func leaves(c corev1.Container) []leaf {
 		return nil
 	}
 	delete(m, "name")
-	var out []leaf
-	walk(m, nil, &out)
-	return out
+	return node{value: m}.children()
 }
 
-func walk(v any, steps []any, out *[]leaf) {
-	switch x := v.(type) {
+// children are the fields of an object or the elements of a list.
+func (n node) children() []node {
+	var out []node
+	switch x := n.value.(type) {
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -250,31 +289,30 @@ func walk(v any, steps []any, out *[]leaf) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			walk(x[k], append(slices.Clone(steps), k), out)
+			out = append(out, node{steps: append(slices.Clone(n.steps), k), value: x[k]})
 		}
 	case []any:
 		for j, e := range x {
-			walk(e, append(slices.Clone(steps), j), out)
+			out = append(out, node{steps: append(slices.Clone(n.steps), j), value: e})
 		}
-	default:
-		*out = append(*out, leaf{steps: steps, value: v})
 	}
+	return out
 }
 
-// container is a container named name that sets only this leaf (a list element becomes
+// container is a container named name that sets only this part (a list element becomes
 // the only element of its list).
-func (l leaf) container(name string) (corev1.Container, bool) {
+func (n node) container(name string) (corev1.Container, bool) {
 	var nest func(steps []any) any
 	nest = func(steps []any) any {
 		if len(steps) == 0 {
-			return l.value
+			return n.value
 		}
 		if k, ok := steps[0].(string); ok {
 			return map[string]any{k: nest(steps[1:])}
 		}
 		return []any{nest(steps[1:])}
 	}
-	m, ok := nest(l.steps).(map[string]any)
+	m, ok := nest(n.steps).(map[string]any)
 	if !ok {
 		return corev1.Container{}, false
 	}
@@ -290,10 +328,10 @@ func (l leaf) container(name string) (corev1.Container, bool) {
 	return c, true
 }
 
-// path is the leaf's field path under the entry's.
-func (l leaf) path(entry *field.Path) *field.Path {
+// path is the part's field path under the entry's.
+func (n node) path(entry *field.Path) *field.Path {
 	p := entry
-	for _, s := range l.steps {
+	for _, s := range n.steps {
 		switch s := s.(type) {
 		case string:
 			p = p.Child(s)

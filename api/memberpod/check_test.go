@@ -1,6 +1,7 @@
 package memberpod
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -129,6 +130,13 @@ func TestCheckNamesTheUsersField(t *testing.T) {
 		})), nil},
 		{"privileged", side(sc(func(s *corev1.SecurityContext) { s.Privileged = ptr.To(true) })),
 			[]string{`spec.containers[0].securityContext.privileged: privileged: violates PodSecurity "restricted:latest": privileged (container "side" must not set securityContext.privileged=true)`}},
+		{"privileged, among much else", side(func(c *corev1.Container) {
+			for i := range 200 {
+				c.Env = append(c.Env, corev1.EnvVar{Name: "V" + strconv.Itoa(i), Value: "x"})
+			}
+			c.Ports = []corev1.ContainerPort{{ContainerPort: 80}, {ContainerPort: 81}}
+			c.SecurityContext = &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000), Privileged: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true)}
+		}), []string{"spec.containers[0].securityContext.privileged: privileged: "}},
 		{"privilege escalation", side(sc(func(s *corev1.SecurityContext) { s.AllowPrivilegeEscalation = ptr.To(true) })),
 			[]string{"spec.containers[0].securityContext.allowPrivilegeEscalation: allowPrivilegeEscalation: "}},
 		{"added capability", side(sc(func(s *corev1.SecurityContext) {
