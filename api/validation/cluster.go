@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/valkey-operator/valkey-operator/api/memberpod"
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
@@ -85,7 +86,7 @@ func validateClusterSpec(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	errs = append(errs, validateResources(s.Resources, p.Child("resources"))...)
 	errs = append(errs, validateConfig(s.Config, p.Child("config"))...)
 	errs = append(errs, validateConfigForImage(s.Config, s.ImageOrDefault(), p.Child("config"))...)
-	errs = append(errs, validateContainers(s.Containers, p.Child("containers"))...)
+	errs = append(errs, validateContainers(memberpod.ClusterInput(s), p.Child("containers"))...)
 	errs = append(errs, validateExporter(s.Exporter, p.Child("exporter"))...)
 	errs = append(errs, validatePersistence(s.Persistence, s.Workload(), p.Child("persistence"))...)
 	errs = append(errs, validateScheduling(s.Scheduling, p.Child("scheduling"))...)

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/valkey-operator/valkey-operator/api/memberpod"
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
@@ -46,7 +47,7 @@ func validateNodeSpec(s *v1alpha1.ValkeyNodeSpec, p *field.Path) field.ErrorList
 	errs = append(errs, validateImagePullSecrets(s.ImagePullSecrets, p.Child("imagePullSecrets"))...)
 	errs = append(errs, validateResources(s.Resources, p.Child("resources"))...)
 	errs = append(errs, validateConfig(s.Config, p.Child("config"))...)
-	errs = append(errs, validateContainers(s.Containers, p.Child("containers"))...)
+	errs = append(errs, validateContainers(memberpod.NodeInput(s), p.Child("containers"))...)
 	errs = append(errs, validateExporter(s.Exporter, p.Child("exporter"))...)
 	errs = append(errs, validatePersistence(s.Persistence, s.WorkloadType, p.Child("persistence"))...)
 	errs = append(errs, validateScheduling(s.Scheduling, p.Child("scheduling"))...)

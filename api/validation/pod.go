@@ -11,8 +11,8 @@ import (
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
+	"github.com/valkey-operator/valkey-operator/api/memberpod"
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
@@ -76,16 +76,17 @@ func validateResources(r corev1.ResourceRequirements, p *field.Path) field.Error
 	return errs
 }
 
-// validateContainers checks the containers patch: every entry named, names unique;
-// patches of the operator's containers change only their environment and resources;
-// sidecars (entries that patch no operator container) have an image, meet the
-// restricted Pod Security Standard and mount none of the operator's volumes, and are
-// refused altogether when the administrator's policy says so.
-func validateContainers(containers []corev1.Container, p *field.Path) field.ErrorList {
+// validateContainers checks the containers patch (in.Containers, at p): every entry
+// named, names unique; patches of the operator's containers change only their
+// environment and resources; sidecars (entries that patch no operator container) have
+// an image and mount none of the operator's volumes, and are refused altogether when the
+// administrator's policy says so; and the pod a member gets with them meets the
+// restricted Pod Security Standard (validateMemberPod).
+func validateContainers(in memberpod.Input, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := map[string]bool{}
 	pol := CurrentPolicy()
-	for i, c := range containers {
+	for i, c := range in.Containers {
 		cp := p.Index(i)
 		errs = append(errs, validateContainerName(c.Name, seen, cp.Child("name"))...)
 		errs = append(errs, validateImage(c.Image, false, cp.Child("image"))...)
@@ -102,7 +103,7 @@ func validateContainers(containers []corev1.Container, p *field.Path) field.Erro
 			errs = append(errs, validateSidecar(c, cp)...)
 		}
 	}
-	return errs
+	return append(errs, validateMemberPod(in, pol, p, errs)...)
 }
 
 // PatchableContainerFields are the only fields a patch of the server or the exporter
@@ -168,23 +169,16 @@ func setContainerFields(c corev1.Container) []string {
 	return out
 }
 
-// validateSidecar applies the restricted Pod Security Standard to a sidecar (what a
-// container can break out with: privileges, host ports, added capabilities, root) and
-// keeps it away from the operator's volumes (the server's configuration, passwords and
-// TLS key, its data). The operator fills in the restricted settings a sidecar leaves
-// unset (node-controller), so a namespace that enforces restricted admits the pod.
+// validateSidecar holds a sidecar to the operator's own rules, which the Pod Security
+// Standards do not cover (validateMemberPod applies those): it has an image, stays away
+// from the operator's volumes (the server's configuration, passwords and TLS key, its
+// data) and is a regular container of the pod.
 func validateSidecar(c corev1.Container, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if c.Image == "" {
 		errs = append(errs, field.Required(p.Child("image"), fmt.Sprintf(
 			"a container other than %q or %q is added as a sidecar and needs an image",
 			v1alpha1.ServerContainerName, v1alpha1.ExporterContainerName)))
-	}
-	for j, port := range c.Ports {
-		if port.HostPort != 0 {
-			errs = append(errs, field.Forbidden(p.Child("ports").Index(j).Child("hostPort"),
-				"sidecars may not open ports on the node (restricted Pod Security Standard)"))
-		}
 	}
 	for j, m := range c.VolumeMounts {
 		errs = append(errs, field.Forbidden(p.Child("volumeMounts").Index(j), fmt.Sprintf(
@@ -195,55 +189,6 @@ func validateSidecar(c corev1.Container, p *field.Path) field.ErrorList {
 	}
 	if c.RestartPolicy != nil {
 		errs = append(errs, field.Forbidden(p.Child("restartPolicy"), "sidecars are regular containers of the pod"))
-	}
-	return append(errs, validateSidecarSecurity(c.SecurityContext, p.Child("securityContext"))...)
-}
-
-// restrictedCapabilities are the only capabilities the restricted profile lets a
-// container add.
-var restrictedCapabilities = []corev1.Capability{"NET_BIND_SERVICE"}
-
-// validateSidecarSecurity refuses the settings the restricted profile forbids.
-func validateSidecarSecurity(sc *corev1.SecurityContext, p *field.Path) field.ErrorList {
-	if sc == nil {
-		return nil
-	}
-	const why = "sidecars must meet the restricted Pod Security Standard"
-	var errs field.ErrorList
-	if ptr.Deref(sc.Privileged, false) {
-		errs = append(errs, field.Forbidden(p.Child("privileged"), why))
-	}
-	if ptr.Deref(sc.AllowPrivilegeEscalation, false) {
-		errs = append(errs, field.Forbidden(p.Child("allowPrivilegeEscalation"), why))
-	}
-	if sc.RunAsNonRoot != nil && !*sc.RunAsNonRoot {
-		errs = append(errs, field.Forbidden(p.Child("runAsNonRoot"), why+": containers run as non-root"))
-	}
-	if sc.RunAsUser != nil && *sc.RunAsUser == 0 {
-		errs = append(errs, field.Forbidden(p.Child("runAsUser"), why+": containers run as non-root"))
-	}
-	if sc.ProcMount != nil && *sc.ProcMount != corev1.DefaultProcMount {
-		errs = append(errs, field.Forbidden(p.Child("procMount"), why))
-	}
-	if sc.WindowsOptions != nil && ptr.Deref(sc.WindowsOptions.HostProcess, false) {
-		errs = append(errs, field.Forbidden(p.Child("windowsOptions", "hostProcess"), why))
-	}
-	if sp := sc.SeccompProfile; sp != nil && sp.Type != corev1.SeccompProfileTypeRuntimeDefault && sp.Type != corev1.SeccompProfileTypeLocalhost {
-		errs = append(errs, field.Forbidden(p.Child("seccompProfile", "type"), why+": RuntimeDefault or Localhost"))
-	}
-	if sc.AppArmorProfile != nil && sc.AppArmorProfile.Type == corev1.AppArmorProfileTypeUnconfined {
-		errs = append(errs, field.Forbidden(p.Child("appArmorProfile", "type"), why))
-	}
-	if sc.SELinuxOptions != nil && (sc.SELinuxOptions.User != "" || sc.SELinuxOptions.Role != "") {
-		errs = append(errs, field.Forbidden(p.Child("seLinuxOptions"), why+": no SELinux user or role"))
-	}
-	if caps := sc.Capabilities; caps != nil {
-		for j, c := range caps.Add {
-			if !slices.Contains(restrictedCapabilities, c) {
-				errs = append(errs, field.Forbidden(p.Child("capabilities", "add").Index(j), fmt.Sprintf(
-					"%s: only NET_BIND_SERVICE may be added, not %s", why, c)))
-			}
-		}
 	}
 	return errs
 }

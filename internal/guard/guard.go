@@ -66,7 +66,13 @@ func condition(errs field.ErrorList, gen int64) metav1.Condition {
 // cluster-controller derives every node from a validated cluster, so a failure here is
 // a bug or a hand-written node; the node-controller reports it and does not act.
 func CheckNode(n *v1alpha1.ValkeyNode) Result {
-	errs := validation.ValidateNode(n)
+	return NodeResult(n, validation.ValidateNode(n))
+}
+
+// NodeResult is the guard's answer for a node whose spec breaks errs: the
+// node-controller adds what it finds in the pod it renders for a node that passed
+// CheckNode (the Pod Security check of the real pod), with the same condition.
+func NodeResult(n *v1alpha1.ValkeyNode, errs field.ErrorList) Result {
 	var gen int64
 	if n != nil {
 		gen = n.Generation

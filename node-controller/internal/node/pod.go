@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,9 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/ptr"
 
+	"github.com/valkey-operator/valkey-operator/api/memberpod"
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkeyconf"
@@ -70,8 +69,6 @@ const (
 	// ComponentServer is the value of LabelComponent on the server's objects.
 	ComponentServer = "server"
 
-	// valkeyID is the user and group the Valkey images run as.
-	valkeyID int64 = 999
 	// DefaultGracePeriodSeconds is used when the spec has none (the Kubernetes default).
 	DefaultGracePeriodSeconds int64 = 30
 )
@@ -117,7 +114,7 @@ func selectorLabels(vn *v1alpha1.ValkeyNode) map[string]string {
 // non-live part of its valkey.conf. The result carries AnnotationTemplateHash, the hash
 // of everything else in it; the same inputs always give the same template.
 func buildPodTemplate(vn *v1alpha1.ValkeyNode, configHash string) (corev1.PodTemplateSpec, error) {
-	spec, err := patchContainers(basePodSpec(vn), vn.Spec.Containers, vn.Spec.Exporter.IsEnabled())
+	spec, err := memberpod.PatchContainers(basePodSpec(vn), vn.Spec.Containers, vn.Spec.Exporter.IsEnabled())
 	if err != nil {
 		return corev1.PodTemplateSpec{}, err
 	}
@@ -152,7 +149,7 @@ func basePodSpec(vn *v1alpha1.ValkeyNode) corev1.PodSpec {
 		ImagePullSecrets:              append([]corev1.LocalObjectReference(nil), s.ImagePullSecrets...),
 		TerminationGracePeriodSeconds: ptr.To(gracePeriod(vn)),
 		RestartPolicy:                 restartPolicy(s.WorkloadType),
-		SecurityContext:               podSecurityContext(),
+		SecurityContext:               memberpod.PodSecurityContext(),
 		// Valkey never talks to the API server, and Service links would only add
 		// variables to every container's environment.
 		AutomountServiceAccountToken: ptr.To(false),
@@ -204,7 +201,7 @@ func serverContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 		Resources:       *vn.Spec.Resources.DeepCopy(),
 		LivenessProbe:   livenessProbe(vn),
 		Lifecycle:       handoverHook(vn),
-		SecurityContext: containerSecurityContext(),
+		SecurityContext: memberpod.ContainerSecurityContext(),
 		// A server that fails leaves its last log lines as its termination message, so
 		// PodReady (and the cluster's Ready) can say why with no log-reading rights.
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -360,34 +357,7 @@ func exporterContainer(vn *v1alpha1.ValkeyNode) corev1.Container {
 		VolumeMounts:    exporterMounts(vn),
 		Resources:       *vn.Spec.Exporter.Resources.DeepCopy(),
 		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways),
-		SecurityContext: containerSecurityContext(),
-	}
-}
-
-// podSecurityContext runs every container as the Valkey images' user, with the
-// runtime's default seccomp profile; volumes are group-owned by that user.
-func podSecurityContext() *corev1.PodSecurityContext {
-	return &corev1.PodSecurityContext{
-		RunAsNonRoot:        ptr.To(true),
-		RunAsUser:           ptr.To(valkeyID),
-		RunAsGroup:          ptr.To(valkeyID),
-		FSGroup:             ptr.To(valkeyID),
-		FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
-		SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-}
-
-// containerSecurityContext is the restricted profile of every container the
-// controller builds.
-func containerSecurityContext() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		RunAsNonRoot:             ptr.To(true),
-		RunAsUser:                ptr.To(valkeyID),
-		RunAsGroup:               ptr.To(valkeyID),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		AllowPrivilegeEscalation: ptr.To(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		SecurityContext: memberpod.ContainerSecurityContext(),
 	}
 }
 
@@ -510,86 +480,6 @@ func shardAntiAffinity(shard map[string]string) *corev1.PodAntiAffinity {
 			TopologyKey:   corev1.LabelHostname,
 		},
 	}}}
-}
-
-// patchContainers applies the user's container patches as a strategic merge patch of
-// the pod spec: entries named like a container of the pod are merged into it by name
-// (the exporter, a native sidecar, among the init containers), any other entry is
-// appended. A patch of the exporter is dropped when the exporter is disabled: there is
-// nothing to merge it into.
-func patchContainers(spec corev1.PodSpec, patches []corev1.Container, exporter bool) (corev1.PodSpec, error) {
-	var containers, initContainers []corev1.Container
-	for _, c := range patches {
-		switch {
-		case c.Name == ExporterContainer && exporter:
-			initContainers = append(initContainers, c)
-		case c.Name == ExporterContainer:
-		default:
-			containers = append(containers, c)
-		}
-	}
-	if len(containers) == 0 && len(initContainers) == 0 {
-		return spec, nil
-	}
-	patch := map[string]any{}
-	if len(containers) > 0 {
-		patch["containers"] = containers
-	}
-	if len(initContainers) > 0 {
-		patch["initContainers"] = initContainers
-	}
-	out, err := strategicMerge(spec, patch)
-	if err != nil {
-		return corev1.PodSpec{}, err
-	}
-	for i := range out.Containers {
-		if out.Containers[i].Name != ServerContainer {
-			restrictSidecar(&out.Containers[i])
-		}
-	}
-	return out, nil
-}
-
-// restrictSidecar fills in the container-level settings of the restricted Pod Security
-// Standard that a sidecar leaves unset (no privilege escalation, every capability
-// dropped); the pod's security context gives the rest (non-root, RuntimeDefault
-// seccomp). Validation refused any sidecar that asks for more, so the pod is admitted
-// in a namespace that enforces restricted.
-func restrictSidecar(c *corev1.Container) {
-	if c.SecurityContext == nil {
-		c.SecurityContext = &corev1.SecurityContext{}
-	}
-	sc := c.SecurityContext
-	if sc.AllowPrivilegeEscalation == nil {
-		sc.AllowPrivilegeEscalation = ptr.To(false)
-	}
-	if sc.Capabilities == nil {
-		sc.Capabilities = &corev1.Capabilities{}
-	}
-	if !slices.Contains(sc.Capabilities.Drop, "ALL") {
-		sc.Capabilities.Drop = append(sc.Capabilities.Drop, "ALL")
-	}
-}
-
-// strategicMerge applies patch to spec with the PodSpec's merge keys.
-func strategicMerge(spec corev1.PodSpec, patch map[string]any) (corev1.PodSpec, error) {
-	original, err := json.Marshal(spec)
-	if err != nil {
-		return corev1.PodSpec{}, fmt.Errorf("encode pod spec: %w", err)
-	}
-	p, err := json.Marshal(patch)
-	if err != nil {
-		return corev1.PodSpec{}, fmt.Errorf("encode container patches: %w", err)
-	}
-	merged, err := strategicpatch.StrategicMergePatch(original, p, corev1.PodSpec{})
-	if err != nil {
-		return corev1.PodSpec{}, fmt.Errorf("apply container patches: %w", err)
-	}
-	var out corev1.PodSpec
-	if err := json.Unmarshal(merged, &out); err != nil {
-		return corev1.PodSpec{}, fmt.Errorf("decode patched pod spec: %w", err)
-	}
-	return out, nil
 }
 
 // hashJSON is a short, stable hash of v's JSON (maps are encoded in key order).

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
+	"github.com/valkey-operator/valkey-operator/api/memberpod"
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -466,7 +467,7 @@ func TestTemplateHash(t *testing.T) {
 
 func TestPatchContainersEmpty(t *testing.T) {
 	spec := basePodSpec(testNode())
-	out, err := patchContainers(spec, nil, true)
+	out, err := memberpod.PatchContainers(spec, nil, true)
 	if err != nil || !reflect.DeepEqual(out, spec) {
 		t.Errorf("an empty patch changed the spec (err %v)", err)
 	}

@@ -139,6 +139,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = log.IntoContext(ctx, logger)
 
 	g := guard.CheckNode(&vn)
+	if g.Valid() {
+		g = guard.NodeResult(&vn, renderedPodErrors(&vn))
+	}
 	if !g.Valid() {
 		logger.Info("spec is invalid; not acting", "errors", g.Errs.ToAggregate().Error())
 		return ctrl.Result{}, r.writeStatus(ctx, &vn, invalidStatus(&vn, g.Condition, r.now()))
