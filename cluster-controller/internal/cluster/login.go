@@ -32,6 +32,8 @@ import (
 //   - One member at a time in the cluster, and only when the other members of its shard
 //     are back in sync: a restarted member comes back empty (without persistence) and
 //     copies its primary first.
+//   - A refusal is acted on once it has held for loginRefusalSettle: a pod address that
+//     pointed at another server for a moment restarts nothing.
 //   - At most one restart per member per LoginRecoveryPeriod (spec.restartedAt says when
 //     it was last restarted, for any reason): a server locked out again soon after is
 //     left alone until then, and a condition the acl-controller has not looked at again
@@ -45,6 +47,10 @@ import (
 // DefaultLoginRecoveryPeriod is the least time between two restarts of one member whose
 // server refuses the operator's login.
 const DefaultLoginRecoveryPeriod = 10 * time.Minute
+
+// loginRefusalSettle is how long a member's OperatorLoginRefused must have been True
+// before the member is failed over or restarted.
+const loginRefusalSettle = 10 * time.Second
 
 func (r *Reconciler) loginRecoveryPeriod() time.Duration {
 	if r.LoginRecoveryPeriod > 0 {
@@ -196,6 +202,10 @@ func refusing(ms []*member) string {
 // planLoginOf is the next step for one member that refuses the operator's login.
 func (s *scope) planLoginOf(m *member, period time.Duration) loginPlan {
 	sh := m.shard()
+	if since := loginRefused(m).LastTransitionTime.Time; s.topo.now.Sub(since) < loginRefusalSettle {
+		return loginPlan{step: loginWait, member: m, after: since.Add(loginRefusalSettle).Sub(s.topo.now), message: fmt.Sprintf(
+			"reported at %s, acted on once it has held for %s", since.UTC().Format(time.RFC3339), loginRefusalSettle)}
+	}
 	if at, err := time.Parse(time.RFC3339, m.node.Spec.RestartedAt); err == nil && s.topo.now.Sub(at) < period {
 		next := at.Add(period)
 		return loginPlan{step: loginWait, member: m, after: next.Sub(s.topo.now), message: fmt.Sprintf(

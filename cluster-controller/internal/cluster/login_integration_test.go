@@ -127,16 +127,17 @@ var _ = Describe("Members that refuse the operator's login", func() {
 		}).Should(Succeed())
 
 		By("no second restart while the acl-controller has not looked at the new servers yet")
+		Eventually(func(g Gomega) {
+			p := conditions.Get(e.cluster(g, "login").Status.Conditions, v1alpha1.ConditionProgressing)
+			g.Expect(p).NotTo(BeNil())
+			g.Expect(p.Reason).To(Equal(v1alpha1.ReasonRecoveringLogin))
+			g.Expect(p.Message).To(ContainSubstring("is not restarted again before"))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
 		Consistently(func(g Gomega) {
 			for _, vn := range locked {
 				var now v1alpha1.ValkeyNode
 				g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(&vn), &now)).To(Succeed())
 				g.Expect(now.Spec.Revision).To(Equal(vn.Spec.Revision+1), vn.Name)
-			}
-			p := conditions.Get(e.cluster(g, "login").Status.Conditions, v1alpha1.ConditionProgressing)
-			g.Expect(p).NotTo(BeNil())
-			if p.Reason == v1alpha1.ReasonRecoveringLogin {
-				g.Expect(p.Message).To(ContainSubstring("is not restarted again before"))
 			}
 		}).WithTimeout(3 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 

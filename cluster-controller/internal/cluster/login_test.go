@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -88,6 +89,16 @@ func TestPlanLoginRecovery(t *testing.T) {
 			},
 			step: loginWait, member: "b2", after: 8 * time.Minute,
 			message: "b2 refuses the operator's login: b2 was restarted at 2026-11-29T11:58:00Z; it is not restarted again before 2026-11-29T12:08:00Z",
+		},
+		{
+			name: "a refusal reported 4 s ago is acted on after 10 s",
+			fms:  with(healthyThreeByOne(), "b2", locked),
+			mod: func(t *testing.T, s *scope) {
+				c := loginRefused(memberNamed(t, s.topo, "b2"))
+				c.LastTransitionTime = metav1.NewTime(t0.Add(-4 * time.Second))
+			},
+			step: loginWait, member: "b2", after: 6 * time.Second,
+			message: "b2 refuses the operator's login: reported at 2026-11-29T11:59:56Z, acted on once it has held for 10s",
 		},
 		{
 			name: "a restart older than the period does not hold it",
