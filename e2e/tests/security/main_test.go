@@ -3,8 +3,9 @@
 // Package security is the e2e suite of the operator's defences (docs/security.md): a
 // cluster runs in a namespace that enforces the restricted Pod Security Standard with the
 // reference's sidecar, the components' metrics are served over HTTPS to authorized
-// clients only, and 10,000 unrelated Secrets grow no component's memory by more than
-// 10 MiB.
+// clients only, 10,000 unrelated Secrets grow no component's memory by more than
+// 10 MiB, and a tenant's flood of large objects labelled as the operator's neither
+// restarts an operator pod nor keeps another namespace's cluster from healing.
 package security
 
 import (
