@@ -160,11 +160,12 @@ func (r *Reconciler) report(ctx context.Context, s *scope) error {
 		prev := conditions.Get(vn.Status.Conditions, v1alpha1.ConditionOperatorLoginRefused)
 		login := OperatorLoginCondition(res, prev, vn.Generation)
 		logins[vn.Name] = login
-		if res != nil {
-			reportLogin(r.Recorder, vc, vn, prev, login, res.Login)
-		}
 		if err := r.writeNodeStatus(ctx, vn, ACLAppliedCondition(res, f.Revision, vn.Generation), login); err != nil {
 			errs = append(errs, err)
+			continue // the next pass tells it
+		}
+		if res != nil {
+			reportLogin(r.Recorder, vc, vn, prev, login, res.Login)
 		}
 	}
 	if err := r.writeClusterStatus(ctx, vc, acl, ready, ClusterLoginCondition(logins, vc.Generation)); err != nil {
