@@ -87,6 +87,14 @@ const (
 	// ConditionTLSApplied (ValkeyNode, tls-controller): the server serves the current
 	// certificate revision.
 	ConditionTLSApplied = "TLSApplied"
+	// ConditionOperatorLoginRefused (ValkeyNode and ValkeyCluster, acl-controller): the
+	// member's server refuses the operator's own login (_operator: a wrong password, a
+	// disabled or deleted user, or no permission for the commands the acl-controller
+	// runs), as when a client granted ACL rights changed that user on the server. On a
+	// member it is True while its server refuses and the operator cannot put the user
+	// back live; the cluster-controller reads it and restarts the member, whose server
+	// loads its aclfile at start. On the cluster it is True while any member refuses.
+	ConditionOperatorLoginRefused = "OperatorLoginRefused"
 )
 
 // Condition reasons, grouped by the condition they explain.
@@ -111,25 +119,29 @@ const (
 	ReasonReplyTooLarge = "ReplyTooLarge"
 
 	// Ready, Progressing, Degraded, ClusterFormed, SlotsAssigned (cluster-controller).
-	ReasonClusterReady        = "ClusterReady"
-	ReasonCreatingMembers     = "CreatingMembers"
-	ReasonWaitingForPods      = "WaitingForPods"
-	ReasonWaitingForACL       = "WaitingForACL"
-	ReasonWaitingForTLS       = "WaitingForTLS"
-	ReasonMeetingMembers      = "MeetingMembers"
-	ReasonAssigningSlots      = "AssigningSlots"
-	ReasonReplicating         = "Replicating"
-	ReasonWaitingForSync      = "WaitingForSync"
-	ReasonRolling             = "Rolling"
-	ReasonRollBlocked         = "RollBlocked"
-	ReasonScalingOut          = "ScalingOut"
-	ReasonScalingIn           = "ScalingIn"
-	ReasonMigratingSlots      = "MigratingSlots"
-	ReasonSlotsNotPropagated  = "SlotsNotPropagated" // every slot served; some members' slot maps still name an old owner
-	ReasonAddingReplicas      = "AddingReplicas"
-	ReasonRemovingReplicas    = "RemovingReplicas"
-	ReasonReplacingMember     = "ReplacingMember"
-	ReasonFailingOver         = "FailingOver"
+	ReasonClusterReady       = "ClusterReady"
+	ReasonCreatingMembers    = "CreatingMembers"
+	ReasonWaitingForPods     = "WaitingForPods"
+	ReasonWaitingForACL      = "WaitingForACL"
+	ReasonWaitingForTLS      = "WaitingForTLS"
+	ReasonMeetingMembers     = "MeetingMembers"
+	ReasonAssigningSlots     = "AssigningSlots"
+	ReasonReplicating        = "Replicating"
+	ReasonWaitingForSync     = "WaitingForSync"
+	ReasonRolling            = "Rolling"
+	ReasonRollBlocked        = "RollBlocked"
+	ReasonScalingOut         = "ScalingOut"
+	ReasonScalingIn          = "ScalingIn"
+	ReasonMigratingSlots     = "MigratingSlots"
+	ReasonSlotsNotPropagated = "SlotsNotPropagated" // every slot served; some members' slot maps still name an old owner
+	ReasonAddingReplicas     = "AddingReplicas"
+	ReasonRemovingReplicas   = "RemovingReplicas"
+	ReasonReplacingMember    = "ReplacingMember"
+	ReasonFailingOver        = "FailingOver"
+	// ReasonRecoveringLogin (Progressing): a member refuses the operator's login
+	// (OperatorLoginRefused); the cluster-controller fails its shard over when it is the
+	// primary, then restarts it so that its server loads the aclfile again.
+	ReasonRecoveringLogin     = "RecoveringLogin"
 	ReasonPartitioned         = "Partitioned"
 	ReasonWaitingForMember    = "WaitingForMember"
 	ReasonForgettingNodes     = "ForgettingNodes"
@@ -200,6 +212,15 @@ const (
 	ReasonACLApplied      = "Applied"
 	ReasonACLPending      = "Pending"
 	ReasonRotating        = "Rotating"
+
+	// OperatorLoginRefused (acl-controller). On a member: PasswordRefused (WRONGPASS or
+	// NOAUTH: the password, or the user, is not the aclfile's), PermissionDenied (NOPERM
+	// on a command the acl-controller runs) or LoginAccepted. On the cluster: LoginRefused
+	// (some members refuse) or LoginAccepted.
+	ReasonPasswordRefused  = "PasswordRefused"
+	ReasonPermissionDenied = "PermissionDenied"
+	ReasonLoginAccepted    = "LoginAccepted"
+	ReasonLoginRefused     = "LoginRefused"
 
 	// TLSReady, TLSApplied, CertificateExpiring (tls-controller).
 	ReasonCertificateValid   = "CertificateValid"

@@ -55,6 +55,10 @@ type MemberResult struct {
 	// TooLarge is set when the member answered a command with more than the controller
 	// reads (valkey.ErrReplyTooLarge): waiting a few seconds does not change that.
 	TooLarge *valkey.ReplyTooLargeError
+	// Login is what the member answered the operator's login (login.go).
+	Login loginAnswer
+	// err is the error that ended the work on the member (nil when none).
+	err error
 }
 
 // failed is the result of a member whose command failed: its client is dropped (a
@@ -65,7 +69,7 @@ func (r *Reconciler) failed(mc *memberConn, what string, err error) MemberResult
 	if what != "" {
 		msg = what + ": " + msg
 	}
-	return MemberResult{Reachable: true, Message: msg, TooLarge: valkey.AsReplyTooLarge(err)}
+	return MemberResult{Reachable: true, Message: msg, TooLarge: valkey.AsReplyTooLarge(err), err: err}
 }
 
 // members returns the ValkeyNodes that have a pod IP, and the others.
@@ -188,11 +192,21 @@ func (r *Reconciler) applyAll(ctx context.Context, conns []*memberConn, f File, 
 	return out
 }
 
-// applyMember brings one member to the revision of f.
+// applyMember brings one member to the revision of f, and says what it answered the
+// operator's login.
 func (r *Reconciler) applyMember(ctx context.Context, mc *memberConn, f File, removed []string) MemberResult {
 	if mc.client == nil {
-		return MemberResult{Message: fmt.Sprintf("cannot reach the server: %v", mc.err)}
+		res := MemberResult{Message: fmt.Sprintf("cannot reach the server: %v", mc.err), err: mc.err}
+		res.Login = answerOf(mc.err, false)
+		return res
 	}
+	res := r.applyRevision(ctx, mc, f, removed)
+	res.Login = answerOf(res.err, res.Reachable)
+	return res
+}
+
+// applyRevision brings a member the controller logged in to to the revision of f.
+func (r *Reconciler) applyRevision(ctx context.Context, mc *memberConn, f File, removed []string) MemberResult {
 	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
 	defer cancel()
 	c := mc.client

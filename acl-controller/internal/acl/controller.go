@@ -184,7 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if g := guard.Check(&vc); !g.Valid() {
 		log.FromContext(ctx).Info("not acting on an invalid spec", "errors", len(g.Errs))
-		return reconcile.Result{}, r.writeClusterStatus(ctx, &vc, vc.Status.ACL, g.Condition, r.keepOrUnknown(&vc, "the spec is invalid"))
+		return reconcile.Result{}, r.writeClusterStatus(ctx, &vc, vc.Status.ACL, g.Condition, keepOrUnknown(&vc, v1alpha1.ConditionACLReady, "the spec is invalid"))
 	}
 	res, err := r.pass(ctx, &vc)
 	if nc := (*NameConflictError)(nil); errors.As(err, &nc) {
@@ -195,7 +195,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: nameConflictRetry}, r.writeClusterStatus(ctx, &vc, vc.Status.ACL, cond)
 	}
 	if err != nil {
-		if serr := r.writeClusterStatus(ctx, &vc, vc.Status.ACL, r.keepOrUnknown(&vc, "the controller could not read its inputs")); serr != nil {
+		if serr := r.writeClusterStatus(ctx, &vc, vc.Status.ACL, keepOrUnknown(&vc, v1alpha1.ConditionACLReady, "the controller could not read its inputs")); serr != nil {
 			err = errors.Join(err, serr)
 		}
 		return reconcile.Result{}, err
@@ -203,12 +203,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return res, nil
 }
 
-// keepOrUnknown returns the current ACLReady, or Unknown when there is none yet.
-func (r *Reconciler) keepOrUnknown(vc *v1alpha1.ValkeyCluster, why string) metav1.Condition {
-	if cur := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionACLReady); cur != nil {
+// keepOrUnknown returns the cluster's current condition typ, or Unknown when there is
+// none yet.
+func keepOrUnknown(vc *v1alpha1.ValkeyCluster, typ, why string) metav1.Condition {
+	if cur := conditions.Get(vc.Status.Conditions, typ); cur != nil {
 		return *cur
 	}
-	return conditions.Unknown(v1alpha1.ConditionACLReady, v1alpha1.ReasonUnknown, why, vc.Generation)
+	return conditions.Unknown(typ, v1alpha1.ReasonUnknown, why, vc.Generation)
 }
 
 // scope is what one pass over a cluster read, and what it learnt on the way.

@@ -56,6 +56,7 @@ func (b *syncBuffer) String() string {
 type harness struct {
 	c       client.Client
 	ns      string
+	mu      sync.Mutex                    // guards servers: the controller reads it
 	servers map[string]*valkeytest.Server // by ValkeyNode name
 	dir     string                        // of the servers
 	cleanup []func()                      // stops the servers
@@ -112,7 +113,7 @@ func (h *harness) start() {
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespaces: []string{h.ns}, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("acl-controller"),
 		Pool: pool, PropagationDelay: testDelay, Resync: testResync,
 		Addr: func(vn *v1alpha1.ValkeyNode) string {
-			if s, ok := h.servers[vn.Name]; ok {
+			if s := h.server(vn.Name); s != nil {
 				return s.Addr()
 			}
 			return valkeyconn.Addr(vn.Status.PodIP)
@@ -160,9 +161,16 @@ func (h *harness) aclReady(name string) *metav1.Condition {
 	return conditions.Get(h.cluster(name).Status.Conditions, v1alpha1.ConditionACLReady)
 }
 
-// member starts a Valkey server for a new ValkeyNode of the cluster, loaded with the
-// published aclfile as a pod would be, and publishes its pod IP.
-func (h *harness) member(cluster, name string) *valkeytest.Server {
+// server returns the server of a member, or nil.
+func (h *harness) server(name string) *valkeytest.Server {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.servers[name]
+}
+
+// startServer starts a server loaded with the cluster's published aclfile, as a pod
+// starts with the mounted one, for the member name.
+func (h *harness) startServer(cluster, name string) *valkeytest.Server {
 	GinkgoHelper()
 	// Started for the harness, not the spec: in an ordered container the members serve
 	// every spec that comes after.
@@ -172,7 +180,17 @@ func (h *harness) member(cluster, name string) *valkeytest.Server {
 	acl := h.secret(v1alpha1.ACLSecretName(cluster))
 	Expect(os.WriteFile(s.ACLFile, append(acl.Data[v1alpha1.ACLFileKey], adminLine(s)...), 0o600)).To(Succeed())
 	Expect(s.Dial(GinkgoTB()).ACLLoad(h.ctx())).To(Succeed())
+	h.mu.Lock()
 	h.servers[name] = s
+	h.mu.Unlock()
+	return s
+}
+
+// member starts a Valkey server for a new ValkeyNode of the cluster, loaded with the
+// published aclfile as a pod would be, and publishes its pod IP.
+func (h *harness) member(cluster, name string) *valkeytest.Server {
+	GinkgoHelper()
+	s := h.startServer(cluster, name)
 	// A member as the cluster-controller makes it: labelled, controlled by its cluster.
 	var vc v1alpha1.ValkeyCluster
 	Expect(h.c.Get(h.ctx(), types.NamespacedName{Namespace: h.ns, Name: cluster}, &vc)).To(Succeed())

@@ -104,14 +104,20 @@ func (r *Reconciler) statusWriter() status.Writer {
 }
 
 // writeClusterStatus applies the owned status of the cluster when it changed. acl nil
-// keeps no status.acl (nothing published yet).
+// keeps no status.acl (nothing published yet). The cluster's OperatorLoginRefused, when
+// not among conds, keeps its current value (a pass that reached no member), or is
+// Unknown.
 func (r *Reconciler) writeClusterStatus(ctx context.Context, vc *v1alpha1.ValkeyCluster, acl *v1alpha1.ACLStatus, conds ...metav1.Condition) error {
+	if !slices.ContainsFunc(conds, func(c metav1.Condition) bool { return c.Type == v1alpha1.ConditionOperatorLoginRefused }) {
+		conds = append(conds, keepOrUnknown(vc, v1alpha1.ConditionOperatorLoginRefused, "no member was reached yet"))
+	}
 	return r.statusWriter().Cluster(ctx, vc, &status.Field{Name: "acl", Before: vc.Status.ACL, After: acl}, conds...)
 }
 
-// writeNodeStatus applies ACLApplied on a member when it changed.
-func (r *Reconciler) writeNodeStatus(ctx context.Context, vn *v1alpha1.ValkeyNode, cond metav1.Condition) error {
-	return r.statusWriter().Node(ctx, vn, cond)
+// writeNodeStatus applies ACLApplied and OperatorLoginRefused on a member when they
+// changed.
+func (r *Reconciler) writeNodeStatus(ctx context.Context, vn *v1alpha1.ValkeyNode, conds ...metav1.Condition) error {
+	return r.statusWriter().Node(ctx, vn, conds...)
 }
 
 // now returns the reconciler's clock.
@@ -144,18 +150,26 @@ func (r *Reconciler) report(ctx context.Context, s *scope) error {
 		Revision:              f.Revision,
 	}
 	var errs []error
-	if err := r.writeClusterStatus(ctx, vc, acl, ready); err != nil {
-		errs = append(errs, err)
-	}
+	logins := make(map[string]metav1.Condition, len(s.nodes))
 	for i := range s.nodes {
 		vn := &s.nodes[i]
 		var res *MemberResult
 		if got, ok := s.results[vn.Name]; ok {
 			res = &got
 		}
-		if err := r.writeNodeStatus(ctx, vn, ACLAppliedCondition(res, f.Revision, vn.Generation)); err != nil {
+		prev := conditions.Get(vn.Status.Conditions, v1alpha1.ConditionOperatorLoginRefused)
+		login := OperatorLoginCondition(res, prev, vn.Generation)
+		logins[vn.Name] = login
+		if err := r.writeNodeStatus(ctx, vn, ACLAppliedCondition(res, f.Revision, vn.Generation), login); err != nil {
 			errs = append(errs, err)
+			continue // the next pass tells it
 		}
+		if res != nil {
+			reportLogin(r.Recorder, vc, vn, prev, login, res.Login)
+		}
+	}
+	if err := r.writeClusterStatus(ctx, vc, acl, ready, ClusterLoginCondition(logins, vc.Generation)); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -25,9 +25,10 @@ import (
 // node-controller that reports it. For every ValkeyNode it starts a valkey-server on a
 // loopback address of its own (the pod IP), with the member's config and the operator's
 // user, and writes the ValkeyNode status the node-controller would write: podName,
-// podIP, revision and PodReady, under the node-controller's field manager. It stops the
-// server once the ValkeyNode is gone (Kubernetes would delete the pod then). It has no
-// volumes: rolls in place (persistence) are not covered.
+// podIP, revision and PodReady, under the node-controller's field manager. A new
+// spec.revision gets a new pod: the server stops and a new one starts, empty, at a new
+// address. It stops the server once the ValkeyNode is gone (Kubernetes would delete the
+// pod then). It has no volumes: rolls in place (persistence) are not covered.
 type kubelet struct {
 	c   client.Client
 	dir string // the servers' directories go here
@@ -109,11 +110,16 @@ func (k *kubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	return ctrl.Result{}, k.report(ctx, &vn, p)
 }
 
-// ensure returns the member's pod, starting it if it has none (nil for a bare pod that
-// is gone for good).
+// ensure returns the member's pod, starting it if it has none or if it was built for
+// another revision (nil for a bare pod that is gone for good).
 func (k *kubelet) ensure(vn *v1alpha1.ValkeyNode) (*pod, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if p := k.pods[vn.Name]; p != nil && p.revision != vn.Spec.Revision && vn.DeletionTimestamp.IsZero() {
+		// The node-controller replaces the pod of a new revision.
+		p.server.Stop()
+		delete(k.pods, vn.Name)
+	}
 	if p := k.pods[vn.Name]; p != nil || k.deleted[vn.Name] {
 		return p, nil
 	}

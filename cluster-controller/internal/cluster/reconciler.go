@@ -95,6 +95,9 @@ type Reconciler struct {
 	// FastFailover promotes a primary's replica as soon as the primary's ValkeyNode says
 	// Kubernetes saw its server exit (ServerDown), without waiting for Valkey's gossip.
 	FastFailover bool
+	// LoginRecoveryPeriod is the least time between two restarts of a member whose server
+	// refuses the operator's login (login.go); DefaultLoginRecoveryPeriod when zero.
+	LoginRecoveryPeriod time.Duration
 
 	// draining remembers, per leaving member (UID), when its wait for its clients began.
 	draining sync.Map
@@ -232,6 +235,7 @@ func (r *Reconciler) phases() []phase {
 		{"disruption budgets", r.reconcilePDBs, false},
 		{"failovers", r.settleFailovers, false},
 		{"leaving members", r.reconcileLeaving, false},
+		{"login recovery", r.reconcileLoginRecovery, false},
 		{"members", r.reconcileMembers, false},
 		{"stale members", r.reconcileStaleMembers, false},
 		{"meet", r.reconcileMeet, false},

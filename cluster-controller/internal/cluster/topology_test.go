@@ -45,6 +45,9 @@ type fakeMember struct {
 	// For scopeFor: outdated members run a pod the spec no longer asks for (an older
 	// image); restarting members were authorised a new pod not rebuilt yet.
 	outdated, restarting bool
+	// locked: the member's server refuses the operator's login (its ValkeyNode says
+	// OperatorLoginRefused): it does not answer the operator, the others see it as usual.
+	locked bool
 }
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -108,12 +111,16 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 			vn.Status.Conditions = append(vn.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionServerDown,
 				Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonContainerExited, Message: "container server of pod p exited with code 137"})
 		}
+		if f.locked {
+			vn.Status.Conditions = append(vn.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionOperatorLoginRefused,
+				Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPasswordRefused, Message: "WRONGPASS"})
+		}
 		if f.podNotReady != "" {
 			vn.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionPodReady, Status: metav1.ConditionFalse,
 				Reason: f.podNotReady, Message: "the pod does not run"}}
 		}
-		m := &member{node: vn, reachable: !f.down}
-		if !f.down {
+		m := &member{node: vn, reachable: !f.down && !f.locked}
+		if m.reachable {
 			for _, n := range nodes {
 				v := n
 				if n.ID == f.id {

@@ -36,6 +36,26 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestRestartBuildsANewPod: a restart the cluster-controller authorises (a new
+// spec.restartedAt with a raised revision, as for a member whose server refuses the
+// operator's login) changes the pod template, so the workload's pod is replaced, not
+// only relabelled with the new revision.
+func TestRestartBuildsANewPod(t *testing.T) {
+	vn := testNode()
+	running := workloadAnnotations(vn.Spec.Revision, mustTemplate(t, vn).Annotations[AnnotationTemplateHash])
+	restarted := testNode(func(vn *v1alpha1.ValkeyNode) {
+		vn.Spec.Revision++
+		vn.Spec.RestartedAt = "2026-12-05T19:00:00Z"
+	})
+	tmpl := mustTemplate(t, restarted)
+	if got := decide(restarted.Spec.Revision, running, tmpl.Annotations[AnnotationTemplateHash]); got != replacePod {
+		t.Fatalf("decide = %v, want replacePod", got)
+	}
+	if tmpl.Annotations[v1alpha1.AnnotationRestartedAt] != "2026-12-05T19:00:00Z" {
+		t.Errorf("the pod's annotations do not carry the restart: %v", tmpl.Annotations)
+	}
+}
+
 // TestOperatorUpgradeDoesNotRoll pins the rule that a different rendering (here a
 // different template hash for the same spec, as an operator upgrade would produce) is
 // held back until the revision is raised, and reported.
