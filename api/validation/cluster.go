@@ -93,8 +93,10 @@ func validateClusterSpec(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	errs = append(errs, validateTLS(s.TLS, p.Child("tls"))...)
 	errs = append(errs, validateUsers(s.Users, p.Child("users"))...)
 	errs = append(errs, validateNetworkPolicy(s.NetworkPolicy, p.Child("networkPolicy"))...)
+	errs = append(errs, validateNetworkPolicyProfile(s.NetworkPolicy, CurrentPolicy(), p.Child("networkPolicy"))...)
 	errs = append(errs, validateDataSource(s.DataSource, p.Child("dataSource"))...)
 	errs = append(errs, validateExternalAccess(s.ExternalAccess, s.ImageOrDefault(), p.Child("externalAccess"))...)
+	errs = append(errs, validateExternalAccessPolicy(s.ExternalAccess, CurrentPolicy(), p.Child("externalAccess"))...)
 	errs = append(errs, validateMembers(s, p)...)
 	errs = append(errs, validateClusterSize(s, p)...)
 	return errs

@@ -274,10 +274,7 @@ func joinPrefixes(ns []netip.Prefix) string {
 // (minio.storage.svc, .example.com) and IP addresses or CIDRs (10.0.0.0/8).
 func ParseEndpointAllowList(s string) (EndpointAllowList, error) {
 	var l EndpointAllowList
-	for _, e := range strings.Split(s, ",") {
-		if e = strings.TrimSpace(e); e == "" {
-			continue
-		}
+	for _, e := range splitList(s) {
 		if strings.Contains(e, "://") {
 			return EndpointAllowList{}, fmt.Errorf("%q is a URL: list host name suffixes and CIDRs", e)
 		}
@@ -300,10 +297,7 @@ func ParseEndpointAllowList(s string) (EndpointAllowList, error) {
 // ParseNetworks reads a comma-separated list of IP addresses and CIDRs.
 func ParseNetworks(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
-	for _, e := range strings.Split(s, ",") {
-		if e = strings.TrimSpace(e); e == "" {
-			continue
-		}
+	for _, e := range splitList(s) {
 		n, err := parseNetwork(e)
 		if err != nil {
 			return nil, err

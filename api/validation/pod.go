@@ -95,7 +95,7 @@ func validateContainers(in memberpod.Input, p *field.Path) field.ErrorList {
 		case c.Name == v1alpha1.ServerContainerName || c.Name == v1alpha1.ExporterContainerName:
 			errs = append(errs, validateOperatorContainerPatch(c, cp)...)
 		case c.Name == "":
-		case pol.RefuseSidecars:
+		case pol.SidecarsRefused():
 			errs = append(errs, field.Forbidden(cp, fmt.Sprintf(
 				"sidecars are refused by the operator's administrator (they share the pod's network and reach the "+
 					"server's cluster bus); only %q and %q may be patched", v1alpha1.ServerContainerName, v1alpha1.ExporterContainerName)))

@@ -20,7 +20,7 @@ func validateMemberPod(in memberpod.Input, pol Policy, p *field.Path, known fiel
 	all := in.Containers
 	in.Containers = nil
 	for _, c := range all {
-		if c.Name != "" && (!memberpod.IsSidecar(c.Name) || !pol.RefuseSidecars) {
+		if c.Name != "" && (!memberpod.IsSidecar(c.Name) || !pol.SidecarsRefused()) {
 			in.Containers = append(in.Containers, c)
 		}
 	}

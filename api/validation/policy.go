@@ -40,6 +40,12 @@ type Policy struct {
 	MinBackupInterval time.Duration
 	// ObjectStore decides which object-store endpoints a spec may name.
 	ObjectStore EndpointPolicy
+	// Profile sets defaults for one kind of installation (ProfileMultiTenant refuses
+	// sidecars, turns the empty external access allow-lists into "none" and keeps
+	// every cluster's NetworkPolicy). Empty: ProfileDefault.
+	Profile Profile
+	// ExternalAccess decides what spec.externalAccess may ask for.
+	ExternalAccess ExternalAccessPolicy
 }
 
 var policy atomic.Pointer[Policy]
@@ -48,6 +54,7 @@ var policy atomic.Pointer[Policy]
 func SetPolicy(p Policy) {
 	p.AllowedModules = slices.Clone(p.AllowedModules)
 	p.ObjectStore = p.ObjectStore.clone()
+	p.ExternalAccess = p.ExternalAccess.clone()
 	policy.Store(&p)
 }
 
@@ -87,10 +94,7 @@ func (p Policy) moduleAllowed(value string) bool {
 // ParseModules splits a comma-separated list of module paths, refusing relative ones.
 func ParseModules(s string) ([]string, error) {
 	var out []string
-	for _, m := range strings.Split(s, ",") {
-		if m = strings.TrimSpace(m); m == "" {
-			continue
-		}
+	for _, m := range splitList(s) {
 		if !strings.HasPrefix(m, "/") || strings.Contains(m, "..") {
 			return nil, errModulePath(m)
 		}

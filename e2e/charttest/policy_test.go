@@ -15,8 +15,18 @@ func TestPolicyReachesEveryComponent(t *testing.T) {
 		not  []string
 	}{
 		{name: "defaults",
-			want: []string{"--max-members-per-cluster=100", "--min-backup-interval=5m"},
-			not:  []string{"--object-store-allowed-endpoints", "--kubernetes-api-addresses", "--refuse-sidecars"}},
+			want: []string{"--max-members-per-cluster=100", "--min-backup-interval=5m", "--policy-profile=default"},
+			not: []string{"--object-store-allowed-endpoints", "--kubernetes-api-addresses", "--refuse-sidecars",
+				"--external-access-types", "--external-access-annotations", "--external-access-hostname-suffixes"}},
+		{name: "multiTenant", sets: []string{
+			"policy.profile=multiTenant", "policy.externalAccess.allowedTypes={LoadBalancer}",
+			"policy.externalAccess.allowedAnnotations={service.beta.kubernetes.io/aws-load-balancer-internal,external-dns.alpha.kubernetes.io/}",
+			"policy.externalAccess.allowedHostnameSuffixes={.team-a.example.com}",
+		}, want: []string{
+			"--policy-profile=multiTenant", "--external-access-types=LoadBalancer",
+			"--external-access-annotations=service.beta.kubernetes.io/aws-load-balancer-internal,external-dns.alpha.kubernetes.io/",
+			"--external-access-hostname-suffixes=.team-a.example.com",
+		}},
 		{name: "set", sets: []string{
 			"policy.maxMembersPerCluster=300", "policy.minBackupInterval=1h",
 			"policy.objectStore.allowedEndpoints={minio.storage.svc,.example.com,10.0.0.0/8}",
@@ -55,9 +65,23 @@ func TestPolicySchema(t *testing.T) {
 		"policy.objectStore.allowedEndpoints={https://minio.storage.svc}",
 		"policy.objectStore.kubernetesAPIAddresses={kubernetes.default}",
 		"policy.objectStore.allowAll=true",
+		"policy.profile=strict",
+		"policy.externalAccess.allowedTypes={ClusterIP}",
+		"policy.externalAccess.allowedHostnameSuffixes={example.com}",
+		"policy.externalAccess.allowedAnnotations={*}",
 	} {
 		if _, err := helm(t, "template", "vko", "charts/valkey-operator", "--kube-version", kubeVersion, "--set", set); err == nil {
 			t.Errorf("%s was accepted", set)
 		}
+	}
+}
+
+// The multiTenant profile keeps every cluster's NetworkPolicy: the chart refuses to turn
+// the operator's default off under it, naming the value.
+func TestMultiTenantKeepsNetworkPolicies(t *testing.T) {
+	out, err := helm(t, "template", "vko", "charts/valkey-operator", "--kube-version", kubeVersion,
+		"--set", "policy.profile=multiTenant", "--set", "valkeyNetworkPolicy.enabled=false")
+	if err == nil || !strings.Contains(out+err.Error(), "valkeyNetworkPolicy.enabled must be true") {
+		t.Errorf("rendered, or failed without naming the value: %v\n%s", err, out)
 	}
 }

@@ -19,7 +19,7 @@ func PolicyFlags(fs *flag.FlagSet) func() error {
 // policyFlags is PolicyFlags reading the environment through getenv.
 func policyFlags(fs *flag.FlagSet, getenv func(string) string) func() error {
 	var refuse bool
-	var modules, allowedEndpoints, apiAddresses string
+	var modules, allowedEndpoints, apiAddresses, profile, types, annotations, suffixes string
 	maxMembers := fs.Int("max-members-per-cluster", validation.DefaultMaxMembersPerCluster,
 		"largest shards x (1 + replicasPerShard) a ValkeyCluster may ask for (at least 1)")
 	minInterval := fs.Duration("min-backup-interval", validation.DefaultMinBackupInterval,
@@ -33,9 +33,23 @@ func policyFlags(fs *flag.FlagSet, getenv func(string) string) func() error {
 	fs.StringVar(&apiAddresses, validation.FlagKubernetesAPIAddresses, "",
 		"comma-separated addresses or CIDRs of the Kubernetes API server, refused as object-store endpoints "+
 			"(the Service address in KUBERNETES_SERVICE_HOST is refused without being listed)")
+	fs.StringVar(&profile, validation.FlagPolicyProfile, string(validation.ProfileDefault),
+		"default, or multiTenant: sidecars refused, external access only as the external-access lists admit (empty lists admit none), every cluster's NetworkPolicy kept")
+	fs.StringVar(&types, validation.FlagExternalAccessTypes, "",
+		"comma-separated spec.externalAccess types admitted (NodePort, LoadBalancer); when set (or in the multiTenant profile), the only ones")
+	fs.StringVar(&annotations, validation.FlagExternalAccessAnnotations, "",
+		"comma-separated Service annotation keys spec.externalAccess.annotations may set (a key, or a prefix ending in /); when set (or in the multiTenant profile), the only ones")
+	fs.StringVar(&suffixes, validation.FlagExternalAccessHostnameSuffixes, "",
+		"comma-separated DNS suffixes (.valkey.example.com) a hostnameTemplate must end with; when set (or in the multiTenant profile), the only ones")
 	return func() error {
 		pol := validation.Policy{RefuseSidecars: refuse, MaxMembersPerCluster: *maxMembers, MinBackupInterval: *minInterval}
 		var err error
+		if pol.Profile, err = validation.ParseProfile(profile); err != nil {
+			return err
+		}
+		if pol.ExternalAccess, err = validation.ParseExternalAccessPolicy(types, annotations, suffixes); err != nil {
+			return err
+		}
 		if pol.AllowedModules, err = validation.ParseModules(modules); err != nil {
 			return fmt.Errorf("--allowed-modules: %w", err)
 		}

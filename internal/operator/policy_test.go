@@ -51,6 +51,19 @@ func TestPolicyFlags(t *testing.T) {
 				t.Errorf("an endpoint outside the allow-list: %v", err)
 			}
 		}},
+		{name: "the multiTenant profile and the external access lists", args: []string{
+			"--policy-profile=multiTenant", "--external-access-types=LoadBalancer",
+			"--external-access-annotations=external-dns.alpha.kubernetes.io/", "--external-access-hostname-suffixes=.team-a.example.com",
+		}, check: func(t *testing.T, p validation.Policy) {
+			if p.Profile != validation.ProfileMultiTenant || !p.SidecarsRefused() {
+				t.Errorf("profile %q, sidecars refused %v; want multiTenant, true", p.Profile, p.SidecarsRefused())
+			}
+			e := p.ExternalAccess
+			if len(e.Types) != 1 || e.Types[0] != "LoadBalancer" || len(e.Annotations) != 1 || len(e.HostnameSuffixes) != 1 {
+				t.Errorf("external access policy %+v", e)
+			}
+		}},
+		{name: "an unknown profile", args: []string{"--policy-profile=strict"}, wantErr: `--policy-profile: "strict"`},
 		{name: "a host name in KUBERNETES_SERVICE_HOST is no address", env: "api.internal", check: func(t *testing.T, p validation.Policy) {
 			if len(p.ObjectStore.APIServer) != 0 {
 				t.Errorf("got %v", p.ObjectStore.APIServer)

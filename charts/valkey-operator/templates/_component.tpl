@@ -6,6 +6,9 @@ Call with (dict "root" $ "key" "clusterController" "name" "cluster-controller" "
 {{- define "valkey-operator.component" -}}
 {{- $root := .root -}}{{- $c := index $root.Values .key -}}{{- $name := .name -}}
 {{- $fullname := include "valkey-operator.componentName" (list $root $name) -}}
+{{- if and (eq (toString $root.Values.policy.profile) "multiTenant") (not $root.Values.valkeyNetworkPolicy.enabled) -}}
+{{- fail "policy.profile multiTenant keeps every cluster's NetworkPolicy: valkeyNetworkPolicy.enabled must be true" -}}
+{{- end -}}
 apiVersion: v1
 kind: ServiceAccount
 metadata:
@@ -59,6 +62,16 @@ spec:
             - --health-probe-bind-address=:8081
             - --leader-elect={{ $c.leaderElection }}
             - --zap-log-level={{ $c.logLevel }}
+            - --policy-profile={{ $root.Values.policy.profile | default "default" }}
+            {{- with $root.Values.policy.externalAccess.allowedTypes }}
+            - --external-access-types={{ join "," . }}
+            {{- end }}
+            {{- with $root.Values.policy.externalAccess.allowedAnnotations }}
+            - --external-access-annotations={{ join "," . }}
+            {{- end }}
+            {{- with $root.Values.policy.externalAccess.allowedHostnameSuffixes }}
+            - --external-access-hostname-suffixes={{ join "," . }}
+            {{- end }}
             {{- if $root.Values.policy.refuseSidecars }}
             - --refuse-sidecars=true
             {{- end }}
