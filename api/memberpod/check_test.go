@@ -50,7 +50,7 @@ func render(vs []Violation) string {
 func TestOperatorPodsPassRestricted(t *testing.T) {
 	for name, in := range map[string]Input{
 		"defaults":              defaultInput(),
-		"tls":                   {Exporter: true, SystemUsers: true, TLS: true, WorkloadType: v1alpha1.WorkloadStatefulSet},
+		"tls":                   {Exporter: true, SystemUsers: true, WorkloadType: v1alpha1.WorkloadStatefulSet},
 		"persistence":           {Exporter: true, SystemUsers: true, Claim: true, WorkloadType: v1alpha1.WorkloadStatefulSet},
 		"bare pod, no exporter": {WorkloadType: v1alpha1.WorkloadPod},
 		"deployment":            {Exporter: true, SystemUsers: true, WorkloadType: v1alpha1.WorkloadDeployment},

@@ -14,8 +14,6 @@ type Input struct {
 	Containers []corev1.Container
 	// Exporter: the metrics exporter runs (a native sidecar among the init containers).
 	Exporter bool
-	// TLS: the liveness probe opens the TLS port instead of running valkey-cli.
-	TLS bool
 	// Claim: the data directory is a PersistentVolumeClaim rather than an emptyDir.
 	Claim bool
 	// SystemUsers: the exporter mounts its password file.
@@ -30,7 +28,6 @@ func ClusterInput(s *v1alpha1.ValkeyClusterSpec) Input {
 	return Input{
 		Containers:   s.Containers,
 		Exporter:     s.Exporter.IsEnabled(),
-		TLS:          s.TLS != nil,
 		Claim:        s.Persistence != nil && s.Workload() == v1alpha1.WorkloadStatefulSet,
 		SystemUsers:  true,
 		WorkloadType: s.Workload(),
@@ -42,7 +39,6 @@ func NodeInput(s *v1alpha1.ValkeyNodeSpec) Input {
 	return Input{
 		Containers:   s.Containers,
 		Exporter:     s.Exporter.IsEnabled(),
-		TLS:          s.TLSSecretName != "",
 		Claim:        s.Persistence != nil && s.WorkloadType == v1alpha1.WorkloadStatefulSet,
 		SystemUsers:  s.SystemUsersSecretName != "",
 		WorkloadType: s.WorkloadType,
@@ -86,13 +82,10 @@ func Skeleton(in Input) (corev1.PodSpec, error) {
 	return PatchContainers(spec, in.Containers, in.Exporter)
 }
 
-// skeletonServer is the server container: its ports, mounts, liveness probe (a command,
-// or with TLS a TCP check of the pod's own port) and pre-stop command.
+// skeletonServer is the server container: its ports, mounts, liveness probe (a TCP
+// check of the pod's own port) and pre-stop command.
 func skeletonServer(in Input) corev1.Container {
-	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh"}}}}
-	if in.TLS {
-		probe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(clientPort)}}}
-	}
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(clientPort)}}}
 	return corev1.Container{
 		Name: v1alpha1.ServerContainerName,
 		Ports: []corev1.ContainerPort{
