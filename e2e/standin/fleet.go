@@ -50,6 +50,10 @@ type Fleet struct {
 	Workers int
 	// Timeout bounds each wait for Ready or for the deletion.
 	Timeout time.Duration
+	// MaxLoad, when above 0, stops a mode's growth once the machine's 5-minute load
+	// average is above it after a total (the members' servers share the machine with
+	// the operator): the totals reached are measured, the others left out.
+	MaxLoad float64
 	// AfterReady, when set, runs at each total once every cluster is Ready.
 	AfterReady func(ctx context.Context, mode string, clusters []*v1alpha1.ValkeyCluster) error
 	Logf       func(format string, args ...any)
@@ -119,6 +123,10 @@ func (f *Fleet) mode(ctx context.Context, m Mode) (perf.FleetMode, error) {
 	f.Logf("%s: %d processes started, each component leading after %s", m.Name, len(op.Processes), time.Since(start).Round(100*time.Millisecond))
 	var all []*v1alpha1.ValkeyCluster
 	for _, total := range f.Totals {
+		if load := load5(); f.MaxLoad > 0 && len(all) > 0 && load > f.MaxLoad {
+			f.anomaly("%s: stopped growing at %d members: the 5-minute load average is %.1f, above %.1f", m.Name, len(all), load, f.MaxLoad)
+			break
+		}
 		var batch []*v1alpha1.ValkeyCluster
 		for i := len(all); i < total; i++ {
 			vc := framework.NewValkeyCluster(f.namespaces[i%len(f.namespaces)], fmt.Sprintf("%s-%04d", m.Name, i), 1, 0)
@@ -368,6 +376,19 @@ func loadAverage() string {
 	}
 	f := strings.Fields(string(b))
 	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// load5 is the 5-minute load average (0 when unreadable).
+func load5() float64 {
+	var one, five float64
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	if _, err := fmt.Sscan(string(b), &one, &five); err != nil {
+		return 0
+	}
+	return five
 }
 
 // Components are the operator's binaries, as the Makefile's COMPONENTS less the

@@ -51,7 +51,9 @@ func TestFleetSmall(t *testing.T) {
 	defer e.Stop()
 	f := &Fleet{Env: e, Bin: tools.Bin, Helm: tools.Helm, Root: tools.Root, Totals: []int{1, 3}, Namespaces: 2,
 		Settle: time.Second, Window: 12 * time.Second, Modes: Modes, Workers: 4, Timeout: 3 * time.Minute, Logf: t.Logf,
-		AfterReady: func(ctx context.Context, _ string, vcs []*v1alpha1.ValkeyCluster) error { return serversAnswer(ctx, e, vcs) }}
+		AfterReady: func(ctx context.Context, _ string, vcs []*v1alpha1.ValkeyCluster) error {
+			return serversAnswer(ctx, e, vcs)
+		}}
 	modes, err := f.Run(ctx)
 	if err != nil {
 		t.Fatalf("%v (logs in %s)", err, dir)
