@@ -50,9 +50,9 @@ type Fleet struct {
 	Workers int
 	// Timeout bounds each wait for Ready or for the deletion.
 	Timeout time.Duration
-	// MaxLoad, when above 0, stops a mode's growth once the machine's 5-minute load
-	// average is above it after a total (the members' servers share the machine with
-	// the operator): the totals reached are measured, the others left out.
+	// MaxLoad, when above 0, stops a mode's growth once the machine's 1-minute load
+	// average at the end of a rest window is above it (the members' servers share the
+	// machine with the operator): the totals reached are measured, the others left out.
 	MaxLoad float64
 	// AfterReady, when set, runs at each total once every cluster is Ready.
 	AfterReady func(ctx context.Context, mode string, clusters []*v1alpha1.ValkeyCluster) error
@@ -123,8 +123,8 @@ func (f *Fleet) mode(ctx context.Context, m Mode) (perf.FleetMode, error) {
 	f.Logf("%s: %d processes started, each component leading after %s", m.Name, len(op.Processes), time.Since(start).Round(100*time.Millisecond))
 	var all []*v1alpha1.ValkeyCluster
 	for _, total := range f.Totals {
-		if load := load5(); f.MaxLoad > 0 && len(all) > 0 && load > f.MaxLoad {
-			f.anomaly("%s: stopped growing at %d members: the 5-minute load average is %.1f, above %.1f", m.Name, len(all), load, f.MaxLoad)
+		if f.MaxLoad > 0 && len(fm.Points) > 0 && fm.Points[len(fm.Points)-1].LoadAtRest > f.MaxLoad {
+			f.anomaly("%s: stopped growing at %d members: the load average at rest was %.1f, above %.1f", m.Name, len(all), fm.Points[len(fm.Points)-1].LoadAtRest, f.MaxLoad)
 			break
 		}
 		var batch []*v1alpha1.ValkeyCluster
@@ -146,7 +146,7 @@ func (f *Fleet) mode(ctx context.Context, m Mode) (perf.FleetMode, error) {
 		if p.Usage, p.Writes, p.LeaseWrites, err = f.rest(ctx, op); err != nil {
 			return fm, err
 		}
-		p.Members = total
+		p.Members, p.LoadAtRest = total, load1()
 		if n, err := f.ready(ctx, m.Name); err == nil && n < len(all) {
 			f.anomaly("%s, %d members: %d clusters were no longer Ready after the rest window", m.Name, total, len(all)-n)
 		}
@@ -378,17 +378,17 @@ func loadAverage() string {
 	return strings.Join(f[:min(3, len(f))], " ")
 }
 
-// load5 is the 5-minute load average (0 when unreadable).
-func load5() float64 {
-	var one, five float64
+// load1 is the 1-minute load average (0 when unreadable).
+func load1() float64 {
+	var one float64
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return 0
 	}
-	if _, err := fmt.Sscan(string(b), &one, &five); err != nil {
+	if _, err := fmt.Sscan(string(b), &one); err != nil {
 		return 0
 	}
-	return five
+	return one
 }
 
 // Components are the operator's binaries, as the Makefile's COMPONENTS less the

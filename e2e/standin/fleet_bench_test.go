@@ -19,7 +19,8 @@ import (
 // member, split and combined) on the stand-in Kubernetes instead of the local one, at
 // totals the local Kubernetes cannot hold. BENCH_FLEET sets the totals (default
 // 100,200,500,1000), BENCH_FLEET_MODES the modes (split,combined), BENCH_FLEET_MAX_LOAD
-// the 5-minute load average above which a mode stops growing (default 12; 0: never).
+// the 1-minute load average at the end of a rest window above which a mode stops
+// growing (default 12; 0: never).
 // It prints the item's table and writes it to bench/fleet-standin.json.
 func TestFleetStandin(t *testing.T) {
 	totals, modes, maxLoad, err := fleetEnv()

@@ -25,11 +25,9 @@ func FindTools(ctx context.Context, dir string) (Tools, error) {
 	if err != nil {
 		return Tools{}, err
 	}
-	t := Tools{Root: root, Helm: filepath.Join(root, "hack", "tools", "bin", "helm")}
-	if _, err := os.Stat(t.Helm); err != nil {
-		if t.Helm, err = exec.LookPath("helm"); err != nil {
-			return Tools{}, errors.New("helm is not in hack/tools/bin nor on PATH: run `make deps`")
-		}
+	t := Tools{Root: root}
+	if t.Helm, err = FindHelm(root); err != nil {
+		return Tools{}, err
 	}
 	if _, err := exec.LookPath("valkey-server"); err != nil {
 		return Tools{}, fmt.Errorf("the stand-in runs valkey-server from PATH: %w", err)
@@ -44,6 +42,19 @@ func FindTools(ctx context.Context, dir string) (Tools, error) {
 	}
 	t.Bin = filepath.Join(dir, "bin")
 	return t, BuildOperator(ctx, root, t.Bin)
+}
+
+// FindHelm returns hack/tools/bin/helm under root, which `make deps` installs, or helm
+// on PATH.
+func FindHelm(root string) (string, error) {
+	helm := filepath.Join(root, "hack", "tools", "bin", "helm")
+	if _, err := os.Stat(helm); err == nil {
+		return helm, nil
+	}
+	if helm, err := exec.LookPath("helm"); err == nil {
+		return helm, nil
+	}
+	return "", errors.New("helm is not in hack/tools/bin nor on PATH: run `make deps`")
 }
 
 // AddressOctet picks the second byte of the pods' addresses for this process, so that
