@@ -93,7 +93,7 @@ func parseChart(r io.Reader) (Chart, error) {
 		case "Deployment":
 			var d appsv1.Deployment
 			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &d); err != nil {
-				return Chart{}, fmt.Errorf("Deployment %s: %w", u.GetName(), err)
+				return Chart{}, fmt.Errorf("read deployment %s: %w", u.GetName(), err)
 			}
 			c, err := componentOf(&d)
 			if err != nil {
@@ -110,7 +110,7 @@ func parseChart(r io.Reader) (Chart, error) {
 
 func componentOf(d *appsv1.Deployment) (Component, error) {
 	if len(d.Spec.Template.Spec.Containers) == 0 || len(d.Spec.Template.Spec.Containers[0].Command) == 0 {
-		return Component{}, fmt.Errorf("Deployment %s: no command", d.Name)
+		return Component{}, fmt.Errorf("deployment %s: no command", d.Name)
 	}
 	ctr := d.Spec.Template.Spec.Containers[0]
 	return Component{
@@ -131,7 +131,7 @@ func ApplyRBAC(ctx context.Context, c client.Client, ch Chart) error {
 		if o.GetNamespace() == "" && (o.GetKind() == "ServiceAccount" || o.GetKind() == "Role" || o.GetKind() == "RoleBinding") {
 			o.SetNamespace(Namespace)
 		}
-		if err := c.Patch(ctx, o, client.Apply, client.FieldOwner("standin"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured apply
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("standin"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("apply %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
