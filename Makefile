@@ -241,6 +241,10 @@ e2e-ci: deps ## The e2e suites that fit CI (see docs/testing.md)
 bench: deps local-build images ## Measure the operator on the local Kubernetes: one table of medians (BENCH_REPS=3, BENCH_ONLY=items), also in bench/results.json
 	cd e2e && flock $(E2E_LOCK) env GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-90m} ./bench/
 
+.PHONY: bench-fleet-standin
+bench-fleet-standin: deps local-build operator-binaries ## Item 9 of make bench at up to 1000 members without a local Kubernetes: a real API server, the operator's binaries, stand-in kubelet (BENCH_FLEET=100,200,500,1000); table in bench/fleet-standin.json
+	cd e2e && env GOWORK=off STANDIN_BIN=$(BIN)/operator go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-4h} -run TestFleetStandin ./standin/
+
 .PHONY: chaos
 chaos: deps local-build images ## Scale and roll a 3x1 cluster under writes while faults hit it (CHAOS_DURATION=5m, CHAOS_MAX_FAULTS=12); fails unless it converges
 	cd e2e && flock $(E2E_LOCK) env GOWORK=off go test -tags bench -count=1 -v -timeout $${CHAOS_TIMEOUT:-45m} ./chaos/

@@ -73,16 +73,39 @@ func (w *WriteCounter) Cover(ctx context.Context, namespace string) error {
 	}
 	for _, d := range deps.Items {
 		comp, sa := d.Labels[ComponentLabel], d.Spec.Template.Spec.ServiceAccountName
-		if comp == "" || sa == "" || w.covers(comp) {
+		if comp == "" || sa == "" {
 			continue
 		}
-		for _, kind := range []string{WritesLeases, WritesOther} {
-			fs := flowSchema(comp, kind, namespace, sa, int32(20+len(w.schemas)))
-			if err := w.client.Create(ctx, fs); err != nil {
-				return fmt.Errorf("create FlowSchema %s: %w", fs.Name, err)
-			}
-			w.schemas[fs.Name] = schemaOf{component: comp, kind: kind}
+		if err := w.CoverAccount(ctx, comp, namespace, sa); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// NewWriteCounter returns a WriteCounter that counts nothing yet (CoverAccount adds
+// what it counts), after removing the FlowSchemas of an earlier run: for an operator
+// that runs without Deployments (e2e/standin runs its binaries as host processes).
+func NewWriteCounter(ctx context.Context, c client.Client, restc rest.Interface) (*WriteCounter, error) {
+	w := &WriteCounter{client: c, rest: restc, schemas: map[string]schemaOf{}}
+	if err := w.Remove(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// CoverAccount counts the writes of ServiceAccount sa in namespace as component's,
+// unless the component's writes are counted already.
+func (w *WriteCounter) CoverAccount(ctx context.Context, component, namespace, sa string) error {
+	if w.covers(component) {
+		return nil
+	}
+	for _, kind := range []string{WritesLeases, WritesOther} {
+		fs := flowSchema(component, kind, namespace, sa, int32(20+len(w.schemas)))
+		if err := w.client.Create(ctx, fs); err != nil {
+			return fmt.Errorf("create FlowSchema %s: %w", fs.Name, err)
+		}
+		w.schemas[fs.Name] = schemaOf{component: component, kind: kind}
 	}
 	return nil
 }

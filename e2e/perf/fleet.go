@@ -60,6 +60,9 @@ type FleetPoint struct {
 	// leader election aside and its Lease renewals.
 	Writes      float64 `json:"writes_per_min"`
 	LeaseWrites float64 `json:"lease_writes_per_min"`
+	// LoadAtRest is the machine's 1-minute load average at the end of the window, where
+	// the members' servers run on the same machine (e2e/standin); 0 when not read.
+	LoadAtRest float64 `json:"load_at_rest,omitempty"`
 }
 
 // FleetMode is item 9 for one way of running the controllers.
