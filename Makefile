@@ -146,9 +146,9 @@ operator-binaries:
 		(cd $$c && GOWORK=off go build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN)/operator/$$c .); done
 
 .PHONY: images
-images: deps-demo $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator, the kube-network-policies agent, and the versitygw S3 server once make deps installed it); load them into a running local cluster
+images: deps-demo $(LOCALKUBE) operator-binaries ## Build the images without Docker (Valkey 8.0/8.1/9.1, exporter, pause, operator, the kube-network-policies agent, and the versitygw S3 server once make deps installed it; IMAGES_FLAGS=--impostor adds docker.io/valkey/valkey:impostor, Redis under the name valkey-server); load them into a running local cluster
 	$(LOCALKUBE) images --operator-binaries $(BIN)/operator --operator-image $(LOCAL_OPERATOR_IMAGE) \
-		$(if $(wildcard $(TOOLS_BIN)/versitygw),--s3-binary $(TOOLS_BIN)/versitygw)
+		$(if $(wildcard $(TOOLS_BIN)/versitygw),--s3-binary $(TOOLS_BIN)/versitygw) $(IMAGES_FLAGS)
 
 .PHONY: local-up
 local-up: deps-demo local-build images ## Start the local Kubernetes (NODES=3); reports a running one, cleans leftovers

@@ -16,6 +16,7 @@ require (
 	github.com/valkey-operator/valkey-operator/api v0.0.0
 	github.com/valkey-operator/valkey-operator/internal v0.0.0
 	github.com/valkey-operator/valkey-operator/valkey v0.0.0
+	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
@@ -75,7 +76,6 @@ require (
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
-	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.69.0 // indirect

@@ -93,15 +93,19 @@ if uses_provider kind; then
 fi
 # The monitoring suite runs the Prometheus Operator, built from the Go module proxy once
 # (hack/promop); the next images step then builds its images and Prometheus's.
+# The security suite runs a cluster on an image whose valkey-server is Redis
+# (localkube images --impostor).
+impostor=()
 for s in "${SUITES[@]}"; do
 	[[ $s == monitoring ]] && make -s -C "$ROOT" monitoring-build
+	[[ $s == security ]] && impostor=(--impostor)
 done
 if needs_operator; then
-	make -s -C "$ROOT" images
+	make -s -C "$ROOT" images IMAGES_FLAGS="${impostor[*]}"
 else
 	op=()
 	[[ -d "$ROOT/bin/operator" ]] && op=(--operator-binaries "$ROOT/bin/operator")
-	"$ROOT/bin/localkube" images "${op[@]}"
+	"$ROOT/bin/localkube" images "${op[@]}" "${impostor[@]}"
 fi
 
 # A run of several suites on the local Kubernetes ends with the RBAC check: every rule

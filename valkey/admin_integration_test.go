@@ -148,6 +148,12 @@ func TestACL(t *testing.T) {
 	if !valkey.IsServerError(err) || strings.Contains(err.Error(), pw) || strings.Contains(err.Error(), badHash[1:]) {
 		t.Fatalf("bad ACL SETUSER error %q leaks a secret or is not a server error", err)
 	}
+	// A password too short to be taken for a secret by Do is still removed from the
+	// modifier the server quotes.
+	_, err = c.Do(ctx, "ACL", "SETUSER", "app", "<pw1")
+	if !valkey.IsServerError(err) || strings.Contains(err.Error(), "pw1") || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("ACL SETUSER <pw1: error %q leaks the password or is not the server's", err)
+	}
 	must(t, c.ACLDelUser(ctx, "app", "never-existed"))
 	testACLLoad(t, s, c)
 }

@@ -2,9 +2,10 @@ package valkey
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/redis/rueidis"
+
+	"github.com/valkey-operator/valkey-operator/valkeyconf/redact"
 )
 
 // ErrNoSuchUser is returned by ACLGetUser when the server has no such user.
@@ -13,9 +14,6 @@ var ErrNoSuchUser = errors.New("no such ACL user")
 // ErrInvalidArgument is wrapped by the errors of methods that refuse their
 // input before sending anything to the server.
 var ErrInvalidArgument = errors.New("invalid argument")
-
-// redacted replaces secrets in server messages.
-const redacted = "<redacted>"
 
 // ServerError is an error reply of the Valkey server, as opposed to a network
 // or timeout error. Its message is the server's text (the client library drops
@@ -48,7 +46,8 @@ func ServerMessage(err error) (string, bool) {
 }
 
 // asServerError turns an error reply of rueidis into a *ServerError, removing
-// every non-empty secret from the message. Other errors pass unchanged.
+// every non-empty secret and whatever redact.Text recognises as one (a password
+// an ACL SETUSER error quotes) from the message. Other errors pass unchanged.
 func asServerError(err error, secrets ...string) error {
 	if err == nil {
 		return nil
@@ -57,15 +56,5 @@ func asServerError(err error, secrets ...string) error {
 	if !ok {
 		return err
 	}
-	return &ServerError{msg: redact(re.Error(), secrets...)}
-}
-
-// redact replaces each non-empty secret in s.
-func redact(s string, secrets ...string) string {
-	for _, sec := range secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, redacted)
-		}
-	}
-	return s
+	return &ServerError{msg: redact.Text(re.Error(), secrets...)}
 }

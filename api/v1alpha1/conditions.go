@@ -196,6 +196,10 @@ const (
 	ReasonServerUnreachable     = "ServerUnreachable"
 	ReasonContainerExited       = "ContainerExited"
 	ReasonServing               = "Serving"
+	// ReasonUnsupportedServer (PodReady; Ready and Progressing of the cluster-controller):
+	// the image's valkey-server is not Valkey 8.0 or later (an older Valkey, or Redis
+	// under that name); the start command stopped before the server read its config.
+	ReasonUnsupportedServer = "UnsupportedServer"
 
 	// Joined, Synced (cluster-controller).
 	ReasonJoined    = "Joined"

@@ -90,8 +90,11 @@ type ValkeyClusterSpec struct {
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Image is the Valkey server image. Changing it rolls the cluster one shard at a
-	// time with one failover per shard. Valkey 8.0 and later are supported. At most 512
-	// characters.
+	// time with one failover per shard. Valkey 8.0 and later are supported: an image
+	// whose tag names an older Valkey, or whose repository is Redis's (the last path
+	// element is redis or starts with redis-), is refused; any other image's
+	// valkey-server is checked when its pod starts, and a server that is not Valkey
+	// 8.0 or later makes the members UnsupportedServer. At most 512 characters.
 	// +kubebuilder:default="valkey/valkey:8.0.1"
 	// +kubebuilder:validation:MaxLength=512
 	// +optional

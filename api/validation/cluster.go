@@ -82,6 +82,7 @@ func validateClusterSpec(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	errs = append(errs, validatePDB(s.PodDisruptionBudget, p.Child("podDisruptionBudget"))...)
 	errs = append(errs, validateGracePeriod(s.TerminationGracePeriodSeconds, p.Child("terminationGracePeriodSeconds"))...)
 	errs = append(errs, validateImage(s.Image, false, p.Child("image"))...)
+	errs = append(errs, validateServerImage(s.Image, p.Child("image"))...)
 	errs = append(errs, validateImagePullSecrets(s.ImagePullSecrets, p.Child("imagePullSecrets"))...)
 	errs = append(errs, validateResources(s.Resources, p.Child("resources"))...)
 	errs = append(errs, validateConfig(s.Config, p.Child("config"))...)

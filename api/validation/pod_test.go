@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +85,30 @@ func TestValidateImages(t *testing.T) {
 		{name: "unset image", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "" }},
 		{name: "image with a space", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "valkey/valkey: 8.0.1" },
 			want: []string{"spec.image: Invalid value"}},
+		{name: "Valkey 8.0", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "valkey/valkey:8.0" }},
+		{name: "Valkey 8 by major", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "valkey/valkey:8-alpine" }},
+		{name: "a tag that names no version", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "valkey/valkey:latest" }},
+		{name: "a digest", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "valkey/valkey@sha256:" + strings.Repeat("a", 64) }},
+		{name: "a registry with a port", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "localhost:5000/valkey" }},
+		{name: "a repository that only contains redis", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "example.com/redis/valkey:9.0" }},
+		{name: "Valkey 7.2", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "valkey/valkey:7.2" },
+			want: []string{`spec.image: Invalid value: "valkey/valkey:7.2": its tag names Valkey 7.2; the operator runs Valkey 8.0 or later`}},
+		{name: "Valkey 7 by major", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "registry.example.com:5000/valkey/valkey:7-bookworm" },
+			want: []string{"its tag names Valkey 7; the operator runs Valkey 8.0 or later"}},
+		{name: "Valkey 7.2.4", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "valkey/valkey:v7.2.4" },
+			want: []string{"its tag names Valkey 7.2.4;"}},
+		{name: "redis", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "redis:7.2" },
+			want: []string{`spec.image: Invalid value: "redis:7.2": the repository redis runs Redis, not Valkey: the operator runs Valkey 8.0 or later`}},
+		{name: "redis by digest, tag hidden", mutate: func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.Image = "docker.io/library/redis@sha256:" + strings.Repeat("b", 64)
+		},
+			want: []string{"the repository docker.io/library/redis runs Redis"}},
+		{name: "bitnami/redis", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "bitnami/redis:8.0.1" },
+			want: []string{"the repository bitnami/redis runs Redis"}},
+		{name: "redis-stack-server", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "redis/redis-stack-server:latest" },
+			want: []string{"the repository redis/redis-stack-server runs Redis"}},
+		{name: "Redis in capitals", mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Image = "example.com/Redis-Cluster:9" },
+			want: []string{"runs Redis"}},
 		{name: "exporter image with a newline",
 			mutate: func(c *v1alpha1.ValkeyCluster) { c.Spec.Exporter.Image = "exporter\n" },
 			want:   []string{"spec.exporter.image: Invalid value"}},

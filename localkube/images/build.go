@@ -48,6 +48,10 @@ type Config struct {
 	MonitoringBinaries map[string]string
 	// MonitoringVersion is the tag of the Prometheus Operator's two images.
 	MonitoringVersion string
+	// Impostor also builds ImpostorRef: bookworm's redis-server 7.0 under the name
+	// valkey-server, tagged as a Valkey image, for the e2e security suite (a server that
+	// is not Valkey 8.0+ and that admission cannot tell apart).
+	Impostor bool
 	// Refresh downloads the Debian package lists again and re-resolves the
 	// packages, picking up new versions. Without it the network is used only
 	// when a package is missing.

@@ -19,6 +19,8 @@ const (
 	ComponentOperator = "operator"
 	ComponentS3       = "s3"
 	ComponentNetpol   = "netpol"
+	// ComponentImpostor is Redis under the name valkey-server (Config.Impostor).
+	ComponentImpostor = "impostor"
 )
 
 // Image is one built image: a docker-archive tarball holding one image under

@@ -29,6 +29,26 @@ var valkeySources = []struct {
 	{sid, "sid"},
 }
 
+// impostorRequest is the package of the impostor image (Config.Impostor), asked from
+// bookworm only when that image is built, so the other images' inputs stay the same.
+const impostorRequest = "redis-server"
+
+// ImpostorRef is the impostor image's tag: a Valkey repository and a tag that names no
+// version, so that admission cannot tell it runs Redis.
+const ImpostorRef = "docker.io/valkey/valkey:impostor"
+
+// requests are the packages to resolve for this build.
+func (b *builder) requests() map[string][]string {
+	out := map[string][]string{}
+	for d, pkgs := range requests {
+		out[d] = pkgs
+	}
+	if b.c.Impostor {
+		out[bookworm.name] = append(append([]string(nil), requests[bookworm.name]...), impostorRequest)
+	}
+	return out
+}
+
 // pathEnv is the PATH of every image.
 const pathEnv = "PATH=/usr/local/bin:/usr/bin:/bin"
 
@@ -45,7 +65,7 @@ func (b *builder) resolve(ctx context.Context) error {
 		b.repos[d.name] = r
 		repos = append(repos, r)
 	}
-	res, err := resolveRepos(ctx, repos, requests, b.c.Refresh, b.c.CacheDir)
+	res, err := resolveRepos(ctx, repos, b.requests(), b.c.Refresh, b.c.CacheDir)
 	if err != nil {
 		return fmt.Errorf("resolve Debian packages: %w", err)
 	}
@@ -92,6 +112,13 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 			return nil, err
 		}
 		specs = append(specs, np)
+	}
+	if b.c.Impostor {
+		imp, err := b.impostorSpec()
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, imp)
 	}
 	mon, err := b.monitoringSpecs()
 	if err != nil {
@@ -162,6 +189,49 @@ func (b *builder) valkeySpec(dist, suite string) (spec, error) {
 			return b.fillValkey(ctx, t, dist, true)
 		},
 	}, nil
+}
+
+// impostorSpec is bookworm's redis-server (7.0) as /usr/bin/valkey-server, with the
+// valkey-cli and busybox of the Valkey 8.0 image: what a user gets who runs a Redis image
+// under a Valkey name. Its server says "Redis server v=7.0.15" to --version, and stops at
+// the first line of valkey.conf it does not know (primaryauth) if it is ever started.
+func (b *builder) impostorSpec() (spec, error) {
+	d, err := b.pkg(bookworm.name, "redis-server")
+	if err != nil {
+		return spec{}, err
+	}
+	version := upstreamVersion(d.Version)
+	pkg := "redis-server=" + d.Version
+	return spec{
+		Image: Image{Ref: ImpostorRef, Tags: []string{ImpostorRef}, Component: ComponentImpostor, Version: version, Package: pkg, Suite: bookworm.name},
+		file:  "impostor-redis-" + version,
+		config: v1.Config{
+			Cmd: []string{"valkey-server"}, WorkingDir: "/data", User: "999:999", Env: []string{pathEnv},
+			ExposedPorts: map[string]struct{}{"6379/tcp": {}, "16379/tcp": {}},
+			Labels:       labels(version, pkg, bookworm.name),
+		},
+		inputs: b.debInputs(bookworm.name),
+		fill:   b.fillImpostor,
+	}, nil
+}
+
+// fillImpostor adds Redis's one binary (redis-server is a link to redis-check-rdb,
+// which runs as a server under any other name) as valkey-server, to the Valkey 8.0
+// image's client, busybox and accounts.
+func (b *builder) fillImpostor(ctx context.Context, t tree) error {
+	if err := b.fillValkey(ctx, t, bookworm.name, false); err != nil {
+		return err
+	}
+	st, err := b.staging(ctx, bookworm.name)
+	if err != nil {
+		return err
+	}
+	if err := st.copyClosure(ctx, t, "/usr/bin/redis-check-rdb"); err != nil {
+		return err
+	}
+	t.symlink("/usr/bin/valkey-server", "redis-check-rdb")
+	t.symlink("/usr/bin/redis-server", "redis-check-rdb")
+	return nil
 }
 
 // exporterSpec is the redis_exporter image, from sid.

@@ -16,6 +16,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf/redact"
 )
 
 // Live rollout. The mounted aclfile lags behind the Secret (kubelet sync), so the
@@ -65,7 +66,7 @@ type MemberResult struct {
 // network error or a refused reply leaves it unusable). what prefixes the error.
 func (r *Reconciler) failed(mc *memberConn, what string, err error) MemberResult {
 	r.Pool.Drop(mc.addr)
-	msg := err.Error()
+	msg := redact.Text(err.Error())
 	if what != "" {
 		msg = what + ": " + msg
 	}
@@ -460,7 +461,7 @@ func (r *Reconciler) setPrimaryAuth(ctx context.Context, conns []*memberConn, pa
 			defer wg.Done()
 			if err := r.configSetPrimaryAuth(ctx, mc, password); err != nil {
 				mu.Lock()
-				failed[mc.node.Name] = err.Error()
+				failed[mc.node.Name] = redact.Text(err.Error(), password)
 				mu.Unlock()
 			}
 		}()
@@ -494,7 +495,7 @@ func (r *Reconciler) reloadExporters(ctx context.Context, nodes []v1alpha1.Valke
 			continue
 		}
 		if err := r.reloadExporter(ctx, r.exporterURL(vn)); err != nil {
-			failed[vn.Name] = err.Error()
+			failed[vn.Name] = redact.Text(err.Error())
 		}
 	}
 	return failed

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/layout"
+	"github.com/valkey-operator/valkey-operator/valkeyconf/redact"
 )
 
 // Subcommands of the backup-controller binary that run a Job's work.
@@ -155,9 +156,10 @@ func isWord(s string) bool {
 }
 
 // CleanMessage makes s fit a condition: printable text (control characters become
-// spaces, invalid UTF-8 is dropped), at most MaxMessage characters.
+// spaces, invalid UTF-8 is dropped), at most MaxMessage characters, with what a server
+// may quote of a secret removed (redact.Text: a Job's message is a server's text).
 func CleanMessage(s string) string {
-	s = strings.ToValidUTF8(s, "")
+	s = redact.Text(strings.ToValidUTF8(s, ""))
 	s = strings.Map(func(r rune) rune {
 		if !unicode.IsPrint(r) {
 			return ' '
@@ -176,13 +178,15 @@ func clip(s string, n int) string {
 	return string(runes[:n-3]) + "..."
 }
 
-// Redact replaces every occurrence of the secrets in s; secrets shorter than 4 bytes
-// are not looked for (they would match ordinary text).
+// Redact removes secrets from s with redact.Text: what a server may quote (a config
+// line, an ACL password, AUTH arguments) and every occurrence of the secrets given;
+// secrets shorter than 4 bytes are not looked for (they would match ordinary text).
 func Redact(s string, secrets ...string) string {
+	var known []string
 	for _, sec := range secrets {
 		if len(sec) >= 4 {
-			s = strings.ReplaceAll(s, sec, "[redacted]")
+			known = append(known, sec)
 		}
 	}
-	return s
+	return redact.Text(s, known...)
 }

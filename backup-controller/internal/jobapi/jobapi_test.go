@@ -38,7 +38,16 @@ func TestParseResult(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	got := Redact("key AKIDEXAMPLE secret s3cr3t-value, a", "AKIDEXAMPLE", "s3cr3t-value", "", "a")
-	if got != "key [redacted] secret [redacted], a" {
+	if got != "key <redacted> secret <redacted>, a" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// TestCleanMessageRedacts: a Job's message quoting a server's refusal of a password
+// line keeps the key and the error only.
+func TestCleanMessageRedacts(t *testing.T) {
+	got := CleanMessage("sync from 10.0.0.7:6379: >>> 'masterauth s3cret'\nBad directive; AUTH _backup s3cret: WRONGPASS")
+	if strings.Contains(got, "s3cret") || !strings.Contains(got, "'masterauth <redacted>'") || !strings.Contains(got, "WRONGPASS") {
 		t.Errorf("got %q", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/valkeyconf/redact"
 )
 
 // Member causes on the cluster. The node-controller reports each member's problems on
@@ -35,6 +36,12 @@ import (
 // from the cluster's events in the API, so a restarted controller does not tell again
 // what it told before.
 
+// memberMessage is a member's condition message as this controller repeats it, in the
+// cluster's conditions and events: with the secrets a server may have quoted removed.
+// The node-controller removes them from what it copies from a pod; this removes them
+// again, for a member status written by an older node-controller.
+func memberMessage(c *metav1.Condition) string { return redact.Text(c.Message) }
+
 // causeSettle is how long a cause keeps its members before it is told.
 const causeSettle = 5 * time.Second
 
@@ -48,6 +55,7 @@ var (
 		v1alpha1.ReasonPodTerminated: true, v1alpha1.ReasonPodMissing: true, v1alpha1.ReasonCrashLoop: true,
 		v1alpha1.ReasonPodUnschedulable: true, v1alpha1.ReasonImagePullBackOff: true, v1alpha1.ReasonPriorityClassNotFound: true,
 		v1alpha1.ReasonFailedCreate: true, v1alpha1.ReasonNameConflict: true, v1alpha1.ReasonReplyTooLarge: true,
+		v1alpha1.ReasonUnsupportedServer: true,
 	}
 	storageCauses = map[string]bool{v1alpha1.ReasonStorageClassNotFound: true, v1alpha1.ReasonResizeInfeasible: true}
 )
@@ -92,7 +100,7 @@ func memberCauses(nodes []*v1alpha1.ValkeyNode) []memberCause {
 	add := func(reason string, vn *v1alpha1.ValkeyNode, c *metav1.Condition) {
 		mc := by[reason]
 		if mc == nil {
-			mc = &memberCause{reason: reason, message: c.Message}
+			mc = &memberCause{reason: reason, message: memberMessage(c)}
 			by[reason] = mc
 		}
 		mc.members = append(mc.members, vn.Name)

@@ -46,6 +46,18 @@ func TestMemberCauses(t *testing.T) {
 			"ImagePullBackOff 10:00:00: 1 member (vk-b): cannot pull image nope:1",
 			"ServerDown 10:00:00: 1 member (vk-a): container server exited with code 1",
 		}},
+		{"a server's quoted secret, in a status an older node-controller wrote, is not repeated", []*v1alpha1.ValkeyNode{
+			causeNode("vk-a", t0, [4]string{v1alpha1.ConditionPodReady, "False", v1alpha1.ReasonCrashLoop,
+				"'primaryauth s3cret': Bad directive or wrong number of arguments (container server of pod vk-a-0 restarted 3 times; exited with code 1)"}),
+		}, []string{
+			"CrashLoop 10:00:00: 1 member (vk-a): 'primaryauth <redacted>': Bad directive or wrong number of arguments (container server of pod vk-a-0 restarted 3 times; exited with code 1)",
+		}},
+		{"a server that is not Valkey 8.0+", []*v1alpha1.ValkeyNode{
+			causeNode("vk-a", t0, [4]string{v1alpha1.ConditionPodReady, "False", v1alpha1.ReasonUnsupportedServer,
+				"this image's valkey-server is Redis 7.0.15; the operator runs Valkey 8.0 or later"}),
+		}, []string{
+			"UnsupportedServer 10:00:00: 1 member (vk-a): this image's valkey-server is Redis 7.0.15; the operator runs Valkey 8.0 or later",
+		}},
 		{"names bounded", many, []string{
 			"ConfigRefused 10:00:06: 7 members (vk-0, vk-1, vk-2, vk-3, vk-4 and 2 more): the server refused maxmemory-policy: ERR invalid",
 		}},

@@ -29,7 +29,7 @@ func gone(m *member) bool {
 var blockingReasons = map[string]bool{
 	v1alpha1.ReasonPodUnschedulable: true, v1alpha1.ReasonImagePullBackOff: true, v1alpha1.ReasonCrashLoop: true,
 	v1alpha1.ReasonPodTerminated: true, v1alpha1.ReasonPriorityClassNotFound: true, v1alpha1.ReasonFailedCreate: true,
-	v1alpha1.ReasonStorageClassNotFound: true, v1alpha1.ReasonNameConflict: true,
+	v1alpha1.ReasonStorageClassNotFound: true, v1alpha1.ReasonNameConflict: true, v1alpha1.ReasonUnsupportedServer: true,
 }
 
 // cannotRun returns the condition saying why a member's server cannot run, or nil.
@@ -77,7 +77,7 @@ func stuckCause(members []*member) (reason, message string, ok bool) {
 		what = "members"
 	}
 	first := ms[0].cannotRun()
-	return best, fmt.Sprintf("%s: %d %s cannot run (%s): %s", best, len(ms), what, strings.Join(names, ", "), truncate(first.Message, 400)), true
+	return best, fmt.Sprintf("%s: %d %s cannot run (%s): %s", best, len(ms), what, strings.Join(names, ", "), truncate(memberMessage(first), 400)), true
 }
 
 // reconcileMembers keeps 1+replicasPerShard members in every shard of the spec: it retires
@@ -87,7 +87,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 	for _, m := range s.topo.members {
 		if !m.leaving() && gone(m) {
 			c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady)
-			if err := r.retire(ctx, s.vc, m, "its pod is gone: "+c.Message); err != nil {
+			if err := r.retire(ctx, s.vc, m, "its pod is gone: "+memberMessage(c)); err != nil {
 				return 0, err
 			}
 			now := metav1.NewTime(s.topo.now)

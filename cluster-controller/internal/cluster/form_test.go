@@ -39,6 +39,13 @@ func TestStuckCause(t *testing.T) {
 			cond(v1alpha1.ConditionStorageReady, v1alpha1.ReasonStorageClassNotFound, "StorageClass gp3 not found"),
 			cond(v1alpha1.ConditionPodReady, v1alpha1.ReasonPodUnschedulable, "pod has unbound immediate PersistentVolumeClaims"))},
 			v1alpha1.ReasonStorageClassNotFound, "StorageClassNotFound: 1 member cannot run (a): StorageClass gp3 not found"},
+		{"a server that is not Valkey 8.0+", []*member{
+			mk("a", cond(v1alpha1.ConditionPodReady, v1alpha1.ReasonUnsupportedServer, "this image's valkey-server is Redis 7.0.15; the operator runs Valkey 8.0 or later")),
+			mk("b", cond(v1alpha1.ConditionPodReady, v1alpha1.ReasonUnsupportedServer, "this image's valkey-server is Redis 7.0.15; the operator runs Valkey 8.0 or later"))},
+			v1alpha1.ReasonUnsupportedServer, "UnsupportedServer: 2 members cannot run (a, b): this image's valkey-server is Redis 7.0.15; the operator runs Valkey 8.0 or later"},
+		{"a quoted secret in a member's message is not repeated", []*member{
+			mk("a", cond(v1alpha1.ConditionPodReady, v1alpha1.ReasonCrashLoop, ">>> 'masterauth s3cret'"))},
+			v1alpha1.ReasonCrashLoop, "CrashLoop: 1 member cannot run (a): >>> 'masterauth <redacted>'"},
 		{"the cause most members share", []*member{
 			mk("a", cond(v1alpha1.ConditionPodReady, v1alpha1.ReasonCrashLoop, "Bad directive")),
 			mk("b", cond(v1alpha1.ConditionPodReady, v1alpha1.ReasonPriorityClassNotFound, "PriorityClass high not found")),

@@ -29,7 +29,7 @@ func tooLargeCause(ms []*member) string {
 		}
 		if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil &&
 			c.Status != metav1.ConditionTrue && c.Reason == v1alpha1.ReasonReplyTooLarge {
-			parts = append(parts, "member "+m.name()+": "+c.Message)
+			parts = append(parts, "member "+m.name()+": "+memberMessage(c))
 		}
 	}
 	return strings.Join(parts, "; ")

@@ -305,7 +305,7 @@ func waitForSuccessor(sh int32, m *member) rollPlan {
 	if c := m.cannotRun(); c != nil {
 		return rollPlan{step: rollBlocked, shard: sh, member: m, after: requeueSteady,
 			message: fmt.Sprintf("shard %d: the roll is blocked: successor %s cannot run (%s: %s); the old members keep serving",
-				sh, m.name(), c.Reason, c.Message)}
+				sh, m.name(), c.Reason, memberMessage(c))}
 	}
 	after := requeueWait // its pod starting: its status brings the next pass
 	if m.reachable {
@@ -325,7 +325,7 @@ func (s *scope) planRollInPlace(sh int32) rollPlan {
 		if !m.podCurrent() || (m != p && !synced(m, p)) {
 			if c := m.cannotRun(); c != nil {
 				return rollPlan{step: rollBlocked, shard: sh, member: m, after: requeueWait,
-					message: fmt.Sprintf("shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.name(), c.Reason, c.Message)}
+					message: fmt.Sprintf("shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.name(), c.Reason, memberMessage(c))}
 			}
 			return rollPlan{step: rollWait, shard: sh, member: m, after: requeueWait,
 				message: fmt.Sprintf("shard %d: waiting for %s to come back in sync", sh, m.name())}

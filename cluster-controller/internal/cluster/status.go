@@ -16,6 +16,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/status"
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkeyconf"
+	"github.com/valkey-operator/valkey-operator/valkeyconf/redact"
 )
 
 // clusterStatus holds the ValkeyCluster status fields this controller owns.
@@ -330,7 +331,7 @@ func unschedulableCondition(s *scope, gen int64) metav1.Condition {
 	for _, m := range s.topo.members {
 		if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil &&
 			c.Status != metav1.ConditionTrue && c.Reason == v1alpha1.ReasonPodUnschedulable && !m.leaving() {
-			msgs = append(msgs, fmt.Sprintf("%s: %s", m.name(), c.Message))
+			msgs = append(msgs, fmt.Sprintf("%s: %s", m.name(), memberMessage(c)))
 		}
 	}
 	if len(msgs) > 0 {
@@ -396,7 +397,7 @@ func computeMemberStatus(s *scope, m *member) memberStatus {
 	case !m.reachable:
 		joined.Message = "the server is not reachable"
 		if m.err != nil {
-			joined.Message = "the server is not reachable: " + m.err.Error()
+			joined.Message = "the server is not reachable: " + redact.Text(m.err.Error())
 		}
 	case known && (isPrimary || follows):
 		joined = conditions.New(v1alpha1.ConditionJoined, true, v1alpha1.ReasonJoined, "part of the cluster in shard "+fmt.Sprint(m.shard()), gen)

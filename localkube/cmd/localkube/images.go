@@ -15,14 +15,14 @@ import (
 const defaultOperatorImage = images.DefaultOperatorRef
 
 // buildImages builds every image into the cache; with binDir, the operator image too,
-// and with s3Binary the S3 server image. When
+// with s3Binary the S3 server image, and with impostor the impostor image. When
 // the cluster runs, images that changed are imported into its nodes.
-func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref, s3Binary string) error {
+func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref, s3Binary string, impostor bool) error {
 	cfg, err := cfg.WithDefaults()
 	if err != nil {
 		return err
 	}
-	ic := images.Config{CacheDir: cfg.CacheDir, OperatorRef: ref, S3Binary: s3Binary, Log: cfg.Log}
+	ic := images.Config{CacheDir: cfg.CacheDir, OperatorRef: ref, S3Binary: s3Binary, Impostor: impostor, Log: cfg.Log}
 	if _, err := os.Stat(cfg.NetpolBinary()); err == nil {
 		ic.NetpolBinary = cfg.NetpolBinary()
 	}

@@ -50,6 +50,7 @@ func run(args []string) error {
 	kindOut := fs.String("out", "", "also write the node image as a docker-archive to this file (kind-image)")
 	kindNoLoad := fs.Bool("no-load", false, "build the node image without loading it into Docker (kind-image)")
 	s3Bin := fs.String("s3-binary", "", "static versitygw binary to build the S3 server image from (images)")
+	impostor := fs.Bool("impostor", false, "also build docker.io/valkey/valkey:impostor (Redis under the name valkey-server), for the e2e security suite (images)")
 	monitoring := fs.Bool("monitoring", false, "also build the Prometheus Operator and its config reloader, for the e2e monitoring suite (build)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -70,7 +71,7 @@ func run(args []string) error {
 		}
 		return localkube.BuildMonitoring(ctx, cfg)
 	case "images":
-		return buildImages(ctx, cfg, *opBins, *opRef, *s3Bin)
+		return buildImages(ctx, cfg, *opBins, *opRef, *s3Bin, *impostor)
 	case "up":
 		return localkube.Up(ctx, cfg, self)
 	case "down":

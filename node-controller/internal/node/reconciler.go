@@ -327,7 +327,7 @@ func (r *Reconciler) reportTransitions(s *scope, prev, next ownedStatus) {
 	switch now.Reason {
 	case v1alpha1.ReasonPodTerminated, v1alpha1.ReasonPodMissing, v1alpha1.ReasonCrashLoop,
 		v1alpha1.ReasonPodUnschedulable, v1alpha1.ReasonImagePullBackOff, v1alpha1.ReasonPriorityClassNotFound,
-		v1alpha1.ReasonFailedCreate, v1alpha1.ReasonReplyTooLarge:
+		v1alpha1.ReasonFailedCreate, v1alpha1.ReasonReplyTooLarge, v1alpha1.ReasonUnsupportedServer:
 		var related runtime.Object
 		if s.pod != nil {
 			related = s.pod

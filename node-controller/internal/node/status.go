@@ -14,6 +14,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/status"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf/redact"
 )
 
 // ownedConditions are the condition types the node-controller writes, in the order
@@ -147,6 +148,9 @@ func podReadiness(o podObservation) (bool, string, string) {
 	}
 	switch p.Status.Phase {
 	case corev1.PodFailed, corev1.PodSucceeded:
+		if msg, ok := unsupportedServer(p, serverStatus(p)); ok {
+			return false, v1alpha1.ReasonUnsupportedServer, msg
+		}
 		return false, v1alpha1.ReasonPodTerminated, terminatedMessage(p, serverStatus(p))
 	case corev1.PodRunning:
 		return runningReadiness(o)
@@ -164,6 +168,9 @@ func runningReadiness(o podObservation) (bool, string, string) {
 	switch {
 	case st == nil:
 		return false, v1alpha1.ReasonPodPending, fmt.Sprintf("pod %s reports no status of container %s yet", p.Name, ServerContainer)
+	case !o.answered && refusedServer(st) != nil:
+		msg, _ := unsupportedServer(p, st)
+		return false, v1alpha1.ReasonUnsupportedServer, msg
 	case st.State.Terminated != nil && p.Spec.RestartPolicy == corev1.RestartPolicyNever:
 		return false, v1alpha1.ReasonPodTerminated, terminatedMessage(p, st)
 	case st.State.Waiting != nil && st.State.Waiting.Reason == "CrashLoopBackOff", st.State.Terminated != nil:
@@ -178,7 +185,7 @@ func runningReadiness(o podObservation) (bool, string, string) {
 		return false, v1alpha1.ReasonReplyTooLarge, fmt.Sprintf("pod %s runs but its server answered %s with more than %s: the controller does not read it",
 			p.Name, e.Command, valkey.FormatBytes(e.Limit))
 	case !o.answered:
-		return false, v1alpha1.ReasonServerUnreachable, fmt.Sprintf("pod %s runs but its server does not answer: %v", p.Name, o.serverErr)
+		return false, v1alpha1.ReasonServerUnreachable, fmt.Sprintf("pod %s runs but its server does not answer: %s", p.Name, redact.Text(fmt.Sprint(o.serverErr)))
 	}
 	return true, v1alpha1.ReasonPodRunning, fmt.Sprintf("the server of pod %s answers at %s as %s", p.Name, p.Status.PodIP, roleOr(o.role))
 }
@@ -249,10 +256,47 @@ func crashMessage(p *corev1.Pod, st *corev1.ContainerStatus) string {
 	if last == nil {
 		return msg
 	}
-	if line := lastLine(last.Message); line != "" {
+	if line := lastLine(redact.Text(last.Message)); line != "" {
 		return fmt.Sprintf("%s (%s; exited with code %d)", truncate(line, 300), msg, last.ExitCode)
 	}
 	return msg + "; last " + exitText(last)
+}
+
+// unsupportedServerExit is the exit code of the server command when the image's
+// valkey-server is not Valkey 8.0 or later (prepare_start in scripts/start.sh): it stops
+// before the server reads valkey.conf, and its last log line says what the server is.
+const unsupportedServerExit = 78
+
+// refusedServer returns the server container's termination, current or last, when the
+// start command refused the image's server, or nil.
+func refusedServer(st *corev1.ContainerStatus) *corev1.ContainerStateTerminated {
+	if st == nil {
+		return nil
+	}
+	for _, t := range []*corev1.ContainerStateTerminated{st.State.Terminated, st.LastTerminationState.Terminated} {
+		if t != nil {
+			if t.ExitCode == unsupportedServerExit {
+				return t
+			}
+			return nil // the latest run decides
+		}
+	}
+	return nil
+}
+
+// unsupportedServer is the UnsupportedServer message of a pod whose start command
+// refused its image's server: that command's line ("this image's valkey-server is Redis
+// 7.0.15; ..."), the image, and how often the container restarted.
+func unsupportedServer(p *corev1.Pod, st *corev1.ContainerStatus) (string, bool) {
+	t := refusedServer(st)
+	if t == nil {
+		return "", false
+	}
+	line := lastLine(redact.Text(t.Message))
+	if line == "" {
+		line = "this image's valkey-server is not Valkey 8.0 or later"
+	}
+	return fmt.Sprintf("%s (image %s, container %s of pod %s, restarted %d times)", truncate(line, 300), st.Image, ServerContainer, p.Name, st.RestartCount), true
 }
 
 // crashStartWindow is how short a run counts as a crash at start.
@@ -286,7 +330,7 @@ func waitingMessage(p *corev1.Pod, st *corev1.ContainerStatus) string {
 	w := st.State.Waiting
 	msg := fmt.Sprintf("container %s of pod %s is waiting: %s", st.Name, p.Name, w.Reason)
 	if w.Message != "" {
-		msg += ": " + w.Message
+		msg += ": " + redact.Text(w.Message)
 	}
 	return msg
 }
@@ -306,7 +350,7 @@ func exitCause(t *corev1.ContainerStateTerminated) string {
 // exitText is "exited with code N (Reason)" plus the container's own message.
 func exitText(t *corev1.ContainerStateTerminated) string {
 	s := exitCause(t)
-	if m := strings.TrimSpace(t.Message); m != "" {
+	if m := strings.TrimSpace(redact.Text(t.Message)); m != "" {
 		s += ": " + truncate(m, 200)
 	}
 	return s

@@ -48,6 +48,16 @@ func TestPodReadyCondition(t *testing.T) {
 	crashedWithLog.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
 		Message: "Valkey 8.0.1\n\n*** FATAL CONFIG FILE ERROR (Valkey 8.0.1) ***\nReading the configuration file, at line 31\n>>> 'cluster-manual-failover-timeout \"10000\"'\nBad directive or wrong number of arguments\n"}
 
+	// redis-server 7.0.15 under the name valkey-server, on the system-users include.
+	crashedQuotingSecret := testPod(corev1.PodRunning, corev1.RestartPolicyAlways, crashing)
+	crashedQuotingSecret.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
+		Message: "\n*** FATAL CONFIG FILE ERROR (Redis 7.0.15) ***\nReading the configuration file, at line 1\n>>> 'primaryauth s3cret'\nBad directive or wrong number of arguments\n"}
+	refused := testPod(corev1.PodRunning, corev1.RestartPolicyAlways, crashing)
+	refused.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: unsupportedServerExit, Reason: "Error",
+		Message: "this image's valkey-server is Redis 7.0.15; the operator runs Valkey 8.0 or later\n"}
+	refusedBare := testPod(corev1.PodFailed, corev1.RestartPolicyNever, &corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: unsupportedServerExit, Reason: "Error", Message: "this image's valkey-server is Valkey 7.2.4; the operator runs Valkey 8.0 or later\n"}})
+
 	// Between two crashes at start the container runs for a moment.
 	started := metav1.NewTime(time.Now().Add(-time.Minute))
 	runAfterCrash := func(ran time.Duration) *corev1.Pod {
@@ -68,7 +78,7 @@ func TestPodReadyCondition(t *testing.T) {
 	}{
 		{"running for a moment after a crash at start: still the crash loop, with the quoted line though a warning came after it",
 			podObservation{pod: runAfterCrash(time.Second), serverErr: errors.New("connection refused")}, false, v1alpha1.ReasonCrashLoop,
-			"'no-such 1': Bad directive or wrong number of arguments"},
+			"'no-such <redacted>': Bad directive or wrong number of arguments"},
 		{"restarted after serving for long (killed): waiting for the server, not a crash loop",
 			podObservation{pod: runAfterCrash(time.Hour), serverErr: errors.New("connection refused")}, false, v1alpha1.ReasonServerUnreachable,
 			"connection refused"},
@@ -76,7 +86,16 @@ func TestPodReadyCondition(t *testing.T) {
 		{"no pod, and why", podObservation{blocker: &blocker{v1alpha1.ReasonPriorityClassNotFound, "PriorityClass high not found"}},
 			false, v1alpha1.ReasonPriorityClassNotFound, "PriorityClass high not found"},
 		{"crash loop, with the last log line first", podObservation{pod: crashedWithLog}, false, v1alpha1.ReasonCrashLoop,
-			`'cluster-manual-failover-timeout "10000"': Bad directive or wrong number of arguments (container server of pod p restarted 4 times; exited with code 1)`},
+			`'cluster-manual-failover-timeout <redacted>': Bad directive or wrong number of arguments (container server of pod p restarted 4 times; exited with code 1)`},
+		{"crash loop of a server that quotes the password line: the key only", podObservation{pod: crashedQuotingSecret}, false, v1alpha1.ReasonCrashLoop,
+			`'primaryauth <redacted>': Bad directive or wrong number of arguments (container server of pod p restarted 4 times; exited with code 1)`},
+		{"start command refused the server", podObservation{pod: refused, serverErr: errors.New("connection refused")}, false, v1alpha1.ReasonUnsupportedServer,
+			"this image's valkey-server is Redis 7.0.15; the operator runs Valkey 8.0 or later (image valkey/valkey:8.0.1, container server of pod p, restarted 4 times)"},
+		{"start command refused the server of a bare pod", podObservation{pod: refusedBare}, false, v1alpha1.ReasonUnsupportedServer,
+			"this image's valkey-server is Valkey 7.2.4; the operator runs Valkey 8.0 or later"},
+		{"server error text quoting a password", podObservation{pod: testPod(corev1.PodRunning, corev1.RestartPolicyAlways, running),
+			serverErr: errors.New("ACL SETUSER: Error in ACL SETUSER modifier '<s3cret': no such password")}, false, v1alpha1.ReasonServerUnreachable,
+			"modifier '<<redacted>': no such password"},
 		{"bare pod gone", podObservation{missing: true, missingName: "demo-a"}, false, v1alpha1.ReasonPodMissing, "pod demo-a is gone"},
 		{"deleting", podObservation{pod: deleting, answered: true}, false, v1alpha1.ReasonPodPending, "being deleted"},
 		{"unschedulable", podObservation{pod: unschedulable}, false, v1alpha1.ReasonPodUnschedulable, "didn't match pod topology spread"},
@@ -99,7 +118,8 @@ func TestPodReadyCondition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.o.gen = 2
 			c := podReadyCondition(tc.o)
-			if (c.Status == metav1.ConditionTrue) != tc.ok || c.Reason != tc.reason || !strings.Contains(c.Message, tc.msg) || c.ObservedGeneration != 2 {
+			if (c.Status == metav1.ConditionTrue) != tc.ok || c.Reason != tc.reason || !strings.Contains(c.Message, tc.msg) || c.ObservedGeneration != 2 ||
+				strings.Contains(c.Message, "s3cret") {
 				t.Errorf("PodReady = %s %s %q, want %v %s ~%q", c.Status, c.Reason, c.Message, tc.ok, tc.reason, tc.msg)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf/redact"
 )
 
 // TLSDir is where the node-controller mounts the operator's copy in every pod; the
@@ -124,7 +125,7 @@ func (r *Reconciler) rollMember(ctx context.Context, vn *v1alpha1.ValkeyNode, t 
 	addr := r.addr(vn)
 	before, err := valkey.ServedCertificate(ctx, addr, t.tls, r.dialTimeout())
 	if err != nil {
-		return memberResult{Message: err.Error(), RetryAt: now.Add(retryUnreachable)}
+		return memberResult{Message: redact.Text(err.Error()), RetryAt: now.Add(retryUnreachable)}
 	}
 	showsLeaf := valkey.Fingerprint(before) == t.fingerprint
 	if showsLeaf && r.servesWithoutReload(vn, t) {
@@ -143,7 +144,7 @@ func (r *Reconciler) rollMember(ctx context.Context, vn *v1alpha1.ValkeyNode, t 
 	}
 	after, err := valkey.ServedCertificate(ctx, addr, t.tls, r.dialTimeout())
 	if err != nil {
-		return memberResult{Message: "after the reload: " + err.Error()}
+		return memberResult{Message: "after the reload: " + redact.Text(err.Error())}
 	}
 	if valkey.Fingerprint(after) != t.fingerprint {
 		return memberResult{Message: fmt.Sprintf("the server still serves certificate %s: the pod's files are not updated yet "+
@@ -182,7 +183,7 @@ func (r *Reconciler) servesWithoutReload(vn *v1alpha1.ValkeyNode, t target) bool
 func (r *Reconciler) reloadMember(ctx context.Context, vn *v1alpha1.ValkeyNode, addr string, cred valkeyconn.Credentials) (memberResult, bool) {
 	c, err := r.Pool.Client(ctx, addr, cred)
 	if err != nil {
-		return memberResult{Message: "cannot reload: " + err.Error()}, false
+		return memberResult{Message: "cannot reload: " + redact.Text(err.Error())}, false
 	}
 	err = Reload(ctx, c, r.files(vn))
 	if err == nil {
@@ -193,7 +194,7 @@ func (r *Reconciler) reloadMember(ctx context.Context, vn *v1alpha1.ValkeyNode, 
 		return memberResult{Message: "the server refused to reload its certificate: " + msg, RefusedByServer: msg}, false
 	}
 	r.Pool.Drop(addr)
-	return memberResult{Message: "cannot reload: " + err.Error()}, false
+	return memberResult{Message: "cannot reload: " + redact.Text(err.Error())}, false
 }
 
 // complete reports whether every member serves the revision (and there is at least one).
