@@ -9,6 +9,14 @@
 //	cd e2e && GOWORK=off go run ./perf/baseline
 //	cd e2e && GOWORK=off go run ./perf/baseline -env GOGC=off -env GOMEMLIMIT=64MiB
 //	cd e2e && GOWORK=off go run ./perf/baseline -bin /tmp/old -pprof /tmp/heap
+//	cd e2e && GOWORK=off go run ./perf/baseline -members 200 -components manager
+//
+// With -members, ValkeyClusters of 10 members each (5 shards of a primary and a
+// replica) are created first, and the measurement starts once their ValkeyNodes exist.
+// The API server runs no pods, so the members never become Ready: what this shows is
+// what the operator's caches and periodic passes cost per member, not a running cluster
+// (make bench, item 9, measures that). The controllers then act, so the manager and a
+// controller it runs cannot be measured in the same run.
 //
 // The binaries are built from the repository (as `make operator-binaries` builds them)
 // unless -bin names a directory that holds them. KUBEBUILDER_ASSETS names the directory
@@ -39,10 +47,13 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/e2e/perf"
 )
 
@@ -54,12 +65,19 @@ var components = []string{"cluster-controller", "node-controller", "acl-controll
 // namespace is the operator's namespace (POD_NAMESPACE: the Leases, the webhooks' Secret).
 const namespace = "valkey-operator"
 
+// membersNamespace holds the ValkeyClusters of -members.
+const membersNamespace = "members"
+
+// membersPerCluster is the size of each ValkeyCluster of -members: 5 shards of 2.
+const membersPerCluster = 10
+
 type config struct {
 	repo, bin, pprofDir, logDir string
 	components                  []string
 	env                         []string
 	cpuWindow, timeout          time.Duration
-	settle                      int
+	settle, members             int
+	tolerance                   float64 // MiB
 }
 
 func main() {
@@ -78,7 +96,9 @@ func main() {
 	flag.StringVar(&c.pprofDir, "pprof", "", "directory to save each process's heap profile in (off when empty)")
 	flag.StringVar(&c.logDir, "logs", "", "directory for each process's log (default: a temporary one)")
 	flag.DurationVar(&c.cpuWindow, "cpu-window", time.Minute, "how long the CPU time at rest is counted")
-	flag.IntVar(&c.settle, "settle", 15, "samples (2 s apart) within 1 MiB of each other that make a process's RSS settled")
+	flag.IntVar(&c.members, "members", 0, "members of the ValkeyClusters created before the measurement (in clusters of 10)")
+	flag.IntVar(&c.settle, "settle", 15, "samples (2 s apart) within -tolerance of each other that make a process's RSS settled")
+	flag.Float64Var(&c.tolerance, "tolerance", 1, "MiB the settled samples may differ by (busy processes, -members, need more)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "limit of the whole run")
 	flag.Parse()
 	c.components = strings.Split(comps, ",")
@@ -101,6 +121,12 @@ func run(ctx context.Context, c config) error {
 		if !slices.Contains(components, name) {
 			return fmt.Errorf("-components: no binary %q (have %s)", name, strings.Join(components, ", "))
 		}
+		if c.members > 0 && name != "manager" && name != "webhooks" && slices.Contains(c.components, "manager") {
+			return fmt.Errorf("-members: %s and the manager would both act on the clusters; measure them in two runs", name)
+		}
+	}
+	if c.members > 0 && !slices.Contains(c.components, "cluster-controller") && !slices.Contains(c.components, "manager") {
+		return errors.New("-members: the cluster-controller (or the manager) makes the members; run it")
 	}
 	work, err := os.MkdirTemp("", "baseline-")
 	if err != nil {
@@ -123,11 +149,14 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 	}
-	kubeconfig, stopAPI, err := startAPIServer(ctx, repo, work)
+	kubeconfig, cl, stopAPI, err := startAPIServer(ctx, repo, work)
 	if err != nil {
 		return err
 	}
 	defer stopAPI()
+	if err := createClusters(ctx, cl, c.members); err != nil {
+		return err
+	}
 
 	procs := make([]*process, len(c.components))
 	for i, name := range c.components {
@@ -139,6 +168,9 @@ func run(ctx context.Context, c config) error {
 		procs[i] = p
 	}
 	fmt.Fprintf(os.Stderr, "started %s; logs in %s\n", strings.Join(c.components, ", "), c.logDir)
+	if err := waitMembers(ctx, cl, c.members); err != nil {
+		return err
+	}
 	// The first failure ends the others' waits.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -179,19 +211,25 @@ func build(ctx context.Context, repo, bin string, names []string) error {
 
 // startAPIServer starts envtest with the CRDs and the operator's namespace and writes a
 // kubeconfig of a cluster administrator; stop ends it.
-func startAPIServer(ctx context.Context, repo, work string) (kubeconfig string, stop func(), err error) {
+func startAPIServer(ctx context.Context, repo, work string) (kubeconfig string, cl client.Client, stop func(), err error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		os.Setenv("KUBEBUILDER_ASSETS", filepath.Join(repo, ".cache", "k8s", "v1.37.2", "bin"))
 	}
 	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join(repo, "config", "crd")}, ErrorIfCRDPathMissing: true}
 	cfg, err := env.Start()
 	if err != nil {
-		return "", nil, fmt.Errorf("start the API server (KUBEBUILDER_ASSETS=%s): %w", os.Getenv("KUBEBUILDER_ASSETS"), err)
+		return "", nil, nil, fmt.Errorf("start the API server (KUBEBUILDER_ASSETS=%s): %w", os.Getenv("KUBEBUILDER_ASSETS"), err)
 	}
 	stop = func() { _ = env.Stop() }
-	fail := func(err error) (string, func(), error) { stop(); return "", nil, err }
-	cl, err := client.New(cfg, client.Options{})
-	if err != nil {
+	fail := func(err error) (string, client.Client, func(), error) { stop(); return "", nil, nil, err }
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return fail(err)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return fail(err)
+	}
+	if cl, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		return fail(err)
 	}
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
@@ -230,7 +268,44 @@ func startAPIServer(ctx context.Context, repo, work string) (kubeconfig string, 
 	if err := os.WriteFile(kubeconfig, b, 0o600); err != nil {
 		return fail(err)
 	}
-	return kubeconfig, stop, nil
+	return kubeconfig, cl, stop, nil
+}
+
+// createClusters creates ValkeyClusters of membersPerCluster members, members in all.
+func createClusters(ctx context.Context, cl client.Client, members int) error {
+	if members <= 0 {
+		return nil
+	}
+	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: membersNamespace}}); err != nil {
+		return fmt.Errorf("create namespace %s: %w", membersNamespace, err)
+	}
+	for i := range (members + membersPerCluster - 1) / membersPerCluster {
+		vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: membersNamespace, Name: fmt.Sprintf("c%03d", i)},
+			Spec: v1alpha1.ValkeyClusterSpec{Shards: membersPerCluster / 2, ReplicasPerShard: ptr.To[int32](1)}}
+		if err := cl.Create(ctx, vc); err != nil {
+			return fmt.Errorf("create ValkeyCluster %s: %w", vc.Name, err)
+		}
+	}
+	return nil
+}
+
+// waitMembers waits until the ValkeyNodes of createClusters exist.
+func waitMembers(ctx context.Context, cl client.Client, members int) error {
+	want := (members + membersPerCluster - 1) / membersPerCluster * membersPerCluster
+	for want > 0 {
+		var nodes v1alpha1.ValkeyNodeList
+		err := cl.List(ctx, &nodes, client.InNamespace(membersNamespace))
+		if err == nil && len(nodes.Items) >= want {
+			fmt.Fprintf(os.Stderr, "%d ValkeyNodes exist\n", len(nodes.Items))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %d ValkeyNodes (%d so far, %v): %w", want, len(nodes.Items), err, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+	return nil
 }
 
 // process is one running binary and what was measured of it.
@@ -316,7 +391,7 @@ func (p *process) measure(ctx context.Context, c config) error {
 		return err
 	}
 	var rss []float64
-	for !perf.Settled(rss, c.settle, 1<<20) {
+	for !perf.Settled(rss, c.settle, c.tolerance*(1<<20)) {
 		if err := p.sleep(ctx, samplePeriod); err != nil {
 			return fmt.Errorf("%s: wait until its RSS settles (last %s): %w", p.name, lastMiB(rss), err)
 		}
@@ -452,6 +527,9 @@ func lastMiB(rss []float64) string {
 func printTable(w io.Writer, procs []*process, c config) {
 	if len(c.env) > 0 {
 		fmt.Fprintf(w, "environment: %s\n", strings.Join(c.env, " "))
+	}
+	if c.members > 0 {
+		fmt.Fprintf(w, "members: %d (ValkeyNodes without pods)\n", c.members)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "process\tRSS\tanon\tfile\theap inuse\theap idle\treleased\tstacks\tGC goal\tgoroutines\tCPU ms/min\tsettled s\t")
