@@ -78,6 +78,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (server.Options, zap.Options, e
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 turns it off)")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", true, operator.MetricsSecureUsage)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0", operator.PprofUsage)
 	fs.BoolVar(&o.LeaderElection, "leader-elect", false,
 		"elect one replica to issue and rotate certificates (needed with more than one replica in self-signed mode)")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",

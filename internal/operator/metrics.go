@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -17,14 +16,13 @@ const MetricsSecureUsage = "serve metrics over HTTPS (a self-signed certificate)
 //	+kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 //	+kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
-// MetricsOptions serves the metrics on addr: over HTTPS behind controller-runtime's
-// authentication and authorization filter when secure (as kubebuilder scaffolds it),
-// plain HTTP otherwise.
+// MetricsOptions serves the metrics on addr: over HTTPS to the clients the API server
+// authenticates and authorizes (MetricsAuthFilter) when secure, plain HTTP otherwise.
 func MetricsOptions(addr string, secure bool) metricsserver.Options {
 	o := metricsserver.Options{BindAddress: addr}
 	if secure {
 		o.SecureServing = true
-		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+		o.FilterProvider = MetricsAuthFilter
 	}
 	return o
 }

@@ -31,7 +31,9 @@ type Flags struct {
 	// only (MetricsOptions).
 	MetricsSecure bool
 	ProbeAddr     string
-	LeaderElect   bool
+	// PprofAddr serves the Go runtime's profiles (/debug/pprof); "0" or empty: off.
+	PprofAddr   string
+	LeaderElect bool
 	// LeaseDuration is how long a leader's Lease holds without a renewal; it renews
 	// every sixth of it and gives up leading after three quarters without one.
 	LeaseDuration           time.Duration
@@ -44,6 +46,10 @@ type Flags struct {
 // A leader that stops cleanly releases its Lease at once; one that crashes is replaced
 // after at most this long, while the Valkey servers keep serving.
 const DefaultLeaseDuration = time.Minute
+
+// PprofUsage is the usage of --pprof-bind-address (every component has it).
+const PprofUsage = "address of the Go runtime's profiles, /debug/pprof (0 turns it off); they need no authentication: " +
+	"bind it to 127.0.0.1 and reach it with kubectl port-forward"
 
 // LeaseDurationUsage is the usage of --leader-elect-lease-duration.
 const LeaseDurationUsage = "how long a leader's Lease holds without renewal (renewed every sixth of it)"
@@ -107,6 +113,7 @@ func run(name string, cs []Component, prefixed bool, args []string) error {
 	fs.StringVar(&f.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 disables it)")
 	fs.BoolVar(&f.MetricsSecure, "metrics-secure", true, MetricsSecureUsage)
 	fs.StringVar(&f.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&f.PprofAddr, "pprof-bind-address", "0", PprofUsage)
 	fs.BoolVar(&f.LeaderElect, "leader-elect", false, "elect a leader so only one replica acts at a time")
 	fs.DurationVar(&f.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, LeaseDurationUsage)
 	fs.StringVar(&namespaces, "watch-namespaces", "", "comma-separated namespaces to watch (all when empty)")
@@ -154,6 +161,7 @@ func run(name string, cs []Component, prefixed bool, args []string) error {
 	opts := ManagerOptions(f.WatchNamespaces)
 	opts.Metrics = MetricsOptions(f.MetricsAddr, f.MetricsSecure)
 	opts.HealthProbeBindAddress = f.ProbeAddr
+	opts.PprofBindAddress = f.PprofAddr
 	opts.LeaderElection = f.LeaderElect
 	opts.LeaderElectionID = "valkey-operator-" + name
 	opts.LeaderElectionNamespace = os.Getenv("POD_NAMESPACE")

@@ -44,6 +44,14 @@ type PackageRule struct {
 // never another controller or the webhooks: they talk only through status.
 var controllers = []string{"api", "valkey", "valkeyconf", "internal"}
 
+// heavy is what no operator process links: k8s.io/apiserver's packages (and the gRPC,
+// CEL and OpenTelemetry they bring) run start-up code that keeps about 17 MiB of each
+// process resident, for nothing the operator uses (docs/scale.md).
+var heavy = []string{"k8s.io/apiserver/"}
+
+// lean is the reason heavy is refused, appended to a rule's own.
+const lean = "; no k8s.io/apiserver: it costs each process about 17 MiB at rest"
+
 // Rules are the import rules of the project.
 var Rules = []Rule{
 	{Module: "valkeyconf", Never: []string{"std-only"},
@@ -52,20 +60,21 @@ var Rules = []Rule{
 		Why: "consumers of the API types get apimachinery and nothing of the operator's machinery"},
 	{Module: "valkey", May: []string{"valkeyconf"}, Never: []string{"k8s.io/", "sigs.k8s.io/"},
 		Why: "the Valkey admin library knows nothing of Kubernetes"},
-	{Module: "internal", May: []string{"api", "valkey", "valkeyconf"},
-		Why: "what the controllers share depends on no controller"},
-	{Module: "cluster-controller", May: controllers, Why: "controllers talk only through status"},
-	{Module: "node-controller", May: controllers, Why: "controllers talk only through status"},
-	{Module: "acl-controller", May: controllers, Why: "controllers talk only through status"},
-	{Module: "tls-controller", May: controllers, Why: "controllers talk only through status"},
-	{Module: "backup-controller", May: controllers, Why: "controllers talk only through status",
+	{Module: "internal", May: []string{"api", "valkey", "valkeyconf"}, Never: heavy,
+		Why: "what the controllers share depends on no controller" + lean},
+	{Module: "cluster-controller", May: controllers, Never: heavy, Why: "controllers talk only through status" + lean},
+	{Module: "node-controller", May: controllers, Never: heavy, Why: "controllers talk only through status" + lean},
+	{Module: "acl-controller", May: controllers, Never: heavy, Why: "controllers talk only through status" + lean},
+	{Module: "tls-controller", May: controllers, Never: heavy, Why: "controllers talk only through status" + lean},
+	{Module: "backup-controller", May: controllers, Never: heavy, Why: "controllers talk only through status" + lean,
 		Packages: []PackageRule{{Package: "internal/backup",
 			Never: []string{"github.com/aws/", "gocloud.dev/", Repo + "/backup-controller/internal/objstore"},
 			Why:   "the controller never reaches an object store: every store request runs in a Job in the tenant's namespace"}}},
 	{Module: "manager", May: []string{"internal", "cluster-controller", "node-controller", "acl-controller", "tls-controller", "backup-controller"},
-		Why: "one process runs the controllers' components side by side (their exported component packages; Go keeps their internals out); it adds no logic of its own"},
-	{Module: "webhooks", May: []string{"api", "valkeyconf", "internal"},
-		Why: "admission needs the API and its rules, never a controller or a Valkey connection"},
+		Never: heavy,
+		Why:   "one process runs the controllers' components side by side (their exported component packages; Go keeps their internals out); it adds no logic of its own" + lean},
+	{Module: "webhooks", May: []string{"api", "valkeyconf", "internal"}, Never: heavy,
+		Why: "admission needs the API and its rules, never a controller or a Valkey connection" + lean},
 	{Module: "kubectl-valkey", May: []string{"api"}, Never: []string{"github.com/redis/rueidis", Repo + "/valkey"},
 		Why: "the plugin acts through the API (requests the controllers carry out), never on a server itself"},
 	{Module: "localkube", Why: "the local Kubernetes and image builder are independent of the operator"},

@@ -63,6 +63,8 @@ type Options struct {
 	// MetricsAddr and ProbeAddr are the listen addresses of the metrics and probe
 	// endpoints ("0" turns one off).
 	MetricsAddr, ProbeAddr string
+	// PprofAddr serves the Go runtime's profiles ("0" or empty: off).
+	PprofAddr string
 	// MetricsSecure serves metrics over HTTPS with authentication and authorization.
 	MetricsSecure bool
 	// LeaderElection makes only one replica rotate certificates.
@@ -130,6 +132,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Scheme:                  scheme,
 		Metrics:                 operator.MetricsOptions(o.MetricsAddr, o.MetricsSecure),
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElection,
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
