@@ -243,7 +243,7 @@ bench: deps local-build images ## Measure the operator on the local Kubernetes: 
 
 .PHONY: bench-fleet-standin
 bench-fleet-standin: deps local-build operator-binaries ## Item 9 of make bench at up to 1000 members without a local Kubernetes: a real API server, the operator's binaries, stand-in kubelet (BENCH_FLEET=100,200,500,1000); table in bench/fleet-standin.json
-	cd e2e && env GOWORK=off STANDIN_BIN=$(BIN)/operator go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-4h} -run TestFleetStandin ./standin/
+	cd e2e && STANDIN_BIN=$(BIN)/operator GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-4h} -run TestFleetStandin ./standin/
 
 .PHONY: chaos
 chaos: deps local-build images ## Scale and roll a 3x1 cluster under writes while faults hit it (CHAOS_DURATION=5m, CHAOS_MAX_FAULTS=12); fails unless it converges

@@ -152,8 +152,10 @@ install_apt() {
 	done
 	# The registry package starts a registry on every address when systemd runs: the
 	# project starts its own registry where its tests need one, and opens no port here.
-	if [[ -n ${apt_pkgs[docker-registry]:-} ]] && command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
-		systemctl disable --now docker-registry >/dev/null 2>&1 || true
+	# The same for the Redis package's server on 127.0.0.1:6379: the tests start their own.
+	if command -v systemctl >/dev/null 2>&1 && [[ -d /run/systemd/system ]]; then
+		[[ -n ${apt_pkgs[docker-registry]:-} ]] && { systemctl disable --now docker-registry >/dev/null 2>&1 || true; }
+		[[ -n ${apt_pkgs[redis-server]:-} ]] && { systemctl disable --now redis-server >/dev/null 2>&1 || true; }
 	fi
 }
 

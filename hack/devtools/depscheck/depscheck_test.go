@@ -14,9 +14,10 @@ const root = "../../.."
 // projectPrograms are built by the project itself (make local-build, make images, the
 // tests' own go build), so no setup step installs them.
 var projectPrograms = map[string]string{
-	"pause":                "the pause program of localkube/cmd/pause, built by its test",
-	"kubectl":              "built by make local-build into .cache/k8s (hack/k8sbin)",
-	"/nonexistent/program": "the runner's test of a program that does not exist",
+	"pause":                   "the pause program of localkube/cmd/pause, built by its test",
+	"kubectl":                 "built by make local-build into .cache/k8s (hack/k8sbin)",
+	"kube-controller-manager": "built by make local-build into .cache/k8s; e2e/standin runs it from KUBEBUILDER_ASSETS",
+	"/nonexistent/program":    "the runner's test of a program that does not exist",
 }
 
 // imageContents are files whose programs run inside an unpacked image (its own loader
@@ -27,7 +28,7 @@ var imageContents = map[string]bool{
 
 // optional programs are used only where present.
 var optional = map[string]string{
-	"systemctl": "hack/deps.sh stops the registry service the docker-registry package starts, where systemd runs",
+	"systemctl": "hack/deps.sh stops the services the docker-registry and redis-server packages start, where systemd runs",
 }
 
 // unresolved are program positions the scan cannot read, each with what it runs.
@@ -53,6 +54,15 @@ var unresolved = map[string]string{
 	"hack/devtools/depscheck/deps_script_test.go|p":                            "looks up bash and sh, for the fixture table's PATH",
 	"backup-controller/internal/tests3/tests3.go|Binary(t)":                    "versitygw (hack/deps.txt), from $VERSITYGW, hack/tools/bin or PATH",
 	"backup-controller/internal/testvalkey/testvalkey.go|valkeytest.Binary(t)": "valkey-server from valkeytest.Binary",
+	"e2e/perf/baseline/main.go|filepath.Join(c.bin, name)":                     "the operator's binaries, built by the program (go build) or given with -bin",
+	"e2e/standin/kubelet.go|argv[0]":                                           "sh: the member pod's own server command",
+	"e2e/standin/operator.go|filepath.Join(bin, comp.Binary)":                  "the operator's binaries, built by the stand-in (go build) or from STANDIN_BIN",
+	"e2e/standin/operator_test.go|helm":                                        "helm (hack/deps.txt), found in hack/tools/bin or PATH",
+	"e2e/standin/fleet_bench_test.go|tools.Helm":                               "helm (hack/deps.txt), found in hack/tools/bin or PATH",
+	"e2e/standin/standin_test.go|tools.Helm":                                   "helm (hack/deps.txt), found in hack/tools/bin or PATH",
+	"node-controller/internal/node/scripts_test.go|bin":                        "shellcheck (hack/deps.txt), from exec.LookPath",
+	"node-controller/internal/node/scripts_test.go|cmd[0]":                     "sh: the server command's prepare_start, with valkey-server and redis-server (hack/deps.txt) on PATH",
+	"valkeyconf/redact/redact_test.go|bin":                                     "valkey-server and redis-server (hack/deps.txt), from exec.LookPath",
 	`localkube/kindnode/kube.go|b.toolBin("ctr")`:                              "ctr, built by make kind-image (kindnode tools)",
 	`localkube/kindnode/preload.go|b.toolBin("containerd")`:                    "containerd, built by make kind-image (kindnode tools)",
 	`localkube/kindnode/preload.go|b.toolBin("ctr")`:                           "ctr, built by make kind-image (kindnode tools)",
