@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -301,32 +300,8 @@ func memberRestarts(ctx context.Context, k *framework.Cluster, namespaces []stri
 // forEach runs op on every cluster, fleetWorkers at a time, and fails on any error.
 func forEach(t *testing.T, vcs []*v1alpha1.ValkeyCluster, what string, op func(*v1alpha1.ValkeyCluster) error) {
 	t.Helper()
-	work := make(chan *v1alpha1.ValkeyCluster)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []string
-	)
-	for range fleetWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for vc := range work {
-				if err := op(vc); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Sprintf("%s %s/%s: %v", what, vc.Namespace, vc.Name, err))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, vc := range vcs {
-		work <- vc
-	}
-	close(work)
-	wg.Wait()
-	if len(errs) > 0 {
-		t.Fatal(strings.Join(errs, "\n"))
+	if errs := perf.EachCluster(vcs, fleetWorkers, op); len(errs) > 0 {
+		t.Fatal(what + " " + strings.Join(errs, "\n"+what+" "))
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -313,31 +312,7 @@ func (f *Fleet) anomaly(format string, args ...any) {
 
 // forEach runs op on every cluster, Workers at a time, and returns every error.
 func (f *Fleet) forEach(vcs []*v1alpha1.ValkeyCluster, op func(*v1alpha1.ValkeyCluster) error) error {
-	work := make(chan *v1alpha1.ValkeyCluster)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []string
-	)
-	for range max(f.Workers, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for vc := range work {
-				if err := op(vc); err != nil {
-					mu.Lock()
-					errs = append(errs, fmt.Sprintf("%s/%s: %v", vc.Namespace, vc.Name, err))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for _, vc := range vcs {
-		work <- vc
-	}
-	close(work)
-	wg.Wait()
-	if len(errs) > 0 {
+	if errs := perf.EachCluster(vcs, f.Workers, op); len(errs) > 0 {
 		return fmt.Errorf("%d clusters: %s", len(errs), strings.Join(errs[:min(len(errs), 5)], "; "))
 	}
 	return nil
