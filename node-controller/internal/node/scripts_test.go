@@ -81,7 +81,7 @@ func TestStartRefusesUnsupportedServer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.script == "" && tc.link == "" {
-				t.Skip("not installed")
+				t.Skipf("%s: the server is not on PATH (hack/deps.txt lists it; make deps installs it)", tc.name)
 			}
 			dir := t.TempDir()
 			server := filepath.Join(dir, "bin", "valkey-server")
