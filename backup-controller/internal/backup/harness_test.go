@@ -25,6 +25,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/validation"
 	"github.com/valkey-operator/valkey-operator/backup-controller/internal/jobapi"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/status"
 )
 
 // jobsHarness runs the backup and restore reconcilers against envtest in a namespace of
@@ -89,10 +90,16 @@ func (h *jobsHarness) cluster(name string, mutate func(*v1alpha1.ValkeyCluster))
 	cond := func(t string) metav1.Condition {
 		return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: now, ObservedGeneration: vc.Generation}
 	}
-	vc.Status.Shards = []v1alpha1.ShardStatus{{Index: 0, Primary: name + "-a", Slots: []string{"0-16383"}}}
-	vc.Status.Conditions = []metav1.Condition{cond(v1alpha1.ConditionClusterFormed), cond(v1alpha1.ConditionSlotsAssigned)}
-	vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: v1alpha1.ACLSecretName(name), SystemUsersSecretName: v1alpha1.SystemUsersSecretName(name), Revision: "r1"}
-	Expect(h.c.Status().Update(testCtx(), vc)).To(Succeed())
+	// Applied under field managers of their own, as the cluster- and acl-controllers do:
+	// the restore reconciler may already have applied its Restored condition, and a
+	// plain update would then fail on the changed resourceVersion.
+	Expect(status.Apply(testCtx(), h.c, "test-cluster-controller", vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), map[string]any{
+		"shards":     []v1alpha1.ShardStatus{{Index: 0, Primary: name + "-a", Slots: []string{"0-16383"}}},
+		"conditions": []metav1.Condition{cond(v1alpha1.ConditionClusterFormed), cond(v1alpha1.ConditionSlotsAssigned)},
+	})).To(Succeed())
+	Expect(status.Apply(testCtx(), h.c, "test-acl-controller", vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), map[string]any{
+		"acl": &v1alpha1.ACLStatus{SecretName: v1alpha1.ACLSecretName(name), SystemUsersSecretName: v1alpha1.SystemUsersSecretName(name), Revision: "r1"},
+	})).To(Succeed())
 	vn := &v1alpha1.ValkeyNode{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name + "-a", Labels: v1alpha1.ClusterLabels(name),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"))}},
