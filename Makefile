@@ -92,9 +92,14 @@ verify-generate: deps ## Fail when generated files are stale
 	COMPONENTS="$(COMPONENTS)" hack/verify-generate.sh
 
 .PHONY: tidy
-tidy: ## Write each go.mod's sibling require/replace lines from its imports (modsync), then go mod tidy in every module
-	cd hack/devtools && GOWORK=off go run ./cmd/modsync $(ROOT)
-	@for m in $(MODULES); do echo "tidy $$m"; (cd $$m && GOWORK=off go mod tidy); done
+tidy: ## Write each go.mod's sibling lines and one version of each third-party module (modsync), then go mod tidy in every module, until both agree
+	@for pass in 1 2 3 4; do \
+		changed=$$(cd hack/devtools && GOWORK=off go run ./cmd/modsync $(ROOT)); \
+		if [[ $$pass -gt 1 && -z "$$changed" ]]; then break; fi; \
+		echo "$${changed:-modsync: nothing to change}"; \
+		for m in $(MODULES); do echo "tidy $$m"; (cd $$m && GOWORK=off go mod tidy) || exit 1; done; \
+	done
+	cd hack/devtools && GOWORK=off go run ./cmd/modsync -check $(ROOT)
 
 .PHONY: build
 build: ## Build every module alone and the operator binaries into bin/
