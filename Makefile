@@ -35,6 +35,9 @@ RELEASE   := $(CACHE)/release
 REGISTRY  ?=
 HELM_PUSH_FLAGS ?=
 
+# Go programs of the docs, outside every module (hack/devtools/modproxy builds them).
+GO_EXAMPLES := docs/examples/goclient
+
 # Shell scripts kept as files that the Go code embeds (shellcheck'd by make lint).
 SCRIPTS := $(wildcard node-controller/internal/node/scripts/*.sh localkube/kindnode/files/*.sh)
 
@@ -92,9 +95,14 @@ verify-generate: deps ## Fail when generated files are stale
 	COMPONENTS="$(COMPONENTS)" hack/verify-generate.sh
 
 .PHONY: tidy
-tidy: ## Write each go.mod's sibling require/replace lines from its imports (modsync), then go mod tidy in every module
-	cd hack/devtools && GOWORK=off go run ./cmd/modsync $(ROOT)
-	@for m in $(MODULES); do echo "tidy $$m"; (cd $$m && GOWORK=off go mod tidy); done
+tidy: ## Write each go.mod's sibling lines and one version of each third-party module (modsync), then go mod tidy in every module, until both agree
+	@for pass in 1 2 3 4; do \
+		changed=$$(cd hack/devtools && GOWORK=off go run ./cmd/modsync $(ROOT)); \
+		if [[ $$pass -gt 1 && -z "$$changed" ]]; then break; fi; \
+		echo "$${changed:-modsync: nothing to change}"; \
+		for m in $(MODULES); do echo "tidy $$m"; (cd $$m && GOWORK=off go mod tidy) || exit 1; done; \
+	done
+	cd hack/devtools && GOWORK=off go run ./cmd/modsync -check $(ROOT)
 
 .PHONY: build
 build: ## Build every module alone and the operator binaries into bin/
@@ -108,10 +116,11 @@ vet: deps ## go vet every module alone
 	@for m in $(MODULES); do echo "vet $$m"; (cd $$m && GOWORK=off go vet -tags $(GO_TAGS) ./...); done
 
 .PHONY: lint
-lint: deps ## gofmt, the import rules, the go.mod sibling lines, shellcheck, staticcheck of every module
-	@test -z "$$(gofmt -l $(MODULES))" || { echo "gofmt needed:"; gofmt -l $(MODULES); exit 1; }
+lint: deps ## gofmt, the import rules, the go.mod lines (siblings, one version per module), commit subjects, shellcheck, staticcheck
+	@test -z "$$(gofmt -l $(MODULES) $(GO_EXAMPLES))" || { echo "gofmt needed:"; gofmt -l $(MODULES) $(GO_EXAMPLES); exit 1; }
 	cd hack/devtools && GOWORK=off go run ./cmd/importcheck $(ROOT)
 	cd hack/devtools && GOWORK=off go run ./cmd/modsync -check $(ROOT)
+	cd hack/devtools && GOWORK=off go run ./cmd/commitcheck $(ROOT)
 	shellcheck hack/*.sh .ci/run $(SCRIPTS)
 	@for m in $(MODULES); do echo "staticcheck $$m"; (cd $$m && GOWORK=off $(TOOLS_BIN)/staticcheck -tags $(GO_TAGS) ./...); done
 
@@ -180,6 +189,13 @@ image: deps-release release-binaries ## Build the operator image for PLATFORMS a
 .PHONY: image-push
 image-push: image ## Push the operator image to IMG=<registry>/<repository>:<tag> (credentials: the docker config file; INSECURE=1 for plain HTTP)
 	cd localkube && GOWORK=off go run ./cmd/release push --layout $(RELEASE)/image --img $(IMG) $(if $(INSECURE),--insecure)
+
+.PHONY: module-tags
+module-tags: ## Tag HEAD for the release's Go modules: v$(VERSION) and <module>/v$(VERSION) for each of MODULES (git push origin --tags publishes them)
+	@test "$(VERSION)" = "$$(cat VERSION)" || { echo "module-tags: the go.mod files follow the VERSION file ($$(cat VERSION)): change it and run make tidy"; exit 1; }
+	cd hack/devtools && GOWORK=off go run ./cmd/modsync -check $(ROOT)
+	git tag v$(VERSION)
+	@for m in $(MODULES); do echo "git tag $$m/v$(VERSION)"; git tag $$m/v$(VERSION); done
 
 .PHONY: chart-package
 chart-package: deps-demo ## Package the chart (VERSION, default image IMG's repository) into .cache/release/

@@ -70,4 +70,4 @@ sed -i -e "s/^version: .*/version: $version/" -e "s/^appVersion: .*/appVersion: 
 (cd hack/devtools && GOWORK=off go run ./cmd/importcheck -doc ../../docs/architecture.md)
 
 # The API reference, from the CRDs just generated.
-(cd hack/devtools && GOWORK=off go run ./apidocs -crds ../../config/crd -out ../../docs/api.md)
+(cd hack/devtools && GOWORK=off go run ./apidocs -root ../.. -crds ../../config/crd -out ../../docs/api.md)

@@ -6,7 +6,7 @@ replace github.com/valkey-operator/valkey-operator/valkeyconf => ../valkeyconf
 
 require (
 	github.com/redis/rueidis v1.0.79
-	github.com/valkey-operator/valkey-operator/valkeyconf v0.0.0-00010101000000-000000000000
+	github.com/valkey-operator/valkey-operator/valkeyconf v0.2.0
 )
 
-require golang.org/x/sys v0.47.0 // indirect
+require golang.org/x/sys v0.48.0 // indirect
