@@ -34,6 +34,17 @@ all_suites() {
 	done
 }
 
+# The nodes' kubelets evict pods when the disk is nearly full (localkube: 1 % free), and a
+# suite then fails for no reason of its own: say so before any suite starts. The Go build
+# cache is the usual culprit on a machine that builds a lot (go clean -cache empties it).
+MIN_FREE_GB=${E2E_MIN_FREE_GB:-8}
+free_gb=$(df -P -BG "$LOCALKUBE_CACHE" 2>/dev/null | awk 'NR==2 {sub("G", "", $4); print $4}')
+if [[ -n $free_gb && $free_gb -lt $MIN_FREE_GB ]]; then
+	echo "e2e: only ${free_gb} GB free on the disk of $LOCALKUBE_CACHE, want ${MIN_FREE_GB} (E2E_MIN_FREE_GB);" \
+		"the kubelets would evict the operator's pods. The Go build cache holds $(du -sh "$(go env GOCACHE)" 2>/dev/null | cut -f1)." >&2
+	exit 1
+fi
+
 PROVIDER=${E2E_PROVIDER:-local}
 case "${1:-}" in
 "") mapfile -t SUITES < <(all_suites) ;;
