@@ -15,6 +15,7 @@ const (
 	certRenewed      = "the webhooks' self-signed certificate is renewed in place before it expires (webhooks integration suite)"
 	applyCreates     = "the cluster-controller writes these with server-side apply: an apply that creates the object is also authorized as create, a check made inside the request that the audit log records as patch (the suites fail without it)"
 	externalOnly     = "spec.externalAccess: a NodePort member's node read by name, a gone member's Service deleted (external suite, make e2e)"
+	rotationRead     = "a pass during a rotation of the system users' passwords reads the cluster from the API server, not the cache (acl suite)"
 )
 
 // reviewed are the permissions the RBAC check found unused in make e2e-ci (2026-12-02),
@@ -38,6 +39,7 @@ var reviewed = []allowance{
 	{component: "node-controller", key: "storage.k8s.io/storageclasses list", reason: classDefault},
 	{component: "webhooks", key: "core/secrets update (Role)", reason: certRenewed},
 	{component: "cluster-controller", key: "core/nodes get", suites: []string{"external"}, reason: externalOnly},
+	{component: "acl-controller", key: "valkey.io/valkeyclusters get", suites: []string{"acl"}, reason: rotationRead},
 	{component: "cluster-controller", key: "core/services delete", suites: []string{"external"}, reason: externalOnly},
 
 	{component: "backup-controller", key: "batch/jobs create", suites: []string{"backup"}, reason: backupOnly},
