@@ -8,7 +8,6 @@ const (
 	backupOnly       = "only the backup suite (make e2e, not make test) takes backups and restores"
 	networkPolicyOff = "spec.networkPolicy.enabled: false deletes the cluster's NetworkPolicy (cluster-controller integration suite)"
 	pdbRemoved       = "a PodDisruptionBudget no longer wanted is deleted: spec.podDisruptionBudget changed between cluster and shard, or off"
-	requestClosed    = "kubectl valkey failover and restart annotate the cluster; the cluster-controller removes the annotation once done (operate suite)"
 	podReplaced      = "a member whose pod runs an old revision and cannot be rolled otherwise (a bare-pod member) gets its pod deleted and created anew"
 	claimOwner       = "spec.persistence.reclaimPolicy changed, or a claim grown: the node-controller patches the claim (node-controller integration suite)"
 	classDefault     = "a Pending claim without a class: the StorageClasses are listed to find the default one and say why (node-controller integration suite)"
@@ -33,7 +32,6 @@ var reviewed = []allowance{
 	{component: "cluster-controller", key: "networking.k8s.io/networkpolicies create", reason: applyCreates},
 	{component: "cluster-controller", key: "networking.k8s.io/networkpolicies delete", reason: networkPolicyOff},
 	{component: "cluster-controller", key: "policy/poddisruptionbudgets delete", reason: pdbRemoved},
-	{component: "cluster-controller", key: "valkey.io/valkeyclusters patch", suites: []string{"operate"}, reason: requestClosed},
 	{component: "node-controller", key: "core/pods delete", reason: podReplaced},
 	{component: "node-controller", key: "core/persistentvolumeclaims patch", reason: claimOwner},
 	{component: "node-controller", key: "storage.k8s.io/storageclasses list", reason: classDefault},
