@@ -15,6 +15,7 @@ const (
 	applyCreates     = "the cluster-controller writes these with server-side apply: an apply that creates the object is also authorized as create, a check made inside the request that the audit log records as patch (the suites fail without it)"
 	externalOnly     = "spec.externalAccess: a NodePort member's node read by name, a gone member's Service deleted (external suite, make e2e)"
 	rotationRead     = "a pass during a rotation of the system users' passwords reads the cluster from the API server, not the cache (acl suite)"
+	copyAhead        = "a pass that finds the certificate copy newer than the cached status.tls reads the cluster from the API server: only when the cache lags or a status write failed"
 )
 
 // reviewed are the permissions the RBAC check found unused in make e2e-ci (2026-12-02),
@@ -38,6 +39,7 @@ var reviewed = []allowance{
 	{component: "webhooks", key: "core/secrets update (Role)", reason: certRenewed},
 	{component: "cluster-controller", key: "core/nodes get", suites: []string{"external"}, reason: externalOnly},
 	{component: "acl-controller", key: "valkey.io/valkeyclusters get", suites: []string{"acl"}, reason: rotationRead},
+	{component: "tls-controller", key: "valkey.io/valkeyclusters get", reason: copyAhead},
 	{component: "cluster-controller", key: "core/services delete", suites: []string{"external"}, reason: externalOnly},
 
 	{component: "backup-controller", key: "batch/jobs create", suites: []string{"backup"}, reason: backupOnly},
