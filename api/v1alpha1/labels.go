@@ -19,7 +19,9 @@ const (
 	ManagedBy = "valkey-operator"
 
 	// AnnotationRotateSystemPasswords on a ValkeyCluster requests a rotation of the
-	// operator's own users' passwords; its value is any new token (a timestamp).
+	// operator's own users' passwords; its value is any new token (a timestamp). The
+	// acl-controller reads it and never writes it: status.acl.rotation says where the
+	// rotation stands and which value it completed last.
 	AnnotationRotateSystemPasswords = "valkey.io/rotate-system-passwords"
 
 	// AnnotationPaused on a ValkeyCluster, with the value "true", pauses the cluster for
@@ -37,10 +39,12 @@ const (
 
 	// AnnotationFailover on a ValkeyCluster requests a planned failover of one shard:
 	// "<shard>" (the most caught-up replica in sync takes over) or "<shard>/<member>" (that
-	// replica, a ValkeyNode of the shard). The cluster-controller writes the replica it
-	// chose into it when it asks, asks again after a failover that timed out, and removes
-	// it once that replica serves the shard (events Failover, FailoverCompleted) or when it
-	// refuses the request (the event FailoverRefused says why).
+	// replica, a ValkeyNode of the shard), optionally followed by "@<token>" (any text
+	// that makes the value new, such as a time). The cluster-controller reads it and never
+	// writes it: status.failover answers the value (the replica chosen, the phase, why it
+	// waits or was refused), a failover that timed out is asked again, and the request is
+	// done once status.failover.request equals the value with phase Done or Refused. A new
+	// value is a new request; the same value again is not.
 	AnnotationFailover = "valkey.io/failover"
 )
 

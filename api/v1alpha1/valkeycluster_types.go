@@ -514,6 +514,9 @@ type ValkeyClusterStatus struct {
 	// TLS is written by the tls-controller.
 	// +optional
 	TLS *TLSStatus `json:"tls,omitempty"`
+	// Failover acknowledges the valkey.io/failover annotation (cluster-controller).
+	// +optional
+	Failover *FailoverRequestStatus `json:"failover,omitempty"`
 	// Conditions, each owned by one controller.
 	// +optional
 	// +listType=map
@@ -554,6 +557,52 @@ type ShardStatus struct {
 	ExternalAddresses map[string]string `json:"externalAddresses,omitempty"`
 }
 
+// FailoverRequestPhase is where a failover request stands.
+// +kubebuilder:validation:Enum=Pending;InProgress;Done;Refused
+type FailoverRequestPhase string
+
+// Values of FailoverRequestPhase.
+const (
+	// FailoverRequestPending: the shard is not ready for the failover yet (no replica
+	// in sync, the cluster settling); Message says what it waits for.
+	FailoverRequestPending FailoverRequestPhase = "Pending"
+	// FailoverRequestInProgress: the target was asked to take over.
+	FailoverRequestInProgress FailoverRequestPhase = "InProgress"
+	// FailoverRequestDone: the target serves the shard.
+	FailoverRequestDone FailoverRequestPhase = "Done"
+	// FailoverRequestRefused: the request cannot be carried out; Message says why.
+	FailoverRequestRefused FailoverRequestPhase = "Refused"
+)
+
+// FailoverRequestStatus acknowledges a failover request. The operator reads the
+// valkey.io/failover annotation and never writes it: a request is answered once
+// status.failover.request equals the annotation's value and the phase is Done or
+// Refused, and a new value is a new request.
+type FailoverRequestStatus struct {
+	// Request is the annotation's value this status is about.
+	Request string `json:"request"`
+	// Shard is the shard the request names (absent when the value cannot be read).
+	// +optional
+	Shard *int32 `json:"shard,omitempty"`
+	// Target is the replica that takes over: the one the request names, or the one the
+	// operator chose (the most caught-up replica in sync).
+	// +optional
+	Target string `json:"target,omitempty"`
+	// Phase of the request.
+	Phase FailoverRequestPhase `json:"phase"`
+	// Message says what the request waits for, what happened, or why it was refused.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// LastTransitionTime is when the phase last changed.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// Answered reports whether the request value is answered: done or refused.
+func (f *FailoverRequestStatus) Answered(value string) bool {
+	return f != nil && f.Request == value && (f.Phase == FailoverRequestDone || f.Phase == FailoverRequestRefused)
+}
+
 // ACLStatus tells the other controllers which Secrets hold the users.
 type ACLStatus struct {
 	// SecretName holds the rendered aclfile (users.acl).
@@ -562,6 +611,49 @@ type ACLStatus struct {
 	SystemUsersSecretName string `json:"systemUsersSecretName"`
 	// Revision identifies the content of the aclfile.
 	Revision string `json:"revision"`
+	// Rotation is the state of the rotation of the system users' passwords, absent
+	// until one is requested.
+	// +optional
+	Rotation *PasswordRotationStatus `json:"rotation,omitempty"`
+}
+
+// RotationPhase is a step of a rotation of the system users' passwords.
+// +kubebuilder:validation:Enum=Idle;AddingPasswords;Propagating;RetiringPasswords
+type RotationPhase string
+
+// Values of RotationPhase (docs/acl.md describes each step).
+const (
+	// RotationIdle: no rotation runs.
+	RotationIdle RotationPhase = "Idle"
+	// RotationAdding: the members accept the current and the new passwords.
+	RotationAdding RotationPhase = "AddingPasswords"
+	// RotationPropagating: the new passwords are the current ones; clients move to them.
+	RotationPropagating RotationPhase = "Propagating"
+	// RotationRetiring: the members stop accepting the old passwords.
+	RotationRetiring RotationPhase = "RetiringPasswords"
+)
+
+// PasswordRotationStatus is the state of a rotation of the system users' passwords,
+// requested with the valkey.io/rotate-system-passwords annotation: a value that is not
+// empty and differs from completedRequest starts one.
+type PasswordRotationStatus struct {
+	// Phase of the rotation.
+	Phase RotationPhase `json:"phase"`
+	// Request is the annotation's value the running rotation serves.
+	// +optional
+	Request string `json:"request,omitempty"`
+	// CompletedRequest is the annotation's value the last completed rotation served.
+	// +optional
+	CompletedRequest string `json:"completedRequest,omitempty"`
+	// StartedAt is when the running rotation began.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// PhaseSince is when the running rotation entered its phase.
+	// +optional
+	PhaseSince *metav1.Time `json:"phaseSince,omitempty"`
+	// FinishedAt is when the last rotation completed.
+	// +optional
+	FinishedAt *metav1.Time `json:"finishedAt,omitempty"`
 }
 
 // TLSStatus describes the certificate the members should serve.
@@ -577,6 +669,34 @@ type TLSStatus struct {
 	// MissingNames are client-facing DNS names the certificate does not cover.
 	// +optional
 	MissingNames []string `json:"missingNames,omitempty"`
+	// Rollout is where the rollout of this revision to the members stands.
+	// +optional
+	Rollout *TLSRolloutStatus `json:"rollout,omitempty"`
+}
+
+// TLSRolloutPhase is where the rollout of a certificate revision stands.
+// +kubebuilder:validation:Enum=RollingOut;RolledOut
+type TLSRolloutPhase string
+
+// Values of TLSRolloutPhase.
+const (
+	// TLSRollingOut: not every member was seen serving the revision yet.
+	TLSRollingOut TLSRolloutPhase = "RollingOut"
+	// TLSRolledOut: every member was seen serving the revision.
+	TLSRolledOut TLSRolloutPhase = "RolledOut"
+)
+
+// TLSRolloutStatus is the rollout of status.tls.revision to the members.
+type TLSRolloutStatus struct {
+	// Phase of the rollout.
+	Phase TLSRolloutPhase `json:"phase"`
+	// ReloadAfter is set while a revision whose certificate cannot show that a member
+	// loaded it (ca.crt or the chain changed but not the leaf, or the revision came
+	// before the previous one was rolled out) rolls out: a member counts as serving it
+	// only after a reload at or after this time, when the kubelet has surely updated
+	// every pod's files.
+	// +optional
+	ReloadAfter *metav1.Time `json:"reloadAfter,omitempty"`
 }
 
 // ValkeyCluster runs Valkey in cluster mode: shards of a primary and replicas, with

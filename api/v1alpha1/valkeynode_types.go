@@ -137,11 +137,39 @@ type ValkeyNodeStatus struct {
 	// Lifecycle of the member (cluster-controller).
 	// +optional
 	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
+	// Failover is set while a failover the cluster-controller asked of this member (a
+	// replica) is pending: from the CLUSTER FAILOVER until the member is seen serving
+	// its shard or the failover's window has passed (cluster-controller).
+	// +optional
+	Failover *MemberFailover `json:"failover,omitempty"`
 	// Conditions, each owned by one controller.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// FailoverKind says how the cluster-controller asked a replica to take over.
+// +kubebuilder:validation:Enum=Planned;Forced
+type FailoverKind string
+
+// Values of FailoverKind.
+const (
+	// FailoverPlanned: CLUSTER FAILOVER with the primary's agreement (a roll, a member
+	// leaving, a user's request): no acknowledged write is lost.
+	FailoverPlanned FailoverKind = "Planned"
+	// FailoverForced: CLUSTER FAILOVER FORCE or TAKEOVER on a primary that is lost.
+	FailoverForced FailoverKind = "Forced"
+)
+
+// MemberFailover is a failover the cluster-controller asked of a member. It is written
+// before the command, so a pass that comes before the failover completed does not ask
+// again, and closed once, so a failover is counted once, across controller restarts.
+type MemberFailover struct {
+	// Kind of the failover.
+	Kind FailoverKind `json:"kind"`
+	// RequestedAt is when the member was asked to take over.
+	RequestedAt metav1.MicroTime `json:"requestedAt"`
 }
 
 // ValkeyNode is one member of a ValkeyCluster: one Valkey server in one pod. It is

@@ -8,13 +8,14 @@ const (
 	backupOnly       = "only the backup suite (make e2e, not make test) takes backups and restores"
 	networkPolicyOff = "spec.networkPolicy.enabled: false deletes the cluster's NetworkPolicy (cluster-controller integration suite)"
 	pdbRemoved       = "a PodDisruptionBudget no longer wanted is deleted: spec.podDisruptionBudget changed between cluster and shard, or off"
-	requestClosed    = "kubectl valkey failover and restart annotate the cluster; the cluster-controller removes the annotation once done (operate suite)"
 	podReplaced      = "a member whose pod runs an old revision and cannot be rolled otherwise (a bare-pod member) gets its pod deleted and created anew"
 	claimOwner       = "spec.persistence.reclaimPolicy changed, or a claim grown: the node-controller patches the claim (node-controller integration suite)"
 	classDefault     = "a Pending claim without a class: the StorageClasses are listed to find the default one and say why (node-controller integration suite)"
 	certRenewed      = "the webhooks' self-signed certificate is renewed in place before it expires (webhooks integration suite)"
 	applyCreates     = "the cluster-controller writes these with server-side apply: an apply that creates the object is also authorized as create, a check made inside the request that the audit log records as patch (the suites fail without it)"
 	externalOnly     = "spec.externalAccess: a NodePort member's node read by name, a gone member's Service deleted (external suite, make e2e)"
+	rotationRead     = "a pass during a rotation of the system users' passwords reads the cluster from the API server, not the cache (acl suite)"
+	copyAhead        = "a pass that finds the certificate copy newer than the cached status.tls reads the cluster from the API server: only when the cache lags or a status write failed"
 )
 
 // reviewed are the permissions the RBAC check found unused in make e2e-ci (2026-12-02),
@@ -32,12 +33,13 @@ var reviewed = []allowance{
 	{component: "cluster-controller", key: "networking.k8s.io/networkpolicies create", reason: applyCreates},
 	{component: "cluster-controller", key: "networking.k8s.io/networkpolicies delete", reason: networkPolicyOff},
 	{component: "cluster-controller", key: "policy/poddisruptionbudgets delete", reason: pdbRemoved},
-	{component: "cluster-controller", key: "valkey.io/valkeyclusters patch", suites: []string{"operate"}, reason: requestClosed},
 	{component: "node-controller", key: "core/pods delete", reason: podReplaced},
 	{component: "node-controller", key: "core/persistentvolumeclaims patch", reason: claimOwner},
 	{component: "node-controller", key: "storage.k8s.io/storageclasses list", reason: classDefault},
 	{component: "webhooks", key: "core/secrets update (Role)", reason: certRenewed},
 	{component: "cluster-controller", key: "core/nodes get", suites: []string{"external"}, reason: externalOnly},
+	{component: "acl-controller", key: "valkey.io/valkeyclusters get", suites: []string{"acl"}, reason: rotationRead},
+	{component: "tls-controller", key: "valkey.io/valkeyclusters get", reason: copyAhead},
 	{component: "cluster-controller", key: "core/services delete", suites: []string{"external"}, reason: externalOnly},
 
 	{component: "backup-controller", key: "batch/jobs create", suites: []string{"backup"}, reason: backupOnly},

@@ -38,7 +38,8 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/watches"
 )
 
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=list;watch
+// A pass during a rotation reads the cluster from the API server (readRotation).
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=list;watch
@@ -218,8 +219,10 @@ type scope struct {
 	// system is the system users' Secret; aclSecret the published aclfile (nil before
 	// the first).
 	system, aclSecret *corev1.Secret
-	// rotation is the state of a rotation of the system passwords.
+	// rotation is the state of a rotation of the system passwords, token the value of
+	// the cluster's rotation annotation it was read with.
 	rotation Rotation
+	token    string
 	// nodes are the cluster's members, withIP those with a pod IP, conns the servers
 	// reached among them.
 	nodes, withIP []v1alpha1.ValkeyNode
@@ -260,8 +263,11 @@ func (s *scope) pending() bool {
 // published aclfile, the members, and a connection to each member that has a pod IP.
 func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*scope, error) {
 	s := &scope{vc: vc}
-	var err error
-	if s.system, err = r.ensureSystemUsers(ctx, vc); err != nil {
+	system, created, err := r.ensureSystemUsers(ctx, vc)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.readRotation(ctx, s, system, created); err != nil {
 		return nil, err
 	}
 	if s.aclSecret, err = r.readACLSecret(ctx, vc); err != nil {
@@ -270,10 +276,60 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 	if s.nodes, err = membership.Of(ctx, r.Client, vc); err != nil {
 		return nil, err
 	}
-	s.rotation = readRotation(s.system)
 	s.withIP, _ = members(s.nodes)
 	s.conns = r.reach(ctx, s.withIP, r.credentials(ctx, vc, s.system))
 	return s, nil
+}
+
+// readRotation sets the system users Secret and the rotation state of the scope. While a
+// rotation may run, both are read from the API server, not the cache: a step writes the
+// Secret, then the status, and a pass must not read one older than the other (it would
+// render an aclfile without passwords clients use). The state is then settled with the
+// Secret's keys. A Secret just created answers a rotation requested before: its
+// passwords are new. The legacy annotations are removed once the status holds the state.
+func (r *Reconciler) readRotation(ctx context.Context, s *scope, system *corev1.Secret, created bool) error {
+	vc := s.vc
+	s.system, s.token = system, vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords]
+	rot := rotationOf(vc, system)
+	if created && rot == (Rotation{}) && s.token != "" {
+		s.rotation = Rotation{Completed: s.token, Finished: r.now()}
+		return nil
+	}
+	if rot.mayRun(s.token, system.Data) && r.APIReader != nil {
+		var fresh v1alpha1.ValkeyCluster
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(vc), &fresh); err != nil {
+			return fmt.Errorf("read cluster %s: %w", vc.Name, err)
+		}
+		var sec corev1.Secret
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(system), &sec); err != nil {
+			return fmt.Errorf("read Secret %s: %w", system.Name, err)
+		}
+		// The status write of this pass compares with what the API server holds.
+		vc.Status.ACL = fresh.Status.ACL
+		s.system, s.token = &sec, fresh.Annotations[v1alpha1.AnnotationRotateSystemPasswords]
+		rot = rotationOf(&fresh, &sec)
+	}
+	s.rotation = settle(rot, s.system.Data, s.token, r.now())
+	if vc.Status.ACL != nil && vc.Status.ACL.Rotation != nil && hasLegacyAnnotations(s.system) {
+		return r.dropLegacyAnnotations(ctx, s)
+	}
+	return nil
+}
+
+// dropLegacyAnnotations removes the legacy rotation annotations from the system users
+// Secret.
+func (r *Reconciler) dropLegacyAnnotations(ctx context.Context, s *scope) error {
+	sec := s.system.DeepCopy()
+	patch := client.MergeFromWithOptions(s.system.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	for _, k := range legacyKeys() {
+		delete(sec.Annotations, k)
+	}
+	if err := r.Client.Patch(ctx, sec, patch); err != nil {
+		return fmt.Errorf("remove the rotation annotations of Secret %s: %w", sec.Name, err)
+	}
+	log.FromContext(ctx).Info("removed the rotation annotations of an earlier version; the cluster's status holds the rotation", "secret", sec.Name)
+	s.system = sec
+	return nil
 }
 
 // pass does the work of a valid cluster: render, publish, apply, prune, rotate, report.
@@ -509,7 +565,7 @@ type rotationResult struct {
 func (r *Reconciler) rotate(ctx context.Context, s *scope) (rotationResult, error) {
 	now, delay := r.now(), r.delay()
 	rot := s.rotation
-	in := RotationInput{Requested: s.vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords], AllApplied: s.allApplied(), Now: now, Delay: delay}
+	in := RotationInput{Requested: s.token, AllApplied: s.allApplied(), Now: now, Delay: delay}
 	if rot.PropagationDue(now, delay) {
 		in.ClientsMoved = r.moveClients(ctx, s)
 	}
@@ -522,6 +578,7 @@ func (r *Reconciler) rotate(ctx context.Context, s *scope) (rotationResult, erro
 		if err := r.saveRotation(ctx, s, data, next); err != nil {
 			return rotationResult{}, err
 		}
+		s.rotation = next // reported in status.acl.rotation at the end of the pass
 	}
 	res := rotationResult{describe: next.Describe(now, delay)}
 	switch {
@@ -555,15 +612,19 @@ func (r *Reconciler) moveClients(ctx context.Context, s *scope) bool {
 	return len(failed) == 0
 }
 
-// saveRotation writes the rotation's data and its next state to the system users Secret.
+// saveRotation writes the rotation's data to the system users Secret (its next state
+// goes to the status after it).
 func (r *Reconciler) saveRotation(ctx context.Context, s *scope, data map[string][]byte, next Rotation) error {
 	vc, prev := s.vc, s.rotation
 	secret := s.system.DeepCopy()
 	secret.Data = data
-	next.write(secret)
-	if err := r.Client.Update(ctx, secret); err != nil {
-		return fmt.Errorf("save rotation state in Secret %s: %w", secret.Name, err)
+	for _, k := range legacyKeys() {
+		delete(secret.Annotations, k)
 	}
+	if err := r.Client.Update(ctx, secret); err != nil {
+		return fmt.Errorf("save the rotation's passwords in Secret %s: %w", secret.Name, err)
+	}
+	s.system = secret
 	log.FromContext(ctx).Info("rotation of the system passwords advanced", "from", string(prev.Phase), "to", string(next.Phase), "request", next.Token)
 	switch {
 	case prev.Phase == PhaseIdle && next.Phase != PhaseIdle:

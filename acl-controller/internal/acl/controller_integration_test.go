@@ -13,6 +13,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -244,6 +245,14 @@ func (h *harness) waitSettled(cluster, reason string, nodes ...string) string {
 	return h.revision(cluster)
 }
 
+// rotation returns the cluster's status.acl.rotation.
+func (h *harness) rotation(name string) *v1alpha1.PasswordRotationStatus {
+	if acl := h.cluster(name).Status.ACL; acl != nil {
+		return acl.Rotation
+	}
+	return nil
+}
+
 func (h *harness) updateCluster(name string, mutate func(*v1alpha1.ValkeyCluster)) {
 	GinkgoHelper()
 	Eventually(func() error {
@@ -403,8 +412,10 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 		h.updateCluster("demo", func(vc *v1alpha1.ValkeyCluster) {
 			vc.Annotations = map[string]string{v1alpha1.AnnotationRotateSystemPasswords: "2026-01-01T00:00:00Z"}
 		})
-		Eventually(func() map[string]string { return h.secret("demo-system-users").Annotations }).
-			Should(HaveKeyWithValue(annotationRotationPhase, string(PhasePropagating)), "the rotation reaches Propagating")
+		annotations := h.cluster("demo").Annotations
+		Eventually(h.rotation).WithArguments("demo").Should(PointTo(MatchFields(IgnoreExtras, Fields{
+			"Phase": Equal(v1alpha1.RotationPropagating), "Request": Equal("2026-01-01T00:00:00Z"), "PhaseSince": Not(BeNil()),
+		})), "the rotation reaches Propagating, in status.acl.rotation")
 		h.stopManager()
 		newSys = h.secret("demo-system-users")
 		newOp, newRepl = string(newSys.Data[v1alpha1.UserOperator]), string(newSys.Data[v1alpha1.UserReplication])
@@ -415,13 +426,13 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 			Expect(loginWorks(s, v1alpha1.UserOperator, newOp)).To(Succeed())
 		}
 		h.start()
-		Eventually(func(g Gomega) {
-			ann := h.secret("demo-system-users").Annotations
-			g.Expect(ann).To(HaveKeyWithValue(annotationRotationCompleted, "2026-01-01T00:00:00Z"))
-			g.Expect(ann[annotationRotationPhase]).To(BeEmpty())
-		}).WithTimeout(30*time.Second).Should(Succeed(), "the rotation completes")
+		Eventually(h.rotation).WithArguments("demo").WithTimeout(30*time.Second).Should(PointTo(MatchFields(IgnoreExtras, Fields{
+			"Phase": Equal(v1alpha1.RotationIdle), "Request": BeEmpty(), "CompletedRequest": Equal("2026-01-01T00:00:00Z"), "FinishedAt": Not(BeNil()),
+		})), "the rotation completes")
 		h.waitSettled("demo", v1alpha1.ReasonACLRendered, "demo-a", "demo-b")
+		Expect(h.cluster("demo").Annotations).To(Equal(annotations), "the controller wrote the user's annotations")
 		final = h.secret("demo-system-users")
+		Expect(hasLegacyAnnotations(final)).To(BeFalse(), "the state is written in the Secret's annotations")
 		Expect(final.Data).To(HaveLen(len(systemUserNames)+2), "keys of the Secret after the rotation: the passwords, primaryauth.conf, exporter-passwords.json")
 		Expect(string(final.Data[v1alpha1.UserOperator])).To(Equal(newOp))
 		for name, s := range map[string]*valkeytest.Server{"demo-a": a, "demo-b": b} {
@@ -465,6 +476,47 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 				// Not ContainSubstring: its failure message would print the secret.
 				Expect(strings.Contains(text, s)).To(BeFalse(), "a password or hash appears in the %s", where)
 			}
+		}
+	})
+
+	// An operator upgraded in the middle of a rotation started by a version that kept its
+	// state in annotations of the system users Secret: the rotation goes on from its
+	// phase, its state moves to status.acl.rotation, and the annotations go.
+	It("finishes a rotation an earlier version left in the Secret's annotations", func() {
+		h.stopManager()
+		By("leaving the cluster as the earlier version did, in Propagating with the delay over")
+		sys := h.secret("demo-system-users")
+		olderOp := string(sys.Data[v1alpha1.UserOperator])
+		for _, u := range systemUserNames {
+			sys.Data[u+previousSuffix] = sys.Data[u]
+			sys.Data[u] = []byte("upgrade-" + u + "-password-of-the-scenario")
+		}
+		setDerivedKeys(sys.Data)
+		since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+		sys.Annotations = map[string]string{"valkey.io/rotation-phase": "Propagating", "valkey.io/rotation-token": "2026-03-03T00:00:00Z",
+			"valkey.io/rotation-started": since, "valkey.io/rotation-phase-since": since, "valkey.io/rotation-completed": "2026-01-01T00:00:00Z"}
+		Expect(h.c.Update(h.ctx(), sys)).To(Succeed())
+		h.updateCluster("demo", func(vc *v1alpha1.ValkeyCluster) {
+			vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords] = "2026-03-03T00:00:00Z"
+		})
+		vc := h.cluster("demo")
+		Expect(h.c.Status().Patch(h.ctx(), vc, client.RawPatch(types.MergePatchType, []byte(`{"status":{"acl":{"rotation":null}}}`)))).To(Succeed())
+		Expect(h.rotation("demo")).To(BeNil())
+		annotations := h.cluster("demo").Annotations
+
+		h.start()
+		Eventually(h.rotation).WithArguments("demo").WithTimeout(30*time.Second).Should(PointTo(MatchFields(IgnoreExtras, Fields{
+			"Phase": Equal(v1alpha1.RotationIdle), "CompletedRequest": Equal("2026-03-03T00:00:00Z"),
+		})), "the rotation completes, in status")
+		h.waitSettled("demo", v1alpha1.ReasonACLRendered, "demo-a", "demo-b")
+		after := h.secret("demo-system-users")
+		Expect(hasLegacyAnnotations(after)).To(BeFalse(), "the old annotations are removed")
+		Expect(after.Data).NotTo(HaveKey(v1alpha1.UserOperator+previousSuffix), "the old passwords are retired")
+		Expect(h.cluster("demo").Annotations).To(Equal(annotations), "the controller wrote the user's annotations")
+		newOp := string(after.Data[v1alpha1.UserOperator])
+		for name, s := range map[string]*valkeytest.Server{"demo-a": a, "demo-b": b} {
+			Expect(loginWorks(s, v1alpha1.UserOperator, olderOp)).NotTo(Succeed(), "%s: the retired operator password still works", name)
+			Expect(loginWorks(s, v1alpha1.UserOperator, newOp)).To(Succeed(), "%s: the new operator password", name)
 		}
 	})
 })

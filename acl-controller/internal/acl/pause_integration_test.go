@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -86,8 +87,10 @@ var _ = Describe("The acl-controller on a paused cluster", Ordered, func() {
 		})
 		Eventually(func() string { return h.aclReady("held").Message }).
 			Should(ContainSubstring("the requested rotation of the system users' passwords does not start"))
-		Consistently(func() map[string]string { return h.secret(v1alpha1.SystemUsersSecretName("held")).Annotations }).
-			WithTimeout(3*time.Second).ShouldNot(HaveKey(annotationRotationPhase), "the rotation started")
+		Consistently(func(g Gomega) {
+			g.Expect(h.rotation("held")).To(BeNil(), "status.acl.rotation")
+			g.Expect(h.secret(v1alpha1.SystemUsersSecretName("held")).Data).NotTo(HaveKey(v1alpha1.UserOperator+nextSuffix), "new passwords")
+		}).WithTimeout(3*time.Second).Should(Succeed(), "the rotation started")
 	})
 
 	It("still puts back a user changed on a server while paused", func() {
@@ -104,7 +107,8 @@ var _ = Describe("The acl-controller on a paused cluster", Ordered, func() {
 		for _, s := range []*valkeytest.Server{a, b} {
 			Expect(slices.Contains(liveUsers(s), "frank")).To(BeTrue(), "%s runs the change", s.Addr())
 		}
-		Eventually(func() map[string]string { return h.secret(v1alpha1.SystemUsersSecretName("held")).Annotations }).
-			WithTimeout(30*time.Second).Should(HaveKeyWithValue(annotationRotationCompleted, "2026-02-02T00:00:00Z"), "the rotation completes")
+		Eventually(h.rotation).WithArguments("held").WithTimeout(30*time.Second).Should(PointTo(MatchFields(IgnoreExtras, Fields{
+			"Phase": Equal(v1alpha1.RotationIdle), "CompletedRequest": Equal("2026-02-02T00:00:00Z"),
+		})), "the rotation completes")
 	})
 })

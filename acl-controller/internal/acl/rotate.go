@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
@@ -28,32 +29,44 @@ import (
 //	              every member runs it, the ".previous" keys are deleted and the request
 //	              is recorded as completed.
 //
-// The phase, the request being served and timestamps are annotations of the system
-// users Secret, so a restarted controller resumes where it stopped.
+// The phase, the request being served and timestamps are the cluster's
+// status.acl.rotation, so a restarted controller resumes where it stopped and a user
+// reads where the rotation stands. A step writes the Secret's keys first and the status
+// after; a pass while a rotation may run reads both from the API server, and where the
+// keys are a step ahead of the status (its write failed) the keys win (settle).
 const (
-	annotationRotationPhase     = "valkey.io/rotation-phase"
-	annotationRotationToken     = "valkey.io/rotation-token"
-	annotationRotationStarted   = "valkey.io/rotation-started"
-	annotationRotationSince     = "valkey.io/rotation-phase-since"
-	annotationRotationCompleted = "valkey.io/rotation-completed"
-	annotationRotationFinished  = "valkey.io/rotation-finished"
-
 	nextSuffix     = ".next"
 	previousSuffix = ".previous"
 )
 
+// legacyRotationAnnotations held the rotation's state on the system users Secret in
+// earlier versions. A cluster whose status holds no rotation yet is read from them (a
+// rotation under way during an upgrade goes on from its phase); they are removed from
+// the Secret once the status holds it, and never written.
+var legacyRotationAnnotations = struct{ phase, token, started, since, completed, finished string }{
+	"valkey.io/rotation-phase", "valkey.io/rotation-token", "valkey.io/rotation-started",
+	"valkey.io/rotation-phase-since", "valkey.io/rotation-completed", "valkey.io/rotation-finished",
+}
+
+// legacyKeys lists the legacy annotations.
+func legacyKeys() []string {
+	a := legacyRotationAnnotations
+	return []string{a.phase, a.token, a.started, a.since, a.completed, a.finished}
+}
+
 // Phase is a step of a rotation.
 type Phase string
 
-// Phases of a rotation; PhaseIdle means none runs.
+// Phases of a rotation (the values of status.acl.rotation.phase); PhaseIdle means none
+// runs.
 const (
 	PhaseIdle        Phase = ""
-	PhaseAdding      Phase = "AddingPasswords"
-	PhasePropagating Phase = "Propagating"
-	PhaseRetiring    Phase = "RetiringPasswords"
+	PhaseAdding      Phase = Phase(v1alpha1.RotationAdding)
+	PhasePropagating Phase = Phase(v1alpha1.RotationPropagating)
+	PhaseRetiring    Phase = Phase(v1alpha1.RotationRetiring)
 )
 
-// Rotation is the rotation state kept on the system users Secret.
+// Rotation is the state of a rotation of the system passwords.
 type Rotation struct {
 	Phase Phase
 	// Token is the request being served; Completed the last one finished.
@@ -63,15 +76,55 @@ type Rotation struct {
 	Started, Since, Finished time.Time
 }
 
-// readRotation reads the rotation state from the Secret's annotations.
-func readRotation(s *corev1.Secret) Rotation {
-	a := s.Annotations
-	return Rotation{
-		Phase: Phase(a[annotationRotationPhase]), Token: a[annotationRotationToken],
-		Completed: a[annotationRotationCompleted],
-		Started:   parseTime(a[annotationRotationStarted]), Since: parseTime(a[annotationRotationSince]),
-		Finished: parseTime(a[annotationRotationFinished]),
+// rotationOf reads the rotation state from the cluster's status or, when the status
+// holds none yet, from the legacy annotations of the system users Secret.
+func rotationOf(vc *v1alpha1.ValkeyCluster, system *corev1.Secret) Rotation {
+	if vc.Status.ACL != nil && vc.Status.ACL.Rotation != nil {
+		return rotationFromStatus(vc.Status.ACL.Rotation)
 	}
+	return legacyRotation(system)
+}
+
+// rotationFromStatus reads status.acl.rotation.
+func rotationFromStatus(st *v1alpha1.PasswordRotationStatus) Rotation {
+	rot := Rotation{Phase: Phase(st.Phase), Token: st.Request, Completed: st.CompletedRequest,
+		Started: timeOf(st.StartedAt), Since: timeOf(st.PhaseSince), Finished: timeOf(st.FinishedAt)}
+	if st.Phase == v1alpha1.RotationIdle {
+		rot.Phase = PhaseIdle
+	}
+	return rot
+}
+
+// status is status.acl.rotation of the state; nil while no rotation was ever asked.
+func (rot Rotation) status() *v1alpha1.PasswordRotationStatus {
+	if rot == (Rotation{}) {
+		return nil
+	}
+	phase := v1alpha1.RotationPhase(rot.Phase)
+	if rot.Phase == PhaseIdle {
+		phase = v1alpha1.RotationIdle
+	}
+	return &v1alpha1.PasswordRotationStatus{Phase: phase, Request: rot.Token, CompletedRequest: rot.Completed,
+		StartedAt: metaTime(rot.Started), PhaseSince: metaTime(rot.Since), FinishedAt: metaTime(rot.Finished)}
+}
+
+// legacyRotation reads the rotation state from the Secret's legacy annotations.
+func legacyRotation(s *corev1.Secret) Rotation {
+	a, k := s.Annotations, legacyRotationAnnotations
+	return Rotation{
+		Phase: Phase(a[k.phase]), Token: a[k.token], Completed: a[k.completed],
+		Started: parseTime(a[k.started]), Since: parseTime(a[k.since]), Finished: parseTime(a[k.finished]),
+	}
+}
+
+// hasLegacyAnnotations reports whether the Secret still carries a legacy annotation.
+func hasLegacyAnnotations(s *corev1.Secret) bool {
+	for _, k := range legacyKeys() {
+		if _, ok := s.Annotations[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func parseTime(s string) time.Time {
@@ -82,30 +135,58 @@ func parseTime(s string) time.Time {
 	return t
 }
 
-// write stores the rotation state in the Secret's annotations.
-func (rot Rotation) write(s *corev1.Secret) {
-	if s.Annotations == nil {
-		s.Annotations = map[string]string{}
+func timeOf(t *metav1.Time) time.Time {
+	if t == nil {
+		return time.Time{}
 	}
-	set := func(k, v string) {
-		if v == "" {
-			delete(s.Annotations, k)
-		} else {
-			s.Annotations[k] = v
+	return t.UTC()
+}
+
+func metaTime(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	mt := metav1.NewTime(t.UTC().Truncate(time.Second))
+	return &mt
+}
+
+// hasKeys reports whether data holds a key of a system user with suffix.
+func hasKeys(data map[string][]byte, suffix string) bool {
+	for _, u := range systemUserNames {
+		if len(data[u+suffix]) > 0 {
+			return true
 		}
 	}
-	ts := func(t time.Time) string {
-		if t.IsZero() {
-			return ""
+	return false
+}
+
+// mayRun reports whether a rotation may be under way or about to start: the state
+// says so, the token asks for one, or the Secret holds the keys of one.
+func (rot Rotation) mayRun(token string, data map[string][]byte) bool {
+	return rot.Phase != PhaseIdle || rot.Requested(token) || hasKeys(data, nextSuffix) || hasKeys(data, previousSuffix)
+}
+
+// settle brings the state level with the Secret's keys, which a step writes before the
+// status: a step whose status write failed left the keys one step ahead, and the keys
+// win. ".next" keys are written only in Adding, ".previous" keys from Propagating until
+// the rotation completes.
+func settle(rot Rotation, data map[string][]byte, token string, now time.Time) Rotation {
+	next, prev := hasKeys(data, nextSuffix), hasKeys(data, previousSuffix)
+	switch {
+	case rot.Phase == PhaseIdle && next && !prev && rot.Requested(token):
+		return rot.enter(PhaseAdding, now, token)
+	case (rot.Phase == PhaseIdle || rot.Phase == PhaseAdding) && !next && prev:
+		if rot.Token == "" {
+			rot.Token = token
 		}
-		return t.UTC().Format(time.RFC3339)
+		return rot.enter(PhasePropagating, now, rot.Token)
+	case (rot.Phase == PhasePropagating || rot.Phase == PhaseRetiring) && !prev:
+		return Rotation{Completed: rot.Token, Finished: now}
+	case rot.Phase == PhaseAdding && !next && !prev:
+		// No key of the rotation is left (the Secret was replaced): it starts over.
+		return Rotation{Completed: rot.Completed, Finished: rot.Finished}
 	}
-	set(annotationRotationPhase, string(rot.Phase))
-	set(annotationRotationToken, rot.Token)
-	set(annotationRotationCompleted, rot.Completed)
-	set(annotationRotationStarted, ts(rot.Started))
-	set(annotationRotationSince, ts(rot.Since))
-	set(annotationRotationFinished, ts(rot.Finished))
+	return rot
 }
 
 // Requested reports whether token asks for a rotation that has not been served.

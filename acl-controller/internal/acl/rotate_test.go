@@ -115,20 +115,89 @@ func TestRotationStateMachine(t *testing.T) {
 	}
 }
 
-func TestRotationSurvivesRestart(t *testing.T) {
+// TestRotationStateInStatus: the state goes to status.acl.rotation and is read back
+// from it, a restarted controller resuming where it stopped; a cluster that never asked
+// for a rotation has none.
+func TestRotationStateInStatus(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	rot := Rotation{Phase: PhasePropagating, Token: "t9", Completed: "t8", Started: now.Add(-time.Minute), Since: now}
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"other": "kept"}}}
-	rot.write(s)
-	if got := readRotation(s); got != rot {
-		t.Fatalf("read back %+v, want %+v", got, rot)
+	for _, rot := range []Rotation{
+		{Phase: PhasePropagating, Token: "t9", Completed: "t8", Started: now.Add(-time.Minute), Since: now},
+		{Completed: "t9", Finished: now},
+	} {
+		st := rot.status()
+		vc := &v1alpha1.ValkeyCluster{Status: v1alpha1.ValkeyClusterStatus{ACL: &v1alpha1.ACLStatus{Rotation: st}}}
+		if got := rotationOf(vc, &corev1.Secret{}); got != rot {
+			t.Errorf("read back %+v, want %+v", got, rot)
+		}
 	}
-	if s.Annotations["other"] != "kept" || s.Annotations[annotationRotationPhase] != "Propagating" {
-		t.Fatalf("annotations %v", s.Annotations)
+	if st := (Rotation{Completed: "t9", Finished: now}).status(); st.Phase != v1alpha1.RotationIdle || st.CompletedRequest != "t9" {
+		t.Errorf("idle state: %+v", st)
 	}
-	Rotation{Completed: "t9"}.write(s)
-	if _, ok := s.Annotations[annotationRotationPhase]; ok {
-		t.Fatal("an idle state leaves the phase annotation")
+	if st := (Rotation{}).status(); st != nil {
+		t.Errorf("no rotation ever: %+v", st)
+	}
+}
+
+// TestRotationReadFromLegacyAnnotations: a cluster upgraded from a version that kept the
+// state in annotations of the system users Secret goes on from there, until its status
+// holds a rotation.
+func TestRotationReadFromLegacyAnnotations(t *testing.T) {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+		"valkey.io/rotation-phase": "Propagating", "valkey.io/rotation-token": "t9", "valkey.io/rotation-completed": "t8",
+		"valkey.io/rotation-started": "2026-01-01T11:59:00Z", "valkey.io/rotation-phase-since": "2026-01-01T12:00:00Z", "other": "kept",
+	}}}
+	want := Rotation{Phase: PhasePropagating, Token: "t9", Completed: "t8",
+		Started: time.Date(2026, 1, 1, 11, 59, 0, 0, time.UTC), Since: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)}
+	vc := &v1alpha1.ValkeyCluster{}
+	if got := rotationOf(vc, s); got != want || !hasLegacyAnnotations(s) {
+		t.Fatalf("legacy state %+v, want %+v", got, want)
+	}
+	vc.Status.ACL = &v1alpha1.ACLStatus{Rotation: &v1alpha1.PasswordRotationStatus{Phase: v1alpha1.RotationIdle, CompletedRequest: "t9"}}
+	if got := rotationOf(vc, s); got != (Rotation{Completed: "t9"}) {
+		t.Fatalf("the status does not win over the annotations: %+v", got)
+	}
+	if hasLegacyAnnotations(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"other": "kept"}}}) {
+		t.Error("another annotation read as a legacy one")
+	}
+}
+
+// TestSettle: a step writes the Secret's keys, then the status; when the status write
+// failed, the keys are one step ahead and win. Otherwise the state stands.
+func TestSettle(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	before := now.Add(-time.Minute)
+	plain := systemData("op", "repl", "exp")
+	withNext := systemData("op", "repl", "exp")
+	withNext["_operator.next"] = []byte("n")
+	withPrev := systemData("n", "repl", "exp")
+	withPrev["_operator.previous"] = []byte("op")
+	cases := []struct {
+		name  string
+		rot   Rotation
+		data  map[string][]byte
+		token string
+		want  Rotation
+	}{
+		{name: "idle, nothing asked", rot: Rotation{Completed: "t1"}, data: plain, token: "t1", want: Rotation{Completed: "t1"}},
+		{name: "idle with next keys: Adding started", rot: Rotation{Completed: "t1"}, data: withNext, token: "t2",
+			want: Rotation{Phase: PhaseAdding, Token: "t2", Completed: "t1", Started: now, Since: now}},
+		{name: "adding with previous keys: Propagating started", rot: Rotation{Phase: PhaseAdding, Token: "t2", Started: before, Since: before}, data: withPrev, token: "t2",
+			want: Rotation{Phase: PhasePropagating, Token: "t2", Started: before, Since: now}},
+		{name: "idle with previous keys: two steps ahead", rot: Rotation{Completed: "t1"}, data: withPrev, token: "t2",
+			want: Rotation{Phase: PhasePropagating, Token: "t2", Completed: "t1", Started: now, Since: now}},
+		{name: "retiring without previous keys: completed", rot: Rotation{Phase: PhaseRetiring, Token: "t2", Started: before, Since: before}, data: plain, token: "t2",
+			want: Rotation{Completed: "t2", Finished: now}},
+		{name: "adding without any key of the rotation: starts over", rot: Rotation{Phase: PhaseAdding, Token: "t2", Completed: "t1"}, data: plain, token: "t2",
+			want: Rotation{Completed: "t1"}},
+		{name: "in step: adding", rot: Rotation{Phase: PhaseAdding, Token: "t2", Since: before}, data: withNext, token: "t2",
+			want: Rotation{Phase: PhaseAdding, Token: "t2", Since: before}},
+		{name: "in step: retiring", rot: Rotation{Phase: PhaseRetiring, Token: "t2", Since: before}, data: withPrev, token: "t2",
+			want: Rotation{Phase: PhaseRetiring, Token: "t2", Since: before}},
+	}
+	for _, c := range cases {
+		if got := settle(c.rot, c.data, c.token, now); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
 	}
 }
 

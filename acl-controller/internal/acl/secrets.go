@@ -98,47 +98,49 @@ func ownedMeta(s *corev1.Secret, vc *v1alpha1.ValkeyCluster, scheme *runtime.Sch
 }
 
 // ensureSystemUsers returns the cluster's system users Secret, creating it with new
-// passwords when it does not exist, and filling in keys that are missing.
-func (r *Reconciler) ensureSystemUsers(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*corev1.Secret, error) {
+// passwords when it does not exist (created says so), and filling in keys that are
+// missing.
+func (r *Reconciler) ensureSystemUsers(ctx context.Context, vc *v1alpha1.ValkeyCluster) (_ *corev1.Secret, created bool, _ error) {
 	name := v1alpha1.SystemUsersSecretName(vc.Name)
 	var s corev1.Secret
 	err := r.ownSecrets().Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
-		return r.createSystemUsers(ctx, vc, name)
+		sec, err := r.createSystemUsers(ctx, vc, name)
+		return sec, err == nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read Secret %s: %w", name, err)
+		return nil, false, fmt.Errorf("read Secret %s: %w", name, err)
 	}
 	if !metav1.IsControlledBy(&s, vc) {
 		// Never adopted: whoever created it would know the operator's passwords.
-		return nil, &NameConflictError{Name: name}
+		return nil, false, &NameConflictError{Name: name}
 	}
 	if !s.DeletionTimestamp.IsZero() {
 		// Deleted by hand: the finalizer keeps it, and the running servers only know these
 		// passwords. New ones could not reach them.
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, "SystemUsersSecretDeleted", "Protect",
 			"Secret %s was deleted; it is kept while the cluster exists: the members only accept the passwords it holds", name)
-		return &s, nil
+		return &s, false, nil
 	}
 	before := s.DeepCopy()
 	if err := completeSystemUsers(&s); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := ownedMeta(&s, vc, r.Scheme); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	controllerutil.AddFinalizer(&s, keepFinalizer)
 	if equalSecret(before, &s) {
-		return &s, nil
+		return &s, false, nil
 	}
 	if err := r.Client.Update(ctx, &s); err != nil {
-		return nil, fmt.Errorf("update Secret %s: %w", name, err)
+		return nil, false, fmt.Errorf("update Secret %s: %w", name, err)
 	}
-	return &s, nil
+	return &s, false, nil
 }
 
-// createSystemUsers creates the system users Secret. A rotation requested before the
-// cluster existed is recorded as done: the passwords are new anyway.
+// createSystemUsers creates the system users Secret. (A rotation requested before the
+// cluster existed is recorded as done by the caller: the passwords are new anyway.)
 func (r *Reconciler) createSystemUsers(ctx context.Context, vc *v1alpha1.ValkeyCluster, name string) (*corev1.Secret, error) {
 	data, err := newSystemUsersData()
 	if err != nil {
@@ -148,9 +150,6 @@ func (r *Reconciler) createSystemUsers(ctx context.Context, vc *v1alpha1.ValkeyC
 		ObjectMeta: metav1.ObjectMeta{Namespace: vc.Namespace, Name: name},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       data,
-	}
-	if tok := vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords]; tok != "" {
-		s.Annotations = map[string]string{annotationRotationCompleted: tok}
 	}
 	if err := ownedMeta(s, vc, r.Scheme); err != nil {
 		return nil, err

@@ -148,6 +148,7 @@ func (r *Reconciler) report(ctx context.Context, s *scope) error {
 		SecretName:            v1alpha1.ACLSecretName(vc.Name),
 		SystemUsersSecretName: v1alpha1.SystemUsersSecretName(vc.Name),
 		Revision:              f.Revision,
+		Rotation:              s.rotation.status(),
 	}
 	var errs []error
 	logins := make(map[string]metav1.Condition, len(s.nodes))

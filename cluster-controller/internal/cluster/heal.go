@@ -167,7 +167,7 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 			wait = requeueFast
 			continue
 		}
-		if err := r.recordFailoverRequest(ctx, best, s.topo.now, kindForced); err != nil {
+		if err := r.recordFailoverRequest(ctx, best, s.topo.now, v1alpha1.FailoverForced); err != nil {
 			return 0, err
 		}
 		c, err := r.client(ctx, s, best)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -125,20 +126,48 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, p *member) (time.Du
 	return requeueFast, nil
 }
 
-// annotationFailoverAt records on a replica's ValkeyNode when the operator asked it to
-// take over, so a pass that comes before the failover completed does not ask again (and a
-// failover is counted once), even across an operator restart.
-const annotationFailoverAt = "valkey.io/failover-requested-at"
+// The failover asked of a replica is recorded in its status.failover (MemberFailover)
+// before the command, so a pass that comes before the failover completed does not ask
+// again (and a failover is counted once), even across an operator restart.
 
-// annotationFailoverKind records, next to annotationFailoverAt, a failover the operator
-// forced (kindForced); a planned one has none.
-const annotationFailoverKind = "valkey.io/failover-kind"
+// legacyFailoverAt and legacyFailoverKind are the annotations in which earlier versions of
+// the controller recorded a failover. A member that still carries them (a failover in
+// flight while the operator was upgraded) is read as if its status held them, and they
+// are removed when that failover is closed; they are never written.
+const (
+	legacyFailoverAt   = "valkey.io/failover-requested-at"
+	legacyFailoverKind = "valkey.io/failover-kind"
+)
 
-// The kinds of failovers the operator counts.
+// The kinds of failovers the operator counts (the kind label of the failovers metric).
 const (
 	kindPlanned = "planned"
 	kindForced  = "forced"
 )
+
+// failoverRecord returns the failover asked of m, if any.
+func failoverRecord(m *member) (v1alpha1.MemberFailover, bool) {
+	if f := m.node.Status.Failover; f != nil {
+		return *f, true
+	}
+	at, err := time.Parse(time.RFC3339Nano, m.node.Annotations[legacyFailoverAt])
+	if err != nil {
+		return v1alpha1.MemberFailover{}, false
+	}
+	kind := v1alpha1.FailoverPlanned
+	if m.node.Annotations[legacyFailoverKind] == kindForced {
+		kind = v1alpha1.FailoverForced
+	}
+	return v1alpha1.MemberFailover{Kind: kind, RequestedAt: metav1.NewMicroTime(at)}, true
+}
+
+// metricKind is the failovers metric's kind label of a recorded failover.
+func metricKind(f v1alpha1.MemberFailover) string {
+	if f.Kind == v1alpha1.FailoverForced {
+		return kindForced
+	}
+	return kindPlanned
+}
 
 // failoverPending returns the member of shard sh asked to take over less than its
 // failover window ago, if any.
@@ -158,7 +187,7 @@ func (s *scope) failoverPending(sh int32) *member {
 // new one sooner, whatever it is asked: asking again would only repeat the request (and
 // its Takeover event) on a node slow to gather the votes.
 func (s *scope) failoverWindow(m *member) time.Duration {
-	if m.node.Annotations[annotationFailoverKind] == kindForced {
+	if f, _ := failoverRecord(m); f.Kind == v1alpha1.FailoverForced {
 		return s.forcedWindow()
 	}
 	return s.plannedWindow()
@@ -176,8 +205,8 @@ func (s *scope) forcedWindow() time.Duration {
 }
 
 func failoverRequestedAt(m *member) (time.Time, bool) {
-	at, err := time.Parse(time.RFC3339Nano, m.node.Annotations[annotationFailoverAt])
-	return at, err == nil
+	f, ok := failoverRecord(m)
+	return f.RequestedAt.Time, ok
 }
 
 // failover asks for the one planned, client-visible failover of a shard: CLUSTER FAILOVER
@@ -200,7 +229,7 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, wh
 		s.recheck = true
 		return nil
 	}
-	if err := r.recordFailoverRequest(ctx, replica, s.topo.now, kindPlanned); err != nil {
+	if err := r.recordFailoverRequest(ctx, replica, s.topo.now, v1alpha1.FailoverPlanned); err != nil {
 		return err
 	}
 	c, err := r.client(ctx, s, replica)
@@ -232,10 +261,8 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 		// The request is closed first, on the version of the member this pass read: a
 		// pass that read it from a cache not yet updated by the previous close conflicts
 		// and reports nothing, so each failover is counted once.
-		kind := m.node.Annotations[annotationFailoverKind]
-		if kind == "" {
-			kind = kindPlanned
-		}
+		f, _ := failoverRecord(m)
+		kind := metricKind(f)
 		window := s.failoverWindow(m) // before closing the request drops its kind
 		if closed, err := r.closeFailoverRequest(ctx, m); err != nil || !closed {
 			return 0, err
@@ -253,13 +280,22 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 	return 0, nil
 }
 
-// closeFailoverRequest removes the failover request of a member, on the condition that
-// the member is still the version this pass read. It reports false when it was not.
+// closeFailoverRequest removes the failover record of a member, on the condition that
+// the member is still the version this pass read (a merge patch with an optimistic lock,
+// not an apply: a pass that read an outdated member must fail, not report the failover a
+// second time). It reports false when the member changed.
 func (r *Reconciler) closeFailoverRequest(ctx context.Context, m *member) (bool, error) {
 	patch := client.MergeFromWithOptions(m.node.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	delete(m.node.Annotations, annotationFailoverAt)
-	delete(m.node.Annotations, annotationFailoverKind)
-	if err := r.Patch(ctx, m.node, patch); err != nil {
+	var err error
+	if m.node.Status.Failover != nil {
+		m.node.Status.Failover = nil
+		err = r.Status().Patch(ctx, m.node, patch, client.FieldOwner(FieldManager))
+	} else {
+		delete(m.node.Annotations, legacyFailoverAt)
+		delete(m.node.Annotations, legacyFailoverKind)
+		err = r.Patch(ctx, m.node, patch, client.FieldOwner(FieldManager))
+	}
+	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			log.FromContext(ctx).V(1).Info("failover request closed or changed since this pass read it", "member", m.name())
 			return false, nil
@@ -269,18 +305,14 @@ func (r *Reconciler) closeFailoverRequest(ctx context.Context, m *member) (bool,
 	return true, nil
 }
 
-// recordFailoverRequest notes on a replica when it was asked to take over (closed by
-// closeFailoverRequest).
-func (r *Reconciler) recordFailoverRequest(ctx context.Context, m *member, at time.Time, kind string) error {
+// recordFailoverRequest records in a replica's status when it was asked to take over,
+// and how (closed by closeFailoverRequest). The record is a field of its own, written
+// with a merge patch: the member's status apply (writeMemberStatus) does not send it, so
+// it neither keeps nor drops it.
+func (r *Reconciler) recordFailoverRequest(ctx context.Context, m *member, at time.Time, kind v1alpha1.FailoverKind) error {
 	patch := client.MergeFrom(m.node.DeepCopy())
-	if m.node.Annotations == nil {
-		m.node.Annotations = map[string]string{}
-	}
-	m.node.Annotations[annotationFailoverAt] = at.UTC().Format(time.RFC3339Nano)
-	if kind != kindPlanned {
-		m.node.Annotations[annotationFailoverKind] = kind
-	}
-	if err := r.Patch(ctx, m.node, patch); err != nil {
+	m.node.Status.Failover = &v1alpha1.MemberFailover{Kind: kind, RequestedAt: metav1.NewMicroTime(at)}
+	if err := r.Status().Patch(ctx, m.node, patch, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("record failover on %s: %w", m.name(), err)
 	}
 	return nil

@@ -69,8 +69,8 @@ func TestPlanLoginRecovery(t *testing.T) {
 			name: "a failover asked already is waited for",
 			fms:  with(healthyThreeByOne(), "b", locked),
 			mod: func(t *testing.T, s *scope) {
-				memberNamed(t, s.topo, "b2").node.Annotations = map[string]string{
-					annotationFailoverAt: t0.Add(-time.Second).Format(time.RFC3339Nano)}
+				memberNamed(t, s.topo, "b2").node.Status.Failover = &v1alpha1.MemberFailover{
+					Kind: v1alpha1.FailoverPlanned, RequestedAt: metav1.NewMicroTime(t0.Add(-time.Second))}
 			},
 			step: loginWait, member: "b2", after: requeueFast,
 			message: "b refuses the operator's login: waiting for b2 to take over shard 1 from b",

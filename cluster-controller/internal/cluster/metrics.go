@@ -421,7 +421,7 @@ func electedFailovers(prev []v1alpha1.ShardStatus, s *scope, requested map[strin
 func failoverRequests(nodes []*v1alpha1.ValkeyNode) map[string]bool {
 	out := map[string]bool{}
 	for _, vn := range nodes {
-		if _, ok := vn.Annotations[annotationFailoverAt]; ok {
+		if _, ok := failoverRecord(&member{node: vn}); ok {
 			out[vn.Name] = true
 		}
 	}

@@ -49,7 +49,7 @@ const (
 	requeueNameConflict = 10 * time.Second
 )
 
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=list;watch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=list;watch;create;patch;delete

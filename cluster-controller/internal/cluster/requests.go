@@ -7,16 +7,16 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
 // Requests users make through the ValkeyCluster's annotations (kubectl valkey failover,
 // restart, pause): the cluster-controller carries them out with its own machinery and
-// reports them in conditions and events. Restarts enter the members' specs
-// (desiredSpec, restartedAt); pausing is in newScope; a failover request is here.
+// reports them in status, conditions and events; it never writes a user's annotation.
+// Restarts enter the members' specs (desiredSpec, restartedAt); pausing is in newScope;
+// a failover request is here, answered in status.failover.
 
 // paused reports whether the cluster's annotations pause it.
 func paused(vc *v1alpha1.ValkeyCluster) bool {
@@ -29,59 +29,89 @@ type failoverRequest struct {
 	member string
 }
 
-// parseFailoverRequest reads "<shard>" or "<shard>/<member>".
+// parseFailoverRequest reads "<shard>" or "<shard>/<member>", optionally followed by
+// "@<token>" (which only makes the value new).
 func parseFailoverRequest(v string) (failoverRequest, error) {
-	shard, member, _ := strings.Cut(strings.TrimSpace(v), "/")
+	what, _, _ := strings.Cut(strings.TrimSpace(v), "@")
+	shard, member, _ := strings.Cut(what, "/")
 	n, err := strconv.ParseInt(shard, 10, 32)
 	if err != nil || n < 0 {
-		return failoverRequest{}, fmt.Errorf("%q is not <shard> or <shard>/<member>", v)
+		return failoverRequest{}, fmt.Errorf("%q is not <shard> or <shard>/<member>, optionally followed by @<token>", v)
 	}
 	return failoverRequest{shard: int32(n), member: member}, nil
+}
+
+// seenFailoverRequest is the status.failover a pass starts from: the one the cluster
+// holds, a new Pending one when the annotation holds a value it does not answer, or none
+// when the annotation was removed before its request was answered (an answered one stays
+// on record, so the same value set again is not a new request).
+func seenFailoverRequest(vc *v1alpha1.ValkeyCluster) *v1alpha1.FailoverRequestStatus {
+	cur := vc.Status.Failover.DeepCopy()
+	raw, ok := vc.Annotations[v1alpha1.AnnotationFailover]
+	switch {
+	case !ok && cur != nil && !cur.Answered(cur.Request):
+		return nil
+	case !ok || (cur != nil && cur.Request == raw):
+		return cur
+	}
+	return &v1alpha1.FailoverRequestStatus{Request: raw, Phase: v1alpha1.FailoverRequestPending,
+		Message: "waiting for the cluster-controller to act on it"}
 }
 
 // reconcileFailoverRequest carries out a planned failover a user asked for with the
 // valkey.io/failover annotation, through the same path as the roll's failovers (one
 // CLUSTER FAILOVER on a replica in sync, recorded on the replica and counted once it
-// serves the shard). A request without a member names the replica chosen ("<shard>/<member>")
+// serves the shard), and answers it in status.failover (s.failoverReq); the annotation
+// is never written. A request without a member gets the replica chosen as its target
 // when it is asked, so later passes follow the same one; a failover that times out is
-// asked again. The annotation is removed once the member serves the shard, or with a
-// FailoverRefused event when the request cannot be done; while the shard is not ready
-// for it (a replica not in sync yet, a failover in flight, the cluster settling), it waits.
+// asked again. The request is Done once its target serves the shard, or Refused, with a
+// FailoverRefused event, when it cannot be done; while the shard is not ready for it (a
+// replica not in sync yet, a failover in flight, the cluster settling), it waits.
 func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (time.Duration, error) {
-	raw, ok := s.vc.Annotations[v1alpha1.AnnotationFailover]
-	if !ok {
+	st := s.failoverReq
+	if st == nil || st.Answered(st.Request) {
 		return 0, nil
 	}
+	raw := st.Request
 	refuse := func(format string, args ...any) (time.Duration, error) {
-		r.event(s.vc, nil, eventWarning, "FailoverRefused", "Failover", "failover request %q refused: %s", raw, fmt.Sprintf(format, args...))
-		return 0, r.closeClusterRequest(ctx, s, v1alpha1.AnnotationFailover, raw, "")
+		msg := fmt.Sprintf(format, args...)
+		r.event(s.vc, nil, eventWarning, "FailoverRefused", "Failover", "failover request %q refused: %s", raw, msg)
+		st.Phase, st.Message = v1alpha1.FailoverRequestRefused, msg
+		return 0, nil
 	}
 	req, err := parseFailoverRequest(raw)
 	if err != nil {
 		return refuse("%v", err)
 	}
+	st.Shard = &req.shard
 	if req.shard >= s.shards() {
 		return refuse("the cluster has %d shards (0 to %d)", s.shards(), s.shards()-1)
 	}
 	wait := func(format string, args ...any) (time.Duration, error) {
-		s.progress(v1alpha1.ReasonFailingOver, "requested failover of shard %d: %s", req.shard, fmt.Sprintf(format, args...))
+		st.Message = fmt.Sprintf(format, args...)
+		s.progress(v1alpha1.ReasonFailingOver, "requested failover of shard %d: %s", req.shard, st.Message)
 		return 0, nil // the other phases go on; the pass comes back soon
 	}
 	s.lookAgainWithin(requeueWait)
 	p := s.topo.primaryOf(req.shard)
+	named := req.member
+	if named == "" {
+		named = st.Target // the replica an earlier pass chose and asked
+	}
 	var target *member
-	if req.member != "" {
+	if named != "" {
 		for _, m := range s.topo.shards[req.shard] {
-			if m.name() == req.member && !m.leaving() {
+			if m.name() == named && !m.leaving() {
 				target = m
 			}
 		}
 		switch {
 		case target == nil:
-			return refuse("%s is not a member of shard %d", req.member, req.shard)
+			return refuse("%s is not a member of shard %d", named, req.shard)
 		case target == p && len(p.slots()) > 0:
 			r.event(s.vc, p.node, eventNormal, "FailoverRequestDone", "Failover", "%s serves shard %d", p.name(), req.shard)
-			return 0, r.closeClusterRequest(ctx, s, v1alpha1.AnnotationFailover, raw, "")
+			st.Phase, st.Target, st.Message = v1alpha1.FailoverRequestDone, p.name(), fmt.Sprintf("%s serves shard %d", p.name(), req.shard)
+			return 0, nil
 		}
 	} else if s.replicas() == 0 {
 		return refuse("shard %d has no replica to take over", req.shard)
@@ -110,35 +140,30 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 	if err := r.failover(ctx, s, target, "requested through the "+v1alpha1.AnnotationFailover+" annotation"); err != nil {
 		return 0, err
 	}
-	if named := fmt.Sprintf("%d/%s", req.shard, target.name()); named != raw {
-		// Later passes follow this replica, and close the request once it serves.
-		return requeueFast, r.closeClusterRequest(ctx, s, v1alpha1.AnnotationFailover, raw, named)
+	if _, asked := failoverRecord(target); !asked {
+		// Held this pass (another failover of the shard in flight, voters that do not
+		// reach the target yet): Progressing says why.
+		return wait("waiting to ask %s to take over from %s", target.name(), p.name())
 	}
+	st.Phase, st.Target = v1alpha1.FailoverRequestInProgress, target.name()
+	st.Message = fmt.Sprintf("%s was asked to take over shard %d from %s", target.name(), req.shard, p.name())
+	s.lookAgainWithin(requeueFast)
 	return 0, nil
 }
 
-// closeClusterRequest removes a request annotation from the cluster (or, with next, sets
-// it to next), on the condition that it still holds the value this pass acted on (a newer
-// request stays). The patch is made on a copy: s.vc may hold the last applied spec
-// instead of the cluster's.
-func (r *Reconciler) closeClusterRequest(ctx context.Context, s *scope, key, value, next string) error {
-	base := &v1alpha1.ValkeyCluster{}
-	base.ObjectMeta = *s.vc.ObjectMeta.DeepCopy()
-	base.TypeMeta = s.vc.TypeMeta
-	obj := base.DeepCopy()
-	if obj.Annotations[key] != value {
+// failoverRequestStatus is the status.failover the pass reports: s.failoverReq, with
+// the time of its last phase change.
+func failoverRequestStatus(s *scope) *v1alpha1.FailoverRequestStatus {
+	st := s.failoverReq.DeepCopy()
+	if st == nil {
 		return nil
 	}
-	if next == "" {
-		delete(obj.Annotations, key)
+	prev := s.vc.Status.Failover
+	if prev != nil && prev.Request == st.Request && prev.Phase == st.Phase && prev.LastTransitionTime != nil {
+		st.LastTransitionTime = prev.LastTransitionTime
 	} else {
-		obj.Annotations[key] = next
+		now := metav1.NewTime(s.topo.now)
+		st.LastTransitionTime = &now
 	}
-	if err := r.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return nil // changed since this pass read it: the next pass sees the new value
-		}
-		return fmt.Errorf("remove the %s annotation: %w", key, err)
-	}
-	return nil
+	return st
 }

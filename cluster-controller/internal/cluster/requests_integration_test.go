@@ -6,16 +6,19 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 // annotate sets (value != "") or removes an annotation of a cluster, as kubectl valkey does.
@@ -32,6 +35,42 @@ func (e *env) annotate(name, key, value string) {
 		vc.Annotations[key] = value
 	}
 	Expect(k8s.Patch(context.Background(), vc, client.MergeFrom(base))).To(Succeed())
+}
+
+// recordWatch collects the kinds of status.failover a member showed, from a watch, so a
+// record that lasts a fraction of a second is seen.
+type recordWatch struct {
+	stop  func()
+	mu    sync.Mutex
+	kinds []v1alpha1.FailoverKind
+}
+
+// watchFailoverRecords watches the member's status.failover until Stop.
+func (e *env) watchFailoverRecords(member string) *recordWatch {
+	GinkgoHelper()
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: k8s.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(context.Background(), &v1alpha1.ValkeyNodeList{}, client.InNamespace(e.ns))
+	Expect(err).NotTo(HaveOccurred())
+	rw := &recordWatch{stop: w.Stop}
+	go func() {
+		for ev := range w.ResultChan() {
+			if vn, ok := ev.Object.(*v1alpha1.ValkeyNode); ok && vn.Name == member && vn.Status.Failover != nil {
+				rw.mu.Lock()
+				rw.kinds = append(rw.kinds, vn.Status.Failover.Kind)
+				rw.mu.Unlock()
+			}
+		}
+	}()
+	return rw
+}
+
+// Stop ends the watch and returns the kinds seen.
+func (rw *recordWatch) Stop() []v1alpha1.FailoverKind {
+	rw.stop()
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return rw.kinds
 }
 
 // capture saves the cluster as the API returns it into $STATUS_CAPTURE_DIR/<file>.json,
@@ -61,25 +100,53 @@ var _ = Describe("Requests through annotations", func() {
 		e.expectReady("ops", time.Minute)
 		e.capture("ops", "ready")
 
-		By("failing shard 1 over to its replica on request, once")
+		By("failing shard 1 over to its replica on request, once, answered in status")
 		old := e.member(Default, "ops", 1, true).Name
 		replica := e.member(Default, "ops", 1, false).Name
-		e.annotate("ops", v1alpha1.AnnotationFailover, "1/"+replica)
+		records := e.watchFailoverRecords(replica)
+		first := "1/" + replica + "@1"
+		e.annotate("ops", v1alpha1.AnnotationFailover, first)
+		annotations := e.cluster(Default, "ops").Annotations
 		Eventually(func(g Gomega) {
 			vc := e.cluster(g, "ops")
-			g.Expect(vc.Annotations).NotTo(HaveKey(v1alpha1.AnnotationFailover))
+			g.Expect(vc.Status.Failover).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Request": Equal(first), "Shard": PointTo(BeEquivalentTo(1)), "Target": Equal(replica),
+				"Phase": Equal(v1alpha1.FailoverRequestDone), "Message": Equal(replica + " serves shard 1"),
+			})))
 			g.Expect(vc.Status.Shards[1].Primary).To(Equal(replica))
 			g.Expect(vc.Status.Shards[1].Replicas).To(ConsistOf(old))
 		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(e.cluster(Default, "ops").Annotations).To(Equal(annotations), "the operator wrote the user's annotations")
+		Expect(records.Stop()).To(ContainElement(v1alpha1.FailoverPlanned), "the replica's status.failover while it took over")
 		e.expectReady("ops", 30*time.Second)
+		for _, vn := range e.members(Default, "ops") {
+			Expect(vn.Status.Failover).To(BeNil(), "member %s keeps a failover record", vn.Name)
+		}
 		Expect(e.failovers("ops", 2)).To(Equal([]int{0, 1}))
 
-		By("refusing a request it cannot carry out")
+		By("a new value is a new request: without a member named, the most caught-up replica takes over")
+		second := "1@2"
+		e.annotate("ops", v1alpha1.AnnotationFailover, second)
+		Eventually(func(g Gomega) {
+			vc := e.cluster(g, "ops")
+			g.Expect(vc.Status.Failover).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Request": Equal(second), "Target": Equal(old), "Phase": Equal(v1alpha1.FailoverRequestDone),
+			})))
+			g.Expect(vc.Status.Shards[1].Primary).To(Equal(old))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		e.expectReady("ops", 30*time.Second)
+		Expect(e.failovers("ops", 2)).To(Equal([]int{0, 2}))
+
+		By("refusing a request it cannot carry out, in status")
 		e.annotate("ops", v1alpha1.AnnotationFailover, "7")
 		Eventually(func(g Gomega) {
-			g.Expect(e.cluster(g, "ops").Annotations).NotTo(HaveKey(v1alpha1.AnnotationFailover))
+			vc := e.cluster(g, "ops")
+			g.Expect(vc.Status.Failover).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Request": Equal("7"), "Phase": Equal(v1alpha1.FailoverRequestRefused), "Message": Equal("the cluster has 2 shards (0 to 1)"),
+			})))
+			g.Expect(vc.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationFailover, "7"))
 		}).WithTimeout(10 * time.Second).Should(Succeed())
-		Expect(e.failovers("ops", 2)).To(Equal([]int{0, 1}))
+		Expect(e.failovers("ops", 2)).To(Equal([]int{0, 2}))
 
 		By("pausing: a change that rolls and a restart wait")
 		e.annotate("ops", v1alpha1.AnnotationPaused, "true")
@@ -135,7 +202,7 @@ var _ = Describe("Requests through annotations", func() {
 			Expect(hasNewResources(vn)).To(BeTrue(), "member %s", vn.Name)
 			Expect(vn.Spec.RestartedAt).To(Equal(restartAt), "member %s", vn.Name)
 		}
-		Expect(e.failovers("ops", 2)).To(Equal([]int{1, 2}))
+		Expect(e.failovers("ops", 2)).To(Equal([]int{1, 3}))
 		c := conditions.Get(e.cluster(Default, "ops").Status.Conditions, v1alpha1.ConditionPaused)
 		Expect(c.Status).To(Equal(metav1.ConditionFalse))
 
@@ -150,7 +217,41 @@ var _ = Describe("Requests through annotations", func() {
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		e.expectReady("ops", 2*time.Minute)
 		Expect(names(membersOf(e.members(Default, "ops"), 1))).To(Equal(shard1))
-		Expect(e.failovers("ops", 2)).To(Equal([]int{2, 2}))
+		Expect(e.failovers("ops", 2)).To(Equal([]int{2, 3}))
+
+		By("leaving the answered request as it was, and the user's annotation too")
+		vc := e.cluster(Default, "ops")
+		Expect(vc.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationFailover, "7"))
+		Expect(vc.Status.Failover.Phase).To(Equal(v1alpha1.FailoverRequestRefused))
+
+		By("upgrading from a version that recorded a failover in the member's annotations, during that failover")
+		e.stopController()
+		taker := e.member(Default, "ops", 0, false)
+		patch := client.MergeFrom(taker.DeepCopy())
+		if taker.Annotations == nil {
+			taker.Annotations = map[string]string{}
+		}
+		taker.Annotations[legacyFailoverAt] = time.Now().UTC().Format(time.RFC3339Nano)
+		Expect(k8s.Patch(ctx, &taker, patch)).To(Succeed())
+		c0 := dial(Default, e.kubelet.server(taker.Name))
+		Expect(c0.Failover(ctx, valkey.FailoverDefault)).To(Succeed())
+		c0.Close()
+		Eventually(func(g Gomega) {
+			self, ok := selfOf(e.kubelet.server(taker.Name))
+			g.Expect(ok).To(BeTrue())
+			g.Expect(self.Primary).To(BeTrue())
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		e.startController()
+		Eventually(func(g Gomega) {
+			var vn v1alpha1.ValkeyNode
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&taker), &vn)).To(Succeed())
+			g.Expect(vn.Annotations).NotTo(HaveKey(legacyFailoverAt), "the old record is removed once read")
+			g.Expect(vn.Status.Failover).To(BeNil())
+			g.Expect(e.cluster(g, "ops").Status.Shards[0].Primary).To(Equal(taker.Name))
+			g.Expect(e.failovers("ops", 2)).To(Equal([]int{1, 0}), "the failover is counted as the one the operator asked for")
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(e.failoversOf("ops", 2, kindElected)).To(Equal([]int{0, 0}))
+		e.expectReady("ops", 30*time.Second)
 	})
 })
 

@@ -51,6 +51,8 @@ type scope struct {
 	// requested names the members that carried a failover request when the pass read
 	// them (the metrics tell a failover the operator asked for from one Valkey elected).
 	requested map[string]bool
+	// failoverReq is status.failover: the answer to the valkey.io/failover annotation.
+	failoverReq *v1alpha1.FailoverRequestStatus
 	// failedPhase names the phase whose error ended the pass.
 	failedPhase string
 	// reported is the cluster status the pass computed.
@@ -70,7 +72,7 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 	if err != nil {
 		return nil, err
 	}
-	s := &scope{vc: vc, requested: failoverRequests(nodes)}
+	s := &scope{vc: vc, requested: failoverRequests(nodes), failoverReq: seenFailoverRequest(vc)}
 	s.guard = guard.Check(vc)
 	if prev := previousSpec(vc, nodes); prev != nil {
 		s.immutable = guard.CheckUpdate(prev, vc)

@@ -29,7 +29,9 @@ type clusterStatus struct {
 	SeedEndpoints      []string               `json:"seedEndpoints,omitempty"`
 	// AppliedSpec is the spec of the last pass that acted on a valid spec.
 	AppliedSpec *v1alpha1.ValkeyClusterSpec `json:"appliedSpec,omitempty"`
-	Conditions  []metav1.Condition          `json:"conditions"`
+	// Failover answers the valkey.io/failover annotation.
+	Failover   *v1alpha1.FailoverRequestStatus `json:"failover,omitempty"`
+	Conditions []metav1.Condition              `json:"conditions"`
 }
 
 // clusterConditionTypes are the ValkeyCluster conditions this controller owns.
@@ -69,7 +71,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) er
 	have := clusterStatus{
 		ObservedGeneration: vc.Status.ObservedGeneration, State: vc.Status.State, ReadyShards: vc.Status.ReadyShards,
 		FirstReadyTime: vc.Status.FirstReadyTime, Shards: vc.Status.Shards, SeedEndpoints: vc.Status.SeedEndpoints, AppliedSpec: vc.Status.AppliedSpec,
-		Conditions: conditions.Owned(vc.Status.Conditions, clusterConditionTypes...),
+		Failover: vc.Status.Failover, Conditions: conditions.Owned(vc.Status.Conditions, clusterConditionTypes...),
 	}
 	if !status.Equal(have, want) {
 		errs = append(errs, status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want))
@@ -120,6 +122,7 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	}
 	st.Shards = shardStatuses(s)
 	st.SeedEndpoints = seedEndpoints(s)
+	st.Failover = failoverRequestStatus(s)
 	st.ReadyShards = s.shardsReady()
 	ready := s.credErr == nil && s.ready()
 	applied := ready && s.mayAct() && runErr == nil && s.applied() && !s.pending

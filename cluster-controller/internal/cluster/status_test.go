@@ -474,17 +474,3 @@ func TestKstatusConditions(t *testing.T) {
 		}
 	}
 }
-
-func TestParseFailoverRequest(t *testing.T) {
-	for in, want := range map[string]failoverRequest{"1": {shard: 1}, " 2/vk-abcde ": {shard: 2, member: "vk-abcde"}, "0/": {shard: 0}} {
-		got, err := parseFailoverRequest(in)
-		if err != nil || got != want {
-			t.Errorf("parseFailoverRequest(%q) = %+v, %v; want %+v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "x", "-1", "1x/vk"} {
-		if _, err := parseFailoverRequest(in); err == nil {
-			t.Errorf("parseFailoverRequest(%q) accepted", in)
-		}
-	}
-}

@@ -372,29 +372,31 @@ func TestFailoverPendingIsPerShard(t *testing.T) {
 		t.Fatal("nothing asked yet")
 	}
 	a2 := topo.byID("A2")
-	a2.node.Annotations = map[string]string{annotationFailoverAt: t0.Add(-time.Second).Format(time.RFC3339Nano)}
+	ask := func(kind v1alpha1.FailoverKind, ago time.Duration) {
+		a2.node.Status.Failover = &v1alpha1.MemberFailover{Kind: kind, RequestedAt: metav1.NewMicroTime(t0.Add(-ago))}
+	}
+	ask(v1alpha1.FailoverPlanned, time.Second)
 	if p := s.failoverPending(0); p != a2 {
 		t.Fatalf("pending = %v, want a2", p)
 	}
 	if s.failoverPending(1) != nil {
 		t.Error("shard 1 has nothing pending")
 	}
-	a2.node.Annotations[annotationFailoverAt] = t0.Add(-s.failoverWindow(a2)).Format(time.RFC3339Nano)
+	ask(v1alpha1.FailoverPlanned, s.failoverWindow(a2))
 	if s.failoverPending(0) != nil {
 		t.Error("an old request no longer blocks")
 	}
 	// A forced failover holds an election: Valkey starts the next one only after its retry
 	// time (4 x the node timeout of 5 s), so the request is not repeated before.
-	a2.node.Annotations[annotationFailoverKind] = kindForced
-	a2.node.Annotations[annotationFailoverAt] = t0.Add(-8 * time.Second).Format(time.RFC3339Nano)
+	ask(v1alpha1.FailoverForced, 8*time.Second)
 	if s.failoverPending(0) != a2 {
 		t.Error("a forced failover asked 8 s ago no longer blocks; Valkey retries its election after 20 s")
 	}
-	a2.node.Annotations[annotationFailoverAt] = t0.Add(-20 * time.Second).Format(time.RFC3339Nano)
+	ask(v1alpha1.FailoverForced, 20*time.Second)
 	if s.failoverPending(0) != nil {
 		t.Error("a forced failover asked 20 s ago still blocks")
 	}
-	a2.node.Annotations[annotationFailoverAt] = t0.Format(time.RFC3339Nano)
+	ask(v1alpha1.FailoverForced, 0)
 	a2.self.Primary, a2.self.Replica = true, false
 	if s.failoverPending(0) != nil {
 		t.Error("a completed takeover no longer blocks")

@@ -25,12 +25,6 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// Annotations of the system users Secret that hold the rotation's state (docs/acl.md).
-const (
-	annotationRotationPhase     = "valkey.io/rotation-phase"
-	annotationRotationCompleted = "valkey.io/rotation-completed"
-)
-
 // afterRotation is how long the samplers keep watching once the rotation completed: a
 // client still on an old password fails from the retirement of the old passwords on
 // (an exporter scrapes every few seconds, a replica reconnects at once).
@@ -117,31 +111,44 @@ func TestSystemPasswordRotation(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// waitRotation waits until the system users Secret records the rotation token as
-// completed, logging each phase as it is entered and registering each password it sees.
+// waitRotation waits until the cluster's status.acl.rotation records the rotation token
+// as completed, logging each phase as it is entered and registering each password the
+// system users Secret holds on the way.
 func waitRotation(ctx context.Context, t *testing.T, fx *fixture, token string, start time.Time) {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fx.vc.Namespace, Name: v1alpha1.SystemUsersSecretName(fx.vc.Name)}}
-	phase := "(idle)"
-	err := framework.WaitFor(ctx, fx.k.Client, s, 5*time.Minute, "record rotation "+token+" as completed", func(s *corev1.Secret) (bool, string) {
-		p := s.Annotations[annotationRotationPhase]
+	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: fx.vc.Namespace, Name: fx.vc.Name}}
+	key := types.NamespacedName{Namespace: fx.vc.Namespace, Name: v1alpha1.SystemUsersSecretName(fx.vc.Name)}
+	phase, seen := "(none)", ""
+	err := framework.WaitFor(ctx, fx.k.Client, vc, 5*time.Minute, "record rotation "+token+" as completed in status.acl.rotation", func(vc *v1alpha1.ValkeyCluster) (bool, string) {
+		var rot v1alpha1.PasswordRotationStatus
+		if vc.Status.ACL != nil && vc.Status.ACL.Rotation != nil {
+			rot = *vc.Status.ACL.Rotation
+		}
+		p := string(rot.Phase)
 		if p == "" {
-			p = "(idle)"
+			p = "(none)"
 		}
 		if p != phase {
 			t.Logf("+%s rotation phase %s", time.Since(start).Round(100*time.Millisecond), p)
 			phase = p
-			for key, v := range s.Data {
-				if strings.HasPrefix(key, "_") {
-					secrets.add(s.Namespace+"/"+s.Name+"/"+key+"@"+p, string(v))
+		}
+		s := &corev1.Secret{}
+		if err := fx.k.Client.Get(ctx, key, s); err == nil && s.ResourceVersion != seen {
+			seen = s.ResourceVersion
+			for k, v := range s.Data {
+				if strings.HasPrefix(k, "_") {
+					secrets.add(s.Namespace+"/"+s.Name+"/"+k+"@"+s.ResourceVersion, string(v))
 				}
 			}
 		}
-		done := s.Annotations[annotationRotationCompleted] == token && s.Annotations[annotationRotationPhase] == ""
-		return done, "phase " + p + ", completed " + s.Annotations[annotationRotationCompleted]
+		done := rot.Phase == v1alpha1.RotationIdle && rot.CompletedRequest == token
+		return done, "phase " + p + ", completed " + rot.CompletedRequest
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords]; got != token {
+		t.Errorf("the rotation annotation is %q after the rotation, want the %q the test set: the operator wrote it", got, token)
 	}
 }
 

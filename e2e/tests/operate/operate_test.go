@@ -4,6 +4,7 @@ package operate
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -68,6 +69,17 @@ func memberNames(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1
 	return out
 }
 
+// annotationOwners are the field managers that wrote an annotation of obj.
+func annotationOwners(obj metav1.Object, key string) []string {
+	var out []string
+	for _, mf := range obj.GetManagedFields() {
+		if mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), fmt.Sprintf(`"f:%s"`, key)) {
+			out = append(out, mf.Manager+" ("+string(mf.Operation)+")")
+		}
+	}
+	return out
+}
+
 func TestPlugin(t *testing.T) {
 	var k *framework.Cluster
 	var vc *v1alpha1.ValkeyCluster
@@ -102,8 +114,14 @@ func TestPlugin(t *testing.T) {
 			if got := vc.Status.Shards[1].Primary; got != replica {
 				t.Errorf("shard 1 primary %s, want %s (was %s)", got, replica, old)
 			}
-			if _, ok := vc.Annotations[v1alpha1.AnnotationFailover]; ok {
-				t.Error("the failover request is still on the cluster")
+			// The request is answered in status; the annotation stays as the plugin set it,
+			// so a GitOps diff of the cluster shows no change the operator made.
+			value := vc.Annotations[v1alpha1.AnnotationFailover]
+			if f := vc.Status.Failover; f == nil || f.Request != value || f.Phase != v1alpha1.FailoverRequestDone || f.Target != replica {
+				t.Errorf("status.failover = %+v, want request %q Done with target %s", f, value, replica)
+			}
+			if owners := annotationOwners(vc, v1alpha1.AnnotationFailover); len(owners) != 1 {
+				t.Errorf("the %s annotation is written by %v, want the plugin alone", v1alpha1.AnnotationFailover, owners)
 			}
 			if evs := k.Events(ctx, t, vc.Namespace, "FailoverCompleted"); len(evs) != 1 {
 				t.Errorf("%d FailoverCompleted events, want 1:\n%s", len(evs), framework.DescribeEvents(evs))

@@ -8,15 +8,15 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
-// failoverCommand requests a planned failover (annotation valkey.io/failover) and waits
-// until the shard's new primary serves it, or the controller refused the request.
+// failoverCommand requests a planned failover (annotation valkey.io/failover, a new
+// value each time) and waits until the cluster-controller answers it in status.failover:
+// done (the shard's new primary serves it) or refused.
 func failoverCommand(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 	shard := fs.Int32("shard", -1, "the shard to fail over (required)")
 	to := fs.String("to", "", "the replica (a ValkeyNode of the shard) to take over; default: the most caught-up replica in sync")
@@ -33,8 +33,8 @@ func failoverCommand(fs *pflag.FlagSet) func(context.Context, *env, []string) er
 		if err != nil {
 			return err
 		}
-		if pending, ok := vc.Annotations[v1alpha1.AnnotationFailover]; ok {
-			return fmt.Errorf("a failover request is pending (%s=%s): wait for it, or remove the annotation", v1alpha1.AnnotationFailover, pending)
+		if pending := pendingFailover(vc); pending != "" {
+			return fmt.Errorf("a failover request is pending (%s): wait for it, or remove the %s annotation", pending, v1alpha1.AnnotationFailover)
 		}
 		old := primaryOf(vc, *shard)
 		if old == "" {
@@ -44,30 +44,60 @@ func failoverCommand(fs *pflag.FlagSet) func(context.Context, *env, []string) er
 			fmt.Fprintf(e.out, "%s already serves shard %d\n", old, *shard)
 			return nil
 		}
-		value := fmt.Sprint(*shard)
-		if *to != "" {
-			value += "/" + *to
-		}
-		asked := time.Now().Add(-time.Second) // events carry the controller's clock
+		value := failoverValue(*shard, *to, time.Now())
 		if err := e.annotate(ctx, vc, v1alpha1.AnnotationFailover, &value); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.out, "requested a failover of shard %d (primary %s)\n", *shard, old)
+		fmt.Fprintf(e.out, "requested a failover of shard %d (primary %s): %s=%s\n", *shard, old, v1alpha1.AnnotationFailover, value)
+		last := ""
 		return e.until(ctx, name, *timeout, func(vc *v1alpha1.ValkeyCluster) (bool, error) {
-			if now := primaryOf(vc, *shard); now != old && now != "" && (*to == "" || now == *to) {
-				fmt.Fprintf(e.out, "shard %d: %s is the primary now (was %s)\n", *shard, now, old)
-				return true, nil
+			done, line, err := failoverProgress(vc, value, *shard, old)
+			if line != "" && line != last {
+				fmt.Fprintln(e.out, line)
+				last = line
 			}
-			if _, pending := vc.Annotations[v1alpha1.AnnotationFailover]; pending {
-				return false, nil
-			}
-			ev, err := e.latestEvent(ctx, vc, asked, "FailoverRefused")
-			if err != nil || ev == nil {
-				return false, err
-			}
-			return false, fmt.Errorf("%s: %s", ev.Reason, ev.Note)
+			return done, err
 		})
 	}
+}
+
+// failoverValue is a new valkey.io/failover value: "<shard>[/<member>]@<time>", the time
+// making each request new.
+func failoverValue(shard int32, to string, now time.Time) string {
+	v := fmt.Sprint(shard)
+	if to != "" {
+		v += "/" + to
+	}
+	return v + "@" + now.UTC().Format(time.RFC3339Nano)
+}
+
+// pendingFailover describes the cluster's failover request when status does not answer
+// it yet, or returns "".
+func pendingFailover(vc *v1alpha1.ValkeyCluster) string {
+	value, ok := vc.Annotations[v1alpha1.AnnotationFailover]
+	if !ok || vc.Status.Failover.Answered(value) {
+		return ""
+	}
+	if f := vc.Status.Failover; f != nil && f.Request == value {
+		return fmt.Sprintf("%q %s: %s", value, f.Phase, f.Message)
+	}
+	return fmt.Sprintf("%q, not seen by the cluster-controller yet", value)
+}
+
+// failoverProgress reads the answer to request value in the cluster's status: done once
+// it is Done, an error when Refused, and the line to show of where it stands.
+func failoverProgress(vc *v1alpha1.ValkeyCluster, value string, shard int32, old string) (bool, string, error) {
+	f := vc.Status.Failover
+	if f == nil || f.Request != value {
+		return false, "", nil
+	}
+	switch f.Phase {
+	case v1alpha1.FailoverRequestDone:
+		return true, fmt.Sprintf("shard %d: %s is the primary now (was %s)", shard, f.Target, old), nil
+	case v1alpha1.FailoverRequestRefused:
+		return false, "", fmt.Errorf("the failover request was refused: %s", f.Message)
+	}
+	return false, fmt.Sprintf("%s: %s", f.Phase, f.Message), nil
 }
 
 // primaryOf is the primary of a shard as the cluster's status names it.
@@ -78,27 +108,6 @@ func primaryOf(vc *v1alpha1.ValkeyCluster, shard int32) string {
 		}
 	}
 	return ""
-}
-
-// latestEvent returns the newest event about the cluster since t with one of reasons.
-func (e *env) latestEvent(ctx context.Context, vc *v1alpha1.ValkeyCluster, since time.Time, reasons ...string) (*eventsv1.Event, error) {
-	evs := &eventsv1.EventList{}
-	if err := e.c.List(ctx, evs, client.InNamespace(vc.Namespace)); err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	var best *eventsv1.Event
-	for i := range evs.Items {
-		ev := &evs.Items[i]
-		if ev.Regarding.Kind != "ValkeyCluster" || ev.Regarding.Name != vc.Name || eventTime(*ev).Before(since) {
-			continue
-		}
-		for _, r := range reasons {
-			if ev.Reason == r && (best == nil || eventTime(*ev).After(eventTime(*best))) {
-				best = ev
-			}
-		}
-	}
-	return best, nil
 }
 
 // restartCommand requests a rolling restart (annotation valkey.io/restarted-at, or

@@ -168,3 +168,92 @@ func TestRestartProgress(t *testing.T) {
 		t.Errorf("all shards: %d of %d; want 1 of 3", d, tot)
 	}
 }
+
+// TestFailoverRequest: each call asks with a new value, waits until status answers that
+// value, and fails with the controller's reason when it is refused.
+func TestFailoverRequest(t *testing.T) {
+	if a, b := failoverValue(1, "", now), failoverValue(1, "", now.Add(time.Millisecond)); a == b {
+		t.Errorf("two requests share the value %q", a)
+	}
+	if got := failoverValue(2, "vk-bbbbb", now); got != "2/vk-bbbbb@2026-12-01T17:00:00Z" {
+		t.Errorf("value = %q", got)
+	}
+	value := failoverValue(1, "", now)
+	answer := func(request string, phase v1alpha1.FailoverRequestPhase, msg string) *v1alpha1.ValkeyCluster {
+		vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationFailover: value}}}
+		if request != "" {
+			vc.Status.Failover = &v1alpha1.FailoverRequestStatus{Request: request, Phase: phase, Target: "vk-ddddd", Message: msg}
+		}
+		return vc
+	}
+	cases := []struct {
+		name    string
+		vc      *v1alpha1.ValkeyCluster
+		done    bool
+		line    string
+		err     string
+		pending string
+	}{
+		{name: "not seen yet", vc: answer("", "", ""), pending: `"` + value + `", not seen by the cluster-controller yet`},
+		{name: "status answers an earlier value", vc: answer("1@earlier", v1alpha1.FailoverRequestDone, "vk-ccccc serves shard 1"),
+			pending: `"` + value + `", not seen by the cluster-controller yet`},
+		{name: "waiting", vc: answer(value, v1alpha1.FailoverRequestPending, "waiting for a replica in sync"),
+			line: "Pending: waiting for a replica in sync", pending: `"` + value + `" Pending: waiting for a replica in sync`},
+		{name: "asked", vc: answer(value, v1alpha1.FailoverRequestInProgress, "vk-ddddd was asked to take over shard 1 from vk-ccccc"),
+			line: "InProgress: vk-ddddd was asked to take over shard 1 from vk-ccccc", pending: `"` + value + `" InProgress: vk-ddddd was asked to take over shard 1 from vk-ccccc`},
+		{name: "done", vc: answer(value, v1alpha1.FailoverRequestDone, "vk-ddddd serves shard 1"), done: true,
+			line: "shard 1: vk-ddddd is the primary now (was vk-ccccc)"},
+		{name: "refused", vc: answer(value, v1alpha1.FailoverRequestRefused, "shard 1 has no replica to take over"),
+			err: "the failover request was refused: shard 1 has no replica to take over"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			done, line, err := failoverProgress(c.vc, value, 1, "vk-ccccc")
+			if done != c.done || line != c.line || (err == nil) != (c.err == "") || (err != nil && err.Error() != c.err) {
+				t.Errorf("progress = %v, %q, %v; want %v, %q, %q", done, line, err, c.done, c.line, c.err)
+			}
+			if got := pendingFailover(c.vc); got != c.pending {
+				t.Errorf("pending = %q, want %q", got, c.pending)
+			}
+		})
+	}
+}
+
+// TestRenderInFlight: status shows a pending failover request, a running rotation and a
+// certificate rollout, read from the cluster's status; nothing when all are answered.
+func TestRenderInFlight(t *testing.T) {
+	since := metav1.NewTime(now.Add(-90 * time.Second))
+	reload := metav1.NewTime(now.Add(time.Minute))
+	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "vk", Namespace: "ns", Annotations: map[string]string{
+		v1alpha1.AnnotationFailover: "1@a", v1alpha1.AnnotationRotateSystemPasswords: "r2"}}}
+	vc.Status.Failover = &v1alpha1.FailoverRequestStatus{Request: "1@a", Phase: v1alpha1.FailoverRequestPending, Message: "waiting for a replica in sync"}
+	vc.Status.ACL = &v1alpha1.ACLStatus{Rotation: &v1alpha1.PasswordRotationStatus{Phase: v1alpha1.RotationPropagating, Request: "r2", PhaseSince: &since}}
+	vc.Status.TLS = &v1alpha1.TLSStatus{Revision: "0a1b2c3d", Rollout: &v1alpha1.TLSRolloutStatus{Phase: v1alpha1.TLSRollingOut, ReloadAfter: &reload}}
+	var b bytes.Buffer
+	render(&b, &clusterView{vc: vc}, now)
+	for _, want := range []string{
+		"IN FLIGHT",
+		`failover request "1@a" Pending: waiting for a replica in sync`,
+		`password rotation "r2": Propagating for 90s`,
+		"certificate revision 0a1b2c3d: RollingOut, members reload it from 2026-12-01T17:01:00Z",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, b.String())
+		}
+	}
+
+	vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords] = "r3"
+	vc.Status.ACL.Rotation = &v1alpha1.PasswordRotationStatus{Phase: v1alpha1.RotationIdle, CompletedRequest: "r2"}
+	if got := inFlight(vc, now); len(got) != 3 || got[1] != `password rotation "r3": requested, not started` {
+		t.Errorf("a requested rotation: %q", got)
+	}
+
+	vc.Status.Failover.Phase = v1alpha1.FailoverRequestDone
+	vc.Status.ACL.Rotation.CompletedRequest = "r3"
+	vc.Status.TLS.Rollout = &v1alpha1.TLSRolloutStatus{Phase: v1alpha1.TLSRolledOut}
+	b.Reset()
+	render(&b, &clusterView{vc: vc}, now)
+	if strings.Contains(b.String(), "IN FLIGHT") {
+		t.Errorf("nothing is in flight:\n%s", b.String())
+	}
+}

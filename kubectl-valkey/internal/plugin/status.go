@@ -86,6 +86,13 @@ func render(w io.Writer, v *clusterView, now time.Time) {
 	fmt.Fprintf(w, "ValkeyCluster %s/%s  state %s  shards %d/%d ready  replicas per shard %d  paused %s\n",
 		vc.Namespace, vc.Name, state, vc.Status.ReadyShards, vc.Spec.ShardCount(), vc.Spec.ReplicaCount(), paused)
 	fmt.Fprintf(w, "image %s  generation %d (observed %d)\n\n", vc.Spec.ImageOrDefault(), vc.Generation, vc.Status.ObservedGeneration)
+	if lines := inFlight(vc, now); len(lines) > 0 {
+		fmt.Fprintln(w, "IN FLIGHT")
+		for _, l := range lines {
+			fmt.Fprintln(w, "  "+l)
+		}
+		fmt.Fprintln(w)
+	}
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SHARD\tMEMBER\tROLE\tLIFECYCLE\tSLOTS\tSYNC\tPOD\tIP\tVERSION")
@@ -132,6 +139,38 @@ func render(w io.Writer, v *clusterView, now time.Time) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", age(now, eventTime(ev)), ev.Type, ev.Reason, obj, ev.Note, count)
 	}
 	_ = tw.Flush()
+}
+
+// inFlight lists what the cluster's status says is under way: a failover request not
+// answered yet, a rotation of the system users' passwords (running, or requested and not
+// started), a certificate revision not served by every member yet.
+func inFlight(vc *v1alpha1.ValkeyCluster, now time.Time) []string {
+	var out []string
+	if p := pendingFailover(vc); p != "" {
+		out = append(out, "failover request "+p)
+	}
+	var rot *v1alpha1.PasswordRotationStatus
+	if vc.Status.ACL != nil {
+		rot = vc.Status.ACL.Rotation
+	}
+	switch token := vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords]; {
+	case rot != nil && rot.Phase != "" && rot.Phase != v1alpha1.RotationIdle:
+		line := fmt.Sprintf("password rotation %q: %s", rot.Request, rot.Phase)
+		if rot.PhaseSince != nil {
+			line += " for " + age(now, rot.PhaseSince.Time)
+		}
+		out = append(out, line)
+	case token != "" && (rot == nil || rot.CompletedRequest != token):
+		out = append(out, fmt.Sprintf("password rotation %q: requested, not started", token))
+	}
+	if t := vc.Status.TLS; t != nil && t.Rollout != nil && t.Rollout.Phase == v1alpha1.TLSRollingOut {
+		line := fmt.Sprintf("certificate revision %s: %s", t.Revision, t.Rollout.Phase)
+		if t.Rollout.ReloadAfter != nil {
+			line += ", members reload it from " + t.Rollout.ReloadAfter.UTC().Format(time.RFC3339)
+		}
+		out = append(out, line)
+	}
+	return out
 }
 
 // memberRows lists the members shard by shard, the primary first.

@@ -40,7 +40,9 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=list;watch
+// A copy newer than the cached status makes a pass read the cluster from the API server
+// (readServed).
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=list;watch
@@ -222,7 +224,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if g := guard.Check(&vc); !g.Valid() {
 		log.FromContext(ctx).Info("not acting on an invalid spec", "errors", len(g.Errs))
-		return reconcile.Result{}, r.writeUnknown(ctx, &vc, "the spec is invalid (see InvalidSpec)", g.Condition)
+		return reconcile.Result{}, r.writeUnknown(ctx, &vc, vc.Status.TLS, "the spec is invalid (see InvalidSpec)", g.Condition)
 	}
 	names := ClientNames(vc.Name, vc.Namespace, r.clusterDomain())
 	if vc.Spec.ExternalAccess != nil && vc.Spec.ExternalAccess.HostnameTemplate != "" {
@@ -236,7 +238,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	res, err := r.pass(ctx, s)
 	if err != nil {
 		why := "the controller could not complete its pass: " + err.Error()
-		return reconcile.Result{}, errors.Join(err, r.writeUnknown(ctx, &vc, why))
+		tls := vc.Status.TLS
+		if s.servedCert() != nil {
+			tls = tlsStatus(s.served, s.names) // a copy this pass wrote keeps its rollout's state
+		}
+		return reconcile.Result{}, errors.Join(err, r.writeUnknown(ctx, &vc, tls, why))
 	}
 	return res, nil
 }
@@ -281,11 +287,14 @@ func (r *Reconciler) pass(ctx context.Context, s *scope) (reconcile.Result, erro
 // load reads the operator's copy, the user's Secret (and checks it) and the members.
 func (r *Reconciler) load(ctx context.Context, s *scope) error {
 	vc := s.vc
-	served, conflict, err := r.readServed(ctx, vc)
+	served, conflict, err := r.readServed(ctx, vc, s.now)
 	if err != nil {
 		return err
 	}
 	s.served = served
+	if err := r.dropLegacyAnnotations(ctx, s); err != nil {
+		return err
+	}
 	s.outcome.Source = vc.Spec.TLS.Certificate.SecretName
 	if s.outcome.Source == v1alpha1.TLSSecretName(vc.Name) {
 		conflict = fmt.Sprintf("spec.tls.certificate.secretName names %s, which is the name of the operator's own copy of the accepted certificate; "+
@@ -339,8 +348,8 @@ func (r *Reconciler) roll(ctx context.Context, s *scope) error {
 }
 
 // writeUnknown keeps TLSReady and CertificateExpiring as they are, or sets them Unknown
-// when they were never set, with extra conditions (the guard's).
-func (r *Reconciler) writeUnknown(ctx context.Context, vc *v1alpha1.ValkeyCluster, why string, extra ...metav1.Condition) error {
+// when they were never set, with extra conditions (the guard's), and status.tls as tls.
+func (r *Reconciler) writeUnknown(ctx context.Context, vc *v1alpha1.ValkeyCluster, tls *v1alpha1.TLSStatus, why string, extra ...metav1.Condition) error {
 	conds := make([]metav1.Condition, 0, len(ownedClusterConditions)+len(extra))
 	for _, t := range ownedClusterConditions {
 		if cur := conditions.Get(vc.Status.Conditions, t); cur != nil {
@@ -355,7 +364,7 @@ func (r *Reconciler) writeUnknown(ctx context.Context, vc *v1alpha1.ValkeyCluste
 			conds = append(conds, c)
 		}
 	}
-	return r.writeClusterStatus(ctx, vc, vc.Status.TLS, conds...)
+	return r.writeClusterStatus(ctx, vc, tls, conds...)
 }
 
 // forget removes what this controller wrote on a cluster without TLS (and its

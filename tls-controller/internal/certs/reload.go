@@ -54,7 +54,7 @@ type target struct {
 	// during a CA change), without host names: certificates name Services, not pods.
 	tls *tls.Config
 	// reloadAfter is non-zero when the leaf cannot show the revision (see
-	// AnnotationReloadAfter); rolledOut says every member was seen serving it.
+	// served.reloadAfter); rolledOut says every member was seen serving it.
 	reloadAfter time.Time
 	rolledOut   bool
 }

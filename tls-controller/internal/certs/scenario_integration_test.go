@@ -8,9 +8,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
@@ -75,6 +78,8 @@ var _ = Describe("The tls-controller through a TLS cluster's life", Ordered, fun
 		Expect(st.Revision).To(Equal(Revision(good)))
 		Expect(st.MissingNames).To(BeEmpty())
 		Expect(st.NotAfter.IsZero()).To(BeFalse(), "status.tls.notAfter")
+		Expect(st.Rollout).NotTo(BeNil(), "status.tls.rollout")
+		Expect(hasLegacyAnnotations(cp)).To(BeFalse(), "the rollout's state is in the copy's annotations")
 		h.waitEvent("Normal", "CertificateAccepted", "Secret certs")
 	})
 
@@ -120,10 +125,17 @@ var _ = Describe("The tls-controller through a TLS cluster's life", Ordered, fun
 		bundle := concat(ca.PEM, next.PEM)
 		step1 := secretData(bundle, renewed[KeyCert], renewed[KeyKey])
 		changed := time.Now()
+		h.putSecret("certs", step1)
+		Eventually(func(g Gomega) {
+			st := h.cluster("vk").Status.TLS
+			g.Expect(st.Revision).To(Equal(Revision(step1)))
+			g.Expect(st.Rollout).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Phase": Equal(v1alpha1.TLSRollingOut), "ReloadAfter": Not(BeNil()),
+			})))
+		}).Should(Succeed(), "status.tls.rollout names the time members reload the bundle from")
 		h.rollTo("vk", step1, nodes)
 		cp := h.secret(v1alpha1.TLSSecretName("vk"))
 		Expect(cp.Data[KeyPreviousCA]).To(BeEmpty(), "after the rollout the copy still trusts earlier CAs")
-		Expect(cp.Annotations).To(HaveKeyWithValue(AnnotationRolledOut, Revision(step1)), "the rollout mark")
 		Expect(time.Since(changed)).To(BeNumerically(">=", testDelay), "a CA-only change was confirmed before the propagation delay")
 		step2 := issue(next, bundle, leafOpts{})
 		h.rollTo("vk", step2, nodes)
@@ -143,6 +155,36 @@ var _ = Describe("The tls-controller through a TLS cluster's life", Ordered, fun
 		h.rollTo("vk", soon, nodes)
 		h.waitCondition("vk", v1alpha1.ConditionCertificateExpiring, metav1.ConditionTrue, v1alpha1.ReasonExpiresSoon, "within the warning window")
 		h.waitEvent("Warning", "CertificateExpiring", "expires on")
+	})
+
+	// An operator upgraded in the middle of a rollout started by a version that kept its
+	// state in annotations of the copy: the rollout goes on from them (its reload time
+	// too), its state moves to status.tls.rollout, and the annotations go.
+	It("finishes a rollout an earlier version left in the copy's annotations", func() {
+		h.stopManager()
+		rev := Revision(soon)
+		reloadAfter := time.Now().Add(testDelay).UTC().Truncate(time.Second).Add(time.Second)
+		cp := h.secret(v1alpha1.TLSSecretName("vk"))
+		cp.Annotations = map[string]string{legacySource: "certs", legacyRevision: rev, legacyReloadAfter: reloadAfter.Format(time.RFC3339)}
+		Expect(h.c.Update(testCtx(), cp)).To(Succeed())
+		vc := h.cluster("vk")
+		Expect(h.c.Status().Patch(testCtx(), vc, client.RawPatch(types.MergePatchType, []byte(`{"status":{"tls":{"rollout":null}}}`)))).To(Succeed())
+		Expect(h.cluster("vk").Status.TLS.Rollout).To(BeNil())
+
+		h.start()
+		Eventually(func(g Gomega) {
+			st := h.cluster("vk").Status.TLS
+			g.Expect(st.Rollout).NotTo(BeNil())
+			g.Expect(hasLegacyAnnotations(h.secret(v1alpha1.TLSSecretName("vk")))).To(BeFalse(), "the old annotations are removed")
+		}).Should(Succeed(), "the status holds the rollout")
+		Eventually(func(g Gomega) {
+			st := h.cluster("vk").Status.TLS
+			g.Expect(st.SecretName).To(Equal("certs"))
+			g.Expect(st.Revision).To(Equal(rev))
+			g.Expect(st.Rollout).To(Equal(&v1alpha1.TLSRolloutStatus{Phase: v1alpha1.TLSRolledOut}))
+			h.expectApplied(g, rev, nodes...)
+		}).WithTimeout(30*time.Second).Should(Succeed(), "the rollout completes")
+		Expect(time.Now()).To(BeTemporally(">=", reloadAfter), "the rollout was counted complete before the reload time the earlier version set")
 	})
 
 	It("reports a deleted Secret and keeps the copy", func() {
@@ -168,7 +210,9 @@ func (h *harness) rollTo(cluster string, d map[string][]byte, nodes []string) {
 		g.Expect(sameCertificate(h.copyData(cluster), d)).To(BeTrue(), "the copy does not hold the new certificate: %v",
 			conditions.Get(h.cluster(cluster).Status.Conditions, v1alpha1.ConditionTLSReady))
 		h.expectApplied(g, rev, nodes...)
-		g.Expect(h.secret(v1alpha1.TLSSecretName(cluster)).Annotations).To(HaveKeyWithValue(AnnotationRolledOut, rev), "the rollout is recorded")
+		st := h.cluster(cluster).Status.TLS
+		g.Expect(st.Revision).To(Equal(rev), "status.tls.revision")
+		g.Expect(st.Rollout).To(Equal(&v1alpha1.TLSRolloutStatus{Phase: v1alpha1.TLSRolledOut}), "the rollout is recorded")
 	}).WithTimeout(30*time.Second).Should(Succeed(), "members to serve revision %s", rev)
 	want, _ := Parse(d)
 	for i := range nodes {

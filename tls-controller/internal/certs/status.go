@@ -92,18 +92,19 @@ func AppliedCondition(res *memberResult, revision, fingerprint string, gen int64
 		fmt.Sprintf("certificate revision %s is not served yet: %s", revision, res.Message), gen)
 }
 
-// tlsStatus describes the certificate members serve (the operator's copy) for
-// status.tls; nil when there is none.
+// tlsStatus describes the certificate members serve (the operator's copy) and its
+// rollout for status.tls; nil when there is none.
 func tlsStatus(s *served, names []string) *v1alpha1.TLSStatus {
 	if s == nil || s.cert == nil {
 		return nil
 	}
 	return &v1alpha1.TLSStatus{
-		SecretName:   s.secret.Annotations[AnnotationSource],
+		SecretName:   s.source,
 		Revision:     s.revision(),
 		Fingerprint:  s.cert.Fingerprint,
 		NotAfter:     metav1.NewTime(s.cert.Leaf.NotAfter.UTC()),
 		MissingNames: MissingNames(s.cert.Leaf, names),
+		Rollout:      s.rollout(),
 	}
 }
 

@@ -34,8 +34,8 @@
   - valkey.io
   resources:
   - valkeyclusters
-  - valkeynodes
   verbs:
+  - get
   - list
   - watch
 - apiGroups:
@@ -51,6 +51,13 @@
   - valkeynodes/status
   verbs:
   - patch
+- apiGroups:
+  - valkey.io
+  resources:
+  - valkeynodes
+  verbs:
+  - list
+  - watch
 {{- end -}}
 {{- define "valkey-operator.operatorRules.acl-controller" -}}
 - apiGroups:

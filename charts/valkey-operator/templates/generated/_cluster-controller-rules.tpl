@@ -78,7 +78,6 @@
   - valkeyclusters
   verbs:
   - list
-  - patch
   - watch
 - apiGroups:
   - valkey.io

@@ -33,8 +33,8 @@
   - valkey.io
   resources:
   - valkeyclusters
-  - valkeynodes
   verbs:
+  - get
   - list
   - watch
 - apiGroups:
@@ -50,6 +50,13 @@
   - valkeynodes/status
   verbs:
   - patch
+- apiGroups:
+  - valkey.io
+  resources:
+  - valkeynodes
+  verbs:
+  - list
+  - watch
 {{- end -}}
 {{- define "valkey-operator.operatorRules.tls-controller" -}}
 - apiGroups:
