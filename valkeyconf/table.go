@@ -92,6 +92,10 @@ func measuredIndex(v Version) int {
 	return older
 }
 
+// MeasuredFor returns the measured server whose table stands for a server of version v
+// (see measuredIndex).
+func MeasuredFor(v Version) Version { return Measured[measuredIndex(v)] }
+
 // firstRelease is the first release that the measured server i stands for: its
 // major.minor, or major.0 when it is the first measured server of its major.
 func firstRelease(i int) Version {
