@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/bits"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -116,6 +117,16 @@ func on(key string, i int) (keyOn, bool) {
 	return keyOn{}, false
 }
 
+// Keys returns every key some measured server takes when it starts, sorted.
+func Keys() []string {
+	out := make([]string, 0, len(keyTable))
+	for k := range keyTable {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Known reports whether some measured server takes key (any spelling) when it starts.
 func Known(key string) bool {
 	_, ok := keyTable[Normalize(key)]
@@ -126,6 +137,13 @@ func Known(key string) bool {
 func Has(key string, v Version) bool {
 	_, ok := on(Normalize(key), measuredIndex(v))
 	return ok
+}
+
+// Listed reports whether a server of version v lists key (any spelling) with CONFIG
+// GET *; a key it takes without listing is hidden or deprecated.
+func Listed(key string, v Version) bool {
+	e, ok := on(Normalize(key), measuredIndex(v))
+	return ok && !e.unlisted
 }
 
 // TypeOf returns what key (any spelling) takes on a server of version v.
