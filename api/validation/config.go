@@ -26,23 +26,16 @@ func GracePeriodTooShort(s *v1alpha1.ValkeyClusterSpec) (bool, int64) {
 	return *s.TerminationGracePeriodSeconds < minimum, minimum
 }
 
-// validateConfig checks every key and value of a config map.
+// validateConfig checks every key and value of a config map with the rules that hold
+// whatever the Valkey version: names, owned and refused keys, modules, bounds. The key
+// table's checks are validateConfigTable's.
 func validateConfig(config map[string]string, p *field.Path) field.ErrorList {
-	keys := make([]string, 0, len(config))
-	for k := range config {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var errs field.ErrorList
 	seen := map[string]bool{}
-	for _, k := range keys {
+	for _, k := range sortedKeys(config) {
 		kp := p.Key(k)
-		keyErrs := validateConfigKey(k, kp)
-		errs = append(errs, keyErrs...)
+		errs = append(errs, validateConfigKey(k, kp)...)
 		errs = append(errs, validateConfigValue(config[k], kp)...)
-		if len(keyErrs) == 0 {
-			errs = append(errs, validateKnownKey(k, config[k], kp)...)
-		}
 		errs = append(errs, validateModule(k, config[k], kp)...)
 		errs = append(errs, validateBound(k, config[k], kp)...)
 		if lower := strings.ToLower(k); seen[lower] {
@@ -52,6 +45,30 @@ func validateConfig(config map[string]string, p *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateConfigTable checks config against the key table (valkeyconf, measured on the
+// real servers): every key one a supported Valkey takes, every value one its server
+// takes (validateKnownKey), and both taken by the Valkey the image's tag names
+// (validateConfigForImage). Keys that validateConfigKey refuses are its part.
+func validateConfigTable(config map[string]string, image string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range sortedKeys(config) {
+		if kp := p.Key(k); len(validateConfigKey(k, kp)) == 0 {
+			errs = append(errs, validateKnownKey(k, config[k], kp)...)
+		}
+	}
+	return append(errs, validateConfigForImage(config, image, p)...)
+}
+
+// sortedKeys returns the keys of config in order, so errors come in a stable order.
+func sortedKeys(config map[string]string) []string {
+	keys := make([]string, 0, len(config))
+	for k := range config {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // validateConfigKey refuses malformed keys and the keys the operator manages.
@@ -158,13 +175,8 @@ func validateConfigForImage(config map[string]string, image string, p *field.Pat
 	if known == 0 {
 		return nil
 	}
-	keys := make([]string, 0, len(config))
-	for k := range config {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var errs field.ErrorList
-	for _, k := range keys {
+	for _, k := range sortedKeys(config) {
 		takers := valkeyconf.Takers(k, config[k])
 		if len(takers) == 0 {
 			takers = valkeyconf.KeyVersions(k) // a value no version takes: validateKnownKey
