@@ -261,6 +261,13 @@ func writeKeyTable(b *strings.Builder) {
 	b.WriteString("`m`, `g` are powers of 1000, `kb`, `mb`, `gb` of 1024); booleans are `yes` or `no`. Where a\n")
 	b.WriteString("key takes different values on different versions, each is followed by the first version\n")
 	b.WriteString("measured that takes it so.\n\n")
+	b.WriteString("An update checks against this table only the entries it adds or changes: an entry kept\n")
+	b.WriteString("with the same key and value under the same `spec.image` (one an older operator admitted)\n")
+	b.WriteString("is admitted with a warning, and a changed `spec.image` checks every entry again. The\n")
+	b.WriteString("controllers act on a stored cluster whatever the table says of its entries, and report\n")
+	b.WriteString("what it refuses in `ConfigurationWarning=True UnsupportedConfig`: a server may refuse such\n")
+	b.WriteString("an entry when a member restarts\n")
+	b.WriteString("([failure-modes.md](failure-modes.md#a-stored-config-entry-the-key-table-refuses)).\n\n")
 	b.WriteString("| key | takes | versions |\n|---|---|---|\n")
 	for _, k := range valkeyconf.Keys() {
 		if _, refused := valkeyconf.Refused(k); refused {
