@@ -90,6 +90,14 @@ tools: deps ## Install the Go tools into hack/tools/bin (part of make deps)
 generate: deps ## Generate deepcopy, CRDs (config/crd and the chart) and RBAC from the code
 	COMPONENTS="$(COMPONENTS)" hack/generate.sh
 
+.PHONY: config-table
+config-table: deps-demo deps $(LOCALKUBE) ## Measure the configuration keys of every supported Valkey on its real server (the images' Debian packages) into valkeyconf/measured; make generate renders them
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	$(LOCALKUBE) valkey-servers -out "$$dir/servers" > "$$dir/servers.json" && \
+	rm -f valkeyconf/measured/valkey-*.json && \
+	(cd hack/devtools && GOWORK=off go run ./configtable measure -servers "$$dir/servers.json" -out $(ROOT)/valkeyconf/measured)
+	COMPONENTS="$(COMPONENTS)" hack/generate.sh
+
 .PHONY: verify-generate
 verify-generate: deps ## Fail when generated files are stale
 	COMPONENTS="$(COMPONENTS)" hack/verify-generate.sh

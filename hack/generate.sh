@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates every file derived from the Go code: deepcopy functions, the CRDs (a plain
-# copy in config/crd for kubectl, and the chart's templates behind crds.enabled), and one
-# ClusterRole per component from its +kubebuilder:rbac markers. Never edit the outputs.
+# copy in config/crd for kubectl, and the chart's templates behind crds.enabled), one
+# ClusterRole per component from its +kubebuilder:rbac markers, and valkeyconf's key
+# table from its measured data. Never edit the outputs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CG=${CONTROLLER_GEN:-hack/tools/bin/controller-gen}
@@ -65,6 +66,10 @@ gofmt -w api
 # The chart and the images are versioned together, from the VERSION file.
 version=$(<VERSION)
 sed -i -e "s/^version: .*/version: $version/" -e "s/^appVersion: .*/appVersion: \"$version\"/" "$CHART/Chart.yaml"
+
+# valkeyconf's table of configuration keys, from the data that `make config-table`
+# measured on the real servers of every supported Valkey (valkeyconf/measured).
+(cd hack/devtools && GOWORK=off go run ./configtable render -in ../../valkeyconf/measured -out ../../valkeyconf/zz_generated.keys.go)
 
 # The import rules table of the architecture page, from the rules make lint enforces.
 (cd hack/devtools && GOWORK=off go run ./cmd/importcheck -doc ../../docs/architecture.md)

@@ -3,7 +3,7 @@
 # every file under the generated paths, regenerates, and compares.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-paths=(api/v1alpha1 config charts/valkey-operator/templates/crds charts/valkey-operator/templates/generated docs/api.md docs/architecture.md)
+paths=(api/v1alpha1 config charts/valkey-operator/templates/crds charts/valkey-operator/templates/generated docs/api.md docs/architecture.md valkeyconf/zz_generated.keys.go)
 digest() { find "${paths[@]}" -type f 2>/dev/null | LC_ALL=C sort | xargs -r sha256sum; }
 before=$(digest)
 hack/generate.sh

@@ -129,18 +129,29 @@ func TestSinceAndRequired(t *testing.T) {
 		{"shutdown-on-sigterm", "default", Version{}},
 		{"shutdown-on-sigterm", "FAILOVER force", Version{Major: 9}},
 		{"cluster-announce-client-port", "30001", Version{Major: 9}},
+		{"log-format", "logfmt", Version{Major: 8, Minor: 1}},
+		{"log-format", "JSON", Version{Major: 9}},
+		{"io-threads", "200", Version{Major: 8, Minor: 1}}, // 8.0 takes at most 128
+		{"dynamic-hz", "yes", Version{}},                   // 8.1 and 9.1 take it without listing it
+		{"no-such-key", "1", Version{}},
+		{"maxmemory", "lots", Version{}},
 	} {
 		if got := Since(tc.key, tc.value); got != tc.want {
 			t.Errorf("Since(%s, %s) = %v, want %v", tc.key, tc.value, got, tc.want)
 		}
 	}
-	v, keys := Required(map[string]string{"maxmemory": "1gb", "log-format": "json", "cluster-manual-failover-timeout": "10000"})
+	v, keys := Required(map[string]string{"maxmemory": "1gb", "log-format": "logfmt", "cluster-manual-failover-timeout": "10000"})
 	if v != (Version{Major: 8, Minor: 1}) || len(keys) != 2 || keys[0] != "cluster-manual-failover-timeout" || keys[1] != "log-format" {
 		t.Errorf("Required = %v %v", v, keys)
 	}
-	v, keys = Required(map[string]string{"log-format": "json", "shutdown-on-sigterm": "failover"})
+	v, keys = Required(map[string]string{"log-format": "logfmt", "shutdown-on-sigterm": "failover"})
 	if v != (Version{Major: 9}) || len(keys) != 1 || keys[0] != "shutdown-on-sigterm" {
 		t.Errorf("Required = %v %v, want 9.0 for shutdown-on-sigterm", v, keys)
+	}
+	// 8.1 has log-format, but only 9.1 takes json (measured on the real servers).
+	v, keys = Required(map[string]string{"log-format": "json"})
+	if v != (Version{Major: 9}) || len(keys) != 1 {
+		t.Errorf("Required(log-format json) = %v %v, want 9.0", v, keys)
 	}
 	if v, keys := Required(map[string]string{"maxmemory": "1gb"}); !v.IsZero() || keys != nil {
 		t.Errorf("Required of 8.0 keys = %v %v", v, keys)

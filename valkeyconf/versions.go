@@ -5,74 +5,7 @@ import (
 	"strings"
 )
 
-// since lists the keys that the oldest supported version (8.0) does not have, with the
-// first version that does. Measured by CONFIG GET * on the servers the project builds
-// (8.0.1, 8.1.1, 9.1.2): a key absent from 8.1.1 and present in 9.1.2 is listed from
-// 9.0, the first release after 8.1 (no 9.0 server was measured). A server refuses a
-// key it does not have and does not start ("Bad directive"), so such a key must not
-// reach an older server.
-var since = map[string]Version{
-	"active-defrag-cycle-us":                 {Major: 8, Minor: 1},
-	"cluster-manual-failover-timeout":        {Major: 8, Minor: 1},
-	"commandlog-execution-slower-than":       {Major: 8, Minor: 1},
-	"commandlog-large-reply-max-len":         {Major: 8, Minor: 1},
-	"commandlog-large-request-max-len":       {Major: 8, Minor: 1},
-	"commandlog-reply-larger-than":           {Major: 8, Minor: 1},
-	"commandlog-request-larger-than":         {Major: 8, Minor: 1},
-	"commandlog-slow-execution-max-len":      {Major: 8, Minor: 1},
-	"import-mode":                            {Major: 8, Minor: 1},
-	"log-format":                             {Major: 8, Minor: 1},
-	"log-timestamp-format":                   {Major: 8, Minor: 1},
-	"rdb-version-check":                      {Major: 8, Minor: 1},
-	"rdma-bind":                              {Major: 8, Minor: 1},
-	"rdma-completion-vector":                 {Major: 8, Minor: 1},
-	"rdma-port":                              {Major: 8, Minor: 1},
-	"rdma-rx-size":                           {Major: 8, Minor: 1},
-	"cluster-announce-client-port":           {Major: 9},
-	"cluster-announce-client-tls-port":       {Major: 9},
-	"cluster-config-save-behavior":           {Major: 9},
-	"cluster-databases":                      {Major: 9},
-	"cluster-slot-migration-log-max-len":     {Major: 9},
-	"hash-seed":                              {Major: 9},
-	"mptcp":                                  {Major: 9},
-	"repl-mptcp":                             {Major: 9},
-	"slot-migration-max-failover-repl-bytes": {Major: 9},
-	"tls-auth-clients-user":                  {Major: 9},
-	"tls-auto-reload-interval":               {Major: 9},
-}
-
-// valueSince lists values that older versions refuse for a key they have.
-var valueSince = []struct {
-	key, value string
-	since      Version
-}{
-	{"shutdown-on-sigterm", "failover", Version{Major: 9}},
-	{"shutdown-on-sigint", "failover", Version{Major: 9}},
-}
-
-// Since returns the first version that accepts key with value (zero: every supported
-// version does).
-func Since(key, value string) Version {
-	k := Normalize(key)
-	v := since[k]
-	for _, vs := range valueSince {
-		if vs.key == k && containsWord(value, vs.value) && newer(vs.since, v) {
-			v = vs.since
-		}
-	}
-	return v
-}
-
-// containsWord reports whether the space-separated value holds word.
-func containsWord(value, word string) bool {
-	for _, f := range strings.Fields(strings.ToLower(value)) {
-		if f == word {
-			return true
-		}
-	}
-	return false
-}
-
+// newer reports whether a is a later major.minor than b.
 func newer(a, b Version) bool {
 	return a.AtLeast(b.Major, b.Minor) && a != b && !(a.Major == b.Major && a.Minor == b.Minor)
 }

@@ -165,6 +165,11 @@ const (
 	ReasonPaused              = "Paused"
 	ReasonNotPaused           = "NotPaused"
 	ReasonNotStalled          = "NotStalled"
+	// ReasonUnsupportedConfig (ConfigurationWarning): spec.config holds entries the key
+	// table refuses (an unknown key, a value of the wrong type, a key the image's Valkey
+	// lacks), admitted by an older operator or with the webhook off; the operator acts
+	// on the cluster all the same, and a server may refuse them when a member restarts.
+	ReasonUnsupportedConfig = "UnsupportedConfig"
 
 	// ExternalAddressPending (cluster-controller).
 	ReasonExternalAccessOff  = "ExternalAccessOff"

@@ -17,9 +17,18 @@ const MaxClusterNameLength = 40
 
 var specPath = field.NewPath("spec")
 
-// ValidateCluster runs every rule that applies to a ValkeyCluster on its own, at
-// creation and on every later change.
+// ValidateCluster runs every rule that applies to a ValkeyCluster on its own: the
+// admission of a new cluster. It is ValidateStoredCluster and ConfigTableErrors.
 func ValidateCluster(c *v1alpha1.ValkeyCluster) field.ErrorList {
+	return append(ValidateStoredCluster(c), ConfigTableErrors(c)...)
+}
+
+// ValidateStoredCluster runs the rules a cluster must keep for the controllers to act
+// on it (the guard): every rule of ValidateCluster but the key table's. The key table
+// grows and changes with the operator, so a cluster an older operator admitted may hold
+// an entry the current table refuses, which its servers run with; ConfigTableWarnings
+// reports those.
+func ValidateStoredCluster(c *v1alpha1.ValkeyCluster) field.ErrorList {
 	if c == nil {
 		return field.ErrorList{field.Required(field.NewPath(""), "a ValkeyCluster is required")}
 	}
@@ -27,14 +36,45 @@ func ValidateCluster(c *v1alpha1.ValkeyCluster) field.ErrorList {
 	return append(errs, validateClusterSpec(&c.Spec, specPath)...)
 }
 
-// ValidateClusterUpdate runs ValidateCluster on the new object and the rules that
-// compare it with the stored one (immutable fields, storage that only grows).
-func ValidateClusterUpdate(old, c *v1alpha1.ValkeyCluster) field.ErrorList {
-	errs := ValidateCluster(c)
-	if old == nil || c == nil {
-		return errs
+// ConfigTableErrors checks spec.config against the key table measured on the real
+// servers: keys no supported Valkey takes (unless Policy.AllowedConfigKeys admits
+// them), values of the wrong type, and keys or values the Valkey of spec.image lacks.
+func ConfigTableErrors(c *v1alpha1.ValkeyCluster) field.ErrorList {
+	if c == nil {
+		return nil
 	}
+	return validateConfigTable(c.Spec.Config, c.Spec.ImageOrDefault(), specPath.Child("config"))
+}
+
+// ValidateClusterUpdate runs the rules of ValidateCluster on the new object, the key
+// table's on the config entries the update changes only (ratcheting, as Kubernetes does
+// for CRD schemas: see changedConfig), and the rules that compare it with the stored
+// one (immutable fields, storage that only grows).
+func ValidateClusterUpdate(old, c *v1alpha1.ValkeyCluster) field.ErrorList {
+	if old == nil || c == nil {
+		return ValidateCluster(c)
+	}
+	errs := ValidateStoredCluster(c)
+	errs = append(errs, validateConfigTable(changedConfig(old, c), c.Spec.ImageOrDefault(), specPath.Child("config"))...)
 	return append(errs, validateClusterSpecUpdate(&old.Spec, &c.Spec, specPath)...)
+}
+
+// ClusterUpdateWarnings returns ClusterWarnings of the new object and, as warnings, what
+// the key table refuses among the config entries the update keeps as they were (which
+// ValidateClusterUpdate admits).
+func ClusterUpdateWarnings(old, c *v1alpha1.ValkeyCluster) []string {
+	warnings := ClusterWarnings(c)
+	if old == nil || c == nil {
+		return warnings
+	}
+	kept := unchangedConfig(old, c)
+	return append(warnings, configTableWarnings(validateConfigTable(kept, c.Spec.ImageOrDefault(), specPath.Child("config")))...)
+}
+
+// ConfigTableWarnings returns ConfigTableErrors as warnings: the guard reports them for
+// a stored cluster instead of stopping the controllers.
+func ConfigTableWarnings(c *v1alpha1.ValkeyCluster) []string {
+	return configTableWarnings(ConfigTableErrors(c))
 }
 
 // ClusterWarnings returns what is accepted but unwise in a ValkeyCluster, as sentences
@@ -86,7 +126,6 @@ func validateClusterSpec(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	errs = append(errs, validateImagePullSecrets(s.ImagePullSecrets, p.Child("imagePullSecrets"))...)
 	errs = append(errs, validateResources(s.Resources, p.Child("resources"))...)
 	errs = append(errs, validateConfig(s.Config, p.Child("config"))...)
-	errs = append(errs, validateConfigForImage(s.Config, s.ImageOrDefault(), p.Child("config"))...)
 	errs = append(errs, validateContainers(memberpod.ClusterInput(s), p.Child("containers"))...)
 	errs = append(errs, validateExporter(s.Exporter, p.Child("exporter"))...)
 	errs = append(errs, validatePersistence(s.Persistence, s.Workload(), p.Child("persistence"))...)

@@ -26,16 +26,13 @@ func GracePeriodTooShort(s *v1alpha1.ValkeyClusterSpec) (bool, int64) {
 	return *s.TerminationGracePeriodSeconds < minimum, minimum
 }
 
-// validateConfig checks every key and value of a config map.
+// validateConfig checks every key and value of a config map with the rules that hold
+// whatever the Valkey version: names, owned and refused keys, modules, bounds. The key
+// table's checks are validateConfigTable's.
 func validateConfig(config map[string]string, p *field.Path) field.ErrorList {
-	keys := make([]string, 0, len(config))
-	for k := range config {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var errs field.ErrorList
 	seen := map[string]bool{}
-	for _, k := range keys {
+	for _, k := range sortedKeys(config) {
 		kp := p.Key(k)
 		errs = append(errs, validateConfigKey(k, kp)...)
 		errs = append(errs, validateConfigValue(config[k], kp)...)
@@ -48,6 +45,30 @@ func validateConfig(config map[string]string, p *field.Path) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// validateConfigTable checks config against the key table (valkeyconf, measured on the
+// real servers): every key one a supported Valkey takes, every value one its server
+// takes (validateKnownKey), and both taken by the Valkey the image's tag names
+// (validateConfigForImage). Keys that validateConfigKey refuses are its part.
+func validateConfigTable(config map[string]string, image string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, k := range sortedKeys(config) {
+		if kp := p.Key(k); len(validateConfigKey(k, kp)) == 0 {
+			errs = append(errs, validateKnownKey(k, config[k], kp)...)
+		}
+	}
+	return append(errs, validateConfigForImage(config, image, p)...)
+}
+
+// sortedKeys returns the keys of config in order, so errors come in a stable order.
+func sortedKeys(config map[string]string) []string {
+	keys := make([]string, 0, len(config))
+	for k := range config {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // validateConfigKey refuses malformed keys and the keys the operator manages.
@@ -68,6 +89,39 @@ func validateConfigKey(k string, p *field.Path) field.ErrorList {
 	default:
 		return field.ErrorList{field.Forbidden(p, fmt.Sprintf("%q is refused: %s", k, r.Why))}
 	}
+}
+
+// validateKnownKey refuses a key that no supported Valkey takes (unless the
+// administrator admits it: Policy.AllowedConfigKeys), and a value that no supported
+// Valkey takes for its key, naming what the key takes. Which versions take it is
+// validateConfigForImage's part.
+func validateKnownKey(k, v string, p *field.Path) field.ErrorList {
+	key := valkeyconf.Normalize(k)
+	switch {
+	case key == valkeyconf.LoadModule:
+		return nil // a directive, not a key (validateModule)
+	case !valkeyconf.Known(key):
+		if CurrentPolicy().configKeyAllowed(key) {
+			return nil
+		}
+		return field.ErrorList{field.Invalid(p, k, fmt.Sprintf(
+			"is not a configuration key of any supported Valkey (%s, as their servers list them); "+
+				"an administrator may admit the keys of a newer Valkey (the chart's policy.allowedConfigKeys)", measuredList()))}
+	case len(valkeyconf.Takers(key, v)) > 0:
+		return nil
+	}
+	vs := valkeyconf.KeyVersions(key)
+	t, _ := valkeyconf.TypeOf(key, vs[len(vs)-1])
+	return field.ErrorList{field.Invalid(p, v, "must be "+t.String())}
+}
+
+// measuredList names the measured servers: "8.0, 8.1, 9.1".
+func measuredList() string {
+	names := make([]string, len(valkeyconf.Measured))
+	for i, m := range valkeyconf.Measured {
+		names[i] = fmt.Sprintf("%d.%d", m.Major, m.Minor)
+	}
+	return strings.Join(names, ", ")
 }
 
 // validateModule checks a loadmodule value against the module paths the administrator
@@ -118,20 +172,33 @@ func validateConfigValue(v string, p *field.Path) field.ErrorList {
 // version decides when the pod starts (see the node-controller's start script).
 func validateConfigForImage(config map[string]string, image string, p *field.Path) field.ErrorList {
 	v, known := valkeyconf.ImageVersion(image)
-	keys := make([]string, 0, len(config))
-	for k := range config {
-		keys = append(keys, k)
+	if known == 0 {
+		return nil
 	}
-	slices.Sort(keys)
 	var errs field.ErrorList
-	for _, k := range keys {
-		need := valkeyconf.Since(k, config[k])
-		if valkeyconf.SurelyLacks(v, known, need) {
-			errs = append(errs, field.Invalid(p.Key(k), config[k], fmt.Sprintf(
-				"Valkey %d.%d and later take this; the image %s runs %s", need.Major, need.Minor, image, describeTagVersion(v, known))))
+	for _, k := range sortedKeys(config) {
+		takers := valkeyconf.Takers(k, config[k])
+		if len(takers) == 0 {
+			takers = valkeyconf.KeyVersions(k) // a value no version takes: validateKnownKey
 		}
+		if len(takers) == 0 || slices.ContainsFunc(takers, func(m valkeyconf.Version) bool { return tagMayRun(v, known, m) }) {
+			continue
+		}
+		errs = append(errs, field.Invalid(p.Key(k), config[k], fmt.Sprintf(
+			"%s take this; the image %s runs %s", valkeyconf.DescribeVersions(takers), image, describeTagVersion(v, known))))
 	}
 	return errs
+}
+
+// tagMayRun reports whether an image whose tag says v (to the precision known, as
+// valkeyconf.ImageVersion returns) may run a server that the measured server m stands
+// for: any measured one of its major when the tag names the major only.
+func tagMayRun(v valkeyconf.Version, known int, m valkeyconf.Version) bool {
+	sameMajor := func(x valkeyconf.Version) bool { return x.Major == v.Major }
+	if known == 1 && slices.ContainsFunc(valkeyconf.Measured, sameMajor) {
+		return sameMajor(m)
+	}
+	return valkeyconf.MeasuredFor(v) == m
 }
 
 // describeTagVersion says what an image tag tells of its version.

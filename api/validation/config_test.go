@@ -146,3 +146,82 @@ func TestAllowedModulesPolicy(t *testing.T) {
 		t.Errorf("ParseModules = %v, %v", got, err)
 	}
 }
+
+// TestValidateConfigTypes: every key is one a supported Valkey has, and every value one
+// its server takes (the key table measured on the real servers, valkeyconf).
+func TestValidateConfigTypes(t *testing.T) {
+	image := func(img string, kv ...string) func(c *v1alpha1.ValkeyCluster) {
+		return func(c *v1alpha1.ValkeyCluster) {
+			config(kv...)(c)
+			c.Spec.Image = img
+		}
+	}
+	runClusterCases(t, []clusterCase{
+		{name: "a key of no Valkey", mutate: config("maxmemroy", "1gb"),
+			want: []string{`spec.config[maxmemroy]: Invalid value: "maxmemroy": is not a configuration key of any supported Valkey (8.0, 8.1, 9.1`,
+				"policy.allowedConfigKeys"}},
+		{name: "a key of no Valkey, in another case", mutate: config("No-Such-Key", "1"), want: []string{"spec.config[No-Such-Key]: Invalid value"}},
+		{name: "a hidden debugging key is not admitted", mutate: config("key-load-delay", "100"), want: []string{"spec.config[key-load-delay]"}},
+		{name: "old names (aliases) are keys", mutate: config("hash-max-ziplist-entries", "256", "slave-read-only", "yes")},
+		{name: "memory sizes", mutate: config("maxmemory", "1gb", "repl-backlog-size", "100mb", "client-query-buffer-limit", "1073741824",
+			"active-defrag-ignore-bytes", "100MB", "hll-sparse-max-bytes", "3k", "stream-node-max-bytes", "4kb")},
+		{name: "a memory size of lots", mutate: config("maxmemory", "lots"),
+			want: []string{`spec.config[maxmemory]: Invalid value: "lots": must be a memory size (bytes, or with a unit: 100mb, 1gb;`}},
+		{name: "a memory size with a unit Valkey lacks", mutate: config("maxmemory", "1tb"), want: []string{`spec.config[maxmemory]: Invalid value: "1tb"`}},
+		{name: "a memory size below the key's least", mutate: config("proto-max-bulk-len", "1kb"),
+			want: []string{`spec.config[proto-max-bulk-len]: Invalid value: "1kb": must be a memory size`, "of 1048576 bytes or more"}},
+		{name: "a memory size or a percentage", mutate: config("maxmemory-clients", "10%")},
+		{name: "a percentage past 100", mutate: config("maxmemory-clients", "150%"),
+			want: []string{`spec.config[maxmemory-clients]: Invalid value: "150%"`, "or a percentage from 0% to 100%"}},
+		{name: "booleans", mutate: config("appendonly", "yes", "activedefrag", "NO", "lazyfree-lazy-eviction", "no")},
+		{name: "not a boolean", mutate: config("appendonly", "maybe"), want: []string{`spec.config[appendonly]: Invalid value: "maybe": must be yes or no`}},
+		{name: "a boolean written as a number", mutate: config("appendonly", "1"), want: []string{`spec.config[appendonly]: Invalid value: "1": must be yes or no`}},
+		{name: "integers in range", mutate: config("active-defrag-cycle-max", "99", "databases", "16", "tcp-keepalive", "0", "io-threads", "4")},
+		{name: "an integer past its bound", mutate: config("active-defrag-cycle-max", "100"),
+			want: []string{`spec.config[active-defrag-cycle-max]: Invalid value: "100": must be a whole number from 1 to 99`}},
+		{name: "not an integer", mutate: config("databases", "sixteen"),
+			want: []string{`spec.config[databases]: Invalid value: "sixteen": must be a whole number from 1 to 2147483647`}},
+		{name: "an octal mode", mutate: config("unixsocketperm", "700")},
+		{name: "not an octal mode", mutate: config("unixsocketperm", "rwx"),
+			want: []string{`spec.config[unixsocketperm]: Invalid value: "rwx": must be an octal number from 0 to 777`}},
+		{name: "enum values, in any case", mutate: config("maxmemory-policy", "allkeys-lru", "loglevel", "WARNING", "appendfsync", "always")},
+		{name: "not an enum value", mutate: config("maxmemory-policy", "lru"),
+			want: []string{`spec.config[maxmemory-policy]: Invalid value: "lru": must be one of volatile-lru, `, "noeviction"}},
+		{name: "flags", mutate: config("shutdown-on-sigterm", "nosave force")},
+		{name: "not flags", mutate: config("shutdown-on-sigterm", "now later"),
+			want: []string{`spec.config[shutdown-on-sigterm]: Invalid value: "now later": must be one or more of default, save, nosave, now, force, safe, failover, separated by single spaces`}},
+		{name: "keys of their own syntax are the server's", mutate: config("save", "900 1", "client-output-buffer-limit", "pubsub 32mb 8mb 60",
+			"notify-keyspace-events", "Ex", "dbfilename", "data.rdb")},
+		{name: "a key only 9.x has, on the default 8.0 image", mutate: config("cluster-databases", "4"),
+			want: []string{`spec.config[cluster-databases]: Invalid value: "4": Valkey 9.0 and later take this; the image valkey/valkey:8.0.1 runs 8.0`}},
+		{name: "a key only 9.x has, on 9.1", mutate: image("valkey/valkey:9.1.2", "cluster-databases", "4")},
+		{name: "a key only 9.x has, on a tag naming 9", mutate: image("valkey/valkey:9", "cluster-databases", "4")},
+		{name: "a key only 9.x has, on a tag naming no version", mutate: image("valkey/valkey:latest", "cluster-databases", "4")},
+		{name: "a value only 8.1 and later take", mutate: config("io-threads", "200"),
+			want: []string{`spec.config[io-threads]: Invalid value: "200": Valkey 8.1 and later take this; the image valkey/valkey:8.0.1 runs 8.0`}},
+		{name: "a value only 9.x takes, on 8.1", mutate: image("valkey/valkey:8.1.1", "log-format", "json"),
+			want: []string{`spec.config[log-format]: Invalid value: "json": Valkey 9.0 and later take this; the image valkey/valkey:8.1.1 runs 8.1`}},
+		{name: "a key 9.1 takes without listing it", mutate: image("valkey/valkey:9.1.2", "dynamic-hz", "yes")},
+		{name: "an admitted key of a newer Valkey", mutate: config("New-Key-Of-Valkey-10", "anything"),
+			policy: &Policy{AllowedConfigKeys: []string{"new-key-of-valkey-10"}}},
+		{name: "the admitted keys only", mutate: config("new-key-of-valkey-10", "x", "other-new-key", "y"),
+			policy: &Policy{AllowedConfigKeys: []string{"new-key-of-valkey-10"}},
+			want:   []string{"spec.config[other-new-key]: Invalid value"}},
+		{name: "an admitted key stays refused when the operator owns it", mutate: config("port", "7000"),
+			policy: &Policy{AllowedConfigKeys: []string{"port"}}, want: []string{"spec.config[port]: Forbidden"}},
+		{name: "admitting unknown keys checks known keys all the same", mutate: config("maxmemory", "lots"),
+			policy: &Policy{AllowedConfigKeys: []string{"maxmemory"}}, want: []string{"spec.config[maxmemory]: Invalid value"}},
+	})
+}
+
+func TestParseConfigKeys(t *testing.T) {
+	got, err := ParseConfigKeys(" New-Key ,other.key,, ")
+	if err != nil || len(got) != 2 || got[0] != "new-key" || got[1] != "other.key" {
+		t.Errorf("ParseConfigKeys = %v, %v", got, err)
+	}
+	for _, bad := range []string{"port", "tls-port", "loadmodule", "bad key", "rename-command"} {
+		if _, err := ParseConfigKeys(bad); err == nil || !strings.Contains(err.Error(), "--allowed-config-keys") {
+			t.Errorf("ParseConfigKeys(%q) = %v; want a refusal naming the flag", bad, err)
+		}
+	}
+}

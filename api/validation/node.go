@@ -12,7 +12,10 @@ import (
 
 // ValidateNode runs the rules of a ValkeyNode on its own. The cluster-controller
 // derives a node's spec from a validated ValkeyCluster, so these rules catch a bug or
-// a hand-written object, not a user's typo.
+// a hand-written object, not a user's typo. The key table's checks of spec.config are
+// the cluster's (ConfigTableErrors): a node carries its cluster's config, which an
+// update of the cluster may keep although the table refuses it (ValidateClusterUpdate),
+// and the node of a new member must then be admitted with it.
 func ValidateNode(n *v1alpha1.ValkeyNode) field.ErrorList {
 	if n == nil {
 		return field.ErrorList{field.Required(field.NewPath(""), "a ValkeyNode is required")}

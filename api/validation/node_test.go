@@ -50,6 +50,9 @@ func TestValidateNode(t *testing.T) {
 			want: []string{"spec.image: Required value"}},
 		{name: "owned config", mutate: func(n *v1alpha1.ValkeyNode) { n.Spec.Config = map[string]string{"dir": "/tmp"} },
 			want: []string{"spec.config[dir]: Forbidden"}},
+		{name: "a key or value the key table refuses is the cluster's to check", mutate: func(n *v1alpha1.ValkeyNode) {
+			n.Spec.Config = map[string]string{"lua-replicate-commands": "yes", "maxmemory": "lots"}
+		}},
 		{name: "persistence on a Deployment", mutate: func(n *v1alpha1.ValkeyNode) {
 			n.Spec.WorkloadType = v1alpha1.WorkloadDeployment
 			n.Spec.Persistence = &v1alpha1.PersistenceSpec{Size: resource.MustParse("1Gi")}

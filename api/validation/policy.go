@@ -1,10 +1,13 @@
 package validation
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // Defaults of the policy: what a component applies when the administrator sets nothing
@@ -32,6 +35,11 @@ type Policy struct {
 	// AllowedModules are the module paths (shipped in the image) that spec.config
 	// loadmodule may name. Empty: loadmodule is refused.
 	AllowedModules []string
+	// AllowedConfigKeys are configuration keys that no supported Valkey takes (the
+	// measured key table, valkeyconf.Known) and that spec.config may set all the same:
+	// the keys of a newer Valkey that the administrator's images run. Their values are
+	// not checked; the keys the operator refuses stay refused.
+	AllowedConfigKeys []string
 	// MaxMembersPerCluster caps shards x (1 + replicasPerShard) of one cluster.
 	// 0 (or less): DefaultMaxMembersPerCluster; there is no "no limit".
 	MaxMembersPerCluster int
@@ -53,6 +61,7 @@ var policy atomic.Pointer[Policy]
 // SetPolicy sets the policy every later validation applies (at start-up, from flags).
 func SetPolicy(p Policy) {
 	p.AllowedModules = slices.Clone(p.AllowedModules)
+	p.AllowedConfigKeys = slices.Clone(p.AllowedConfigKeys)
 	p.ObjectStore = p.ObjectStore.clone()
 	p.ExternalAccess = p.ExternalAccess.clone()
 	policy.Store(&p)
@@ -89,6 +98,32 @@ func (p Policy) BackupInterval() time.Duration {
 func (p Policy) moduleAllowed(value string) bool {
 	fields := strings.Fields(value)
 	return len(fields) > 0 && slices.Contains(p.AllowedModules, fields[0])
+}
+
+// configKeyAllowed reports whether the administrator admits key (normalised), which no
+// supported Valkey takes.
+func (p Policy) configKeyAllowed(key string) bool {
+	return slices.Contains(p.AllowedConfigKeys, key)
+}
+
+// FlagAllowedConfigKeys is the flag that sets Policy.AllowedConfigKeys in every
+// component.
+const FlagAllowedConfigKeys = "allowed-config-keys"
+
+// ParseConfigKeys splits a comma-separated list of configuration keys, normalised,
+// refusing malformed names and the keys the operator refuses in every spec.
+func ParseConfigKeys(s string) ([]string, error) {
+	var out []string
+	for _, k := range splitList(s) {
+		if !valkeyconf.ValidName(k) {
+			return nil, fmt.Errorf("--%s: %q is not a configuration name", FlagAllowedConfigKeys, k)
+		}
+		if r, refused := valkeyconf.Refused(k); refused {
+			return nil, fmt.Errorf("--%s: %q is refused in every spec, whatever the version: %s", FlagAllowedConfigKeys, k, r.Why)
+		}
+		out = append(out, valkeyconf.Normalize(k))
+	}
+	return out, nil
 }
 
 // ParseModules splits a comma-separated list of module paths, refusing relative ones.

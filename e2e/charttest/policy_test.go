@@ -17,7 +17,8 @@ func TestPolicyReachesEveryComponent(t *testing.T) {
 		{name: "defaults",
 			want: []string{"--max-members-per-cluster=100", "--min-backup-interval=5m", "--policy-profile=default"},
 			not: []string{"--object-store-allowed-endpoints", "--kubernetes-api-addresses", "--refuse-sidecars",
-				"--external-access-types", "--external-access-annotations", "--external-access-hostname-suffixes"}},
+				"--external-access-types", "--external-access-annotations", "--external-access-hostname-suffixes",
+				"--allowed-config-keys"}},
 		{name: "multiTenant", sets: []string{
 			"policy.profile=multiTenant", "policy.externalAccess.allowedTypes={LoadBalancer}",
 			"policy.externalAccess.allowedAnnotations={service.beta.kubernetes.io/aws-load-balancer-internal,external-dns.alpha.kubernetes.io/}",
@@ -31,7 +32,9 @@ func TestPolicyReachesEveryComponent(t *testing.T) {
 			"policy.maxMembersPerCluster=300", "policy.minBackupInterval=1h",
 			"policy.objectStore.allowedEndpoints={minio.storage.svc,.example.com,10.0.0.0/8}",
 			"policy.objectStore.kubernetesAPIAddresses={192.0.2.10,192.0.2.11}",
+			"policy.allowedConfigKeys={new-key-of-valkey-10,other-new-key}",
 		}, want: []string{
+			"--allowed-config-keys=new-key-of-valkey-10,other-new-key",
 			"--max-members-per-cluster=300", "--min-backup-interval=1h",
 			"--object-store-allowed-endpoints=minio.storage.svc,.example.com,10.0.0.0/8",
 			"--kubernetes-api-addresses=192.0.2.10,192.0.2.11",
@@ -69,6 +72,7 @@ func TestPolicySchema(t *testing.T) {
 		"policy.externalAccess.allowedTypes={ClusterIP}",
 		"policy.externalAccess.allowedHostnameSuffixes={example.com}",
 		"policy.externalAccess.allowedAnnotations={*}",
+		"policy.allowedConfigKeys={bad key}",
 	} {
 		if _, err := helm(t, "template", "vko", "charts/valkey-operator", "--kube-version", kubeVersion, "--set", set); err == nil {
 			t.Errorf("%s was accepted", set)

@@ -1,6 +1,10 @@
 // Package guard is the check every controller runs before acting on a ValkeyCluster: the
 // same validation as the admission webhook, so turning the webhook off in the chart never
-// lets a controller act on a spec the webhook would have refused.
+// lets a controller act on a spec the webhook would have refused. The one exception is
+// the key table's check of spec.config (validation.ConfigTableErrors): the table changes
+// with the operator, and a cluster an older operator admitted keeps running with an
+// entry the new table refuses, so the guard reports such entries as warnings (the
+// ConfigurationWarning condition) instead of stopping the controllers.
 package guard
 
 import (
@@ -20,6 +24,9 @@ type Result struct {
 	Errs field.ErrorList
 	// Condition is the InvalidSpec condition to apply (every controller applies the same).
 	Condition metav1.Condition
+	// ConfigWarnings are the spec.config entries the key table refuses, as sentences that
+	// say what may happen and what to do; the controllers act on the spec all the same.
+	ConfigWarnings []string
 }
 
 // Valid reports whether the controllers may act on the spec.
@@ -29,14 +36,15 @@ func (r Result) Valid() bool { return len(r.Errs) == 0 }
 // controller gets the same answer, so the InvalidSpec condition they all write has the same
 // content and their server-side apply patches agree instead of fighting.
 func Check(c *v1alpha1.ValkeyCluster) Result {
-	errs := validation.ValidateCluster(c)
-	return Result{Errs: errs, Condition: condition(errs, c.Generation)}
+	errs := validation.ValidateStoredCluster(c)
+	return Result{Errs: errs, Condition: condition(errs, c.Generation), ConfigWarnings: validation.ConfigTableWarnings(c)}
 }
 
 // CheckUpdate returns the rules broken by changing previous into c beyond those Check
 // reports (immutable fields). Only a controller that knows the previous spec (the
 // cluster-controller: status.appliedSpec, else the members) uses it; it reports them in
-// its own conditions.
+// its own conditions. The key table's findings are never among them: Check's warnings
+// report every one.
 func CheckUpdate(previous, c *v1alpha1.ValkeyCluster) field.ErrorList {
 	static := map[string]bool{}
 	for _, e := range validation.ValidateCluster(c) {

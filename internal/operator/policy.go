@@ -19,7 +19,7 @@ func PolicyFlags(fs *flag.FlagSet) func() error {
 // policyFlags is PolicyFlags reading the environment through getenv.
 func policyFlags(fs *flag.FlagSet, getenv func(string) string) func() error {
 	var refuse bool
-	var modules, allowedEndpoints, apiAddresses, profile, types, annotations, suffixes string
+	var modules, configKeys, allowedEndpoints, apiAddresses, profile, types, annotations, suffixes string
 	maxMembers := fs.Int("max-members-per-cluster", validation.DefaultMaxMembersPerCluster,
 		"largest shards x (1 + replicasPerShard) a ValkeyCluster may ask for (at least 1)")
 	minInterval := fs.Duration("min-backup-interval", validation.DefaultMinBackupInterval,
@@ -28,6 +28,8 @@ func policyFlags(fs *flag.FlagSet, getenv func(string) string) func() error {
 		"refuse spec.containers entries other than patches of the server and the exporter (sidecars reach the cluster bus on localhost)")
 	fs.StringVar(&modules, "allowed-modules", "",
 		"comma-separated module paths (shipped in the Valkey image) that spec.config loadmodule may name; empty refuses loadmodule")
+	fs.StringVar(&configKeys, validation.FlagAllowedConfigKeys, "",
+		"comma-separated spec.config keys that no supported Valkey has, admitted all the same (keys of a newer Valkey your images run); their values are not checked")
 	fs.StringVar(&allowedEndpoints, validation.FlagAllowedEndpoints, "",
 		"comma-separated host name suffixes (minio.storage.svc, .example.com) and CIDRs; when set, the only object-store endpoints admitted")
 	fs.StringVar(&apiAddresses, validation.FlagKubernetesAPIAddresses, "",
@@ -52,6 +54,9 @@ func policyFlags(fs *flag.FlagSet, getenv func(string) string) func() error {
 		}
 		if pol.AllowedModules, err = validation.ParseModules(modules); err != nil {
 			return fmt.Errorf("--allowed-modules: %w", err)
+		}
+		if pol.AllowedConfigKeys, err = validation.ParseConfigKeys(configKeys); err != nil {
+			return err
 		}
 		if *maxMembers < 1 {
 			return fmt.Errorf("--max-members-per-cluster: %d: must be at least 1 (there is no unlimited)", *maxMembers)

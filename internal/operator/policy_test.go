@@ -63,6 +63,14 @@ func TestPolicyFlags(t *testing.T) {
 				t.Errorf("external access policy %+v", e)
 			}
 		}},
+		{name: "keys of a newer Valkey", args: []string{"--allowed-config-keys=New-Key-Of-Valkey-10, other-new-key"},
+			check: func(t *testing.T, p validation.Policy) {
+				if !slices.Equal(p.AllowedConfigKeys, []string{"new-key-of-valkey-10", "other-new-key"}) {
+					t.Errorf("allowed config keys %v", p.AllowedConfigKeys)
+				}
+			}},
+		{name: "a key the operator owns is no unknown key", args: []string{"--allowed-config-keys=port"},
+			wantErr: `--allowed-config-keys: "port" is refused in every spec`},
 		{name: "an unknown profile", args: []string{"--policy-profile=strict"}, wantErr: `--policy-profile: "strict"`},
 		{name: "a host name in KUBERNETES_SERVICE_HOST is no address", env: "api.internal", check: func(t *testing.T, p validation.Policy) {
 			if len(p.ObjectStore.APIServer) != 0 {

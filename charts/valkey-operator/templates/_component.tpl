@@ -78,6 +78,9 @@ spec:
             {{- with $root.Values.policy.allowedModules }}
             - --allowed-modules={{ join "," . }}
             {{- end }}
+            {{- with $root.Values.policy.allowedConfigKeys }}
+            - --allowed-config-keys={{ join "," . }}
+            {{- end }}
             - --max-members-per-cluster={{ int $root.Values.policy.maxMembersPerCluster }}
             - --min-backup-interval={{ $root.Values.policy.minBackupInterval }}
             {{- with $root.Values.policy.objectStore.allowedEndpoints }}

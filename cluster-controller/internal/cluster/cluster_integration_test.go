@@ -152,6 +152,24 @@ var _ = Describe("The cluster-controller", func() {
 		Expect(e.members(Default, "batches")).To(HaveLen(6))
 	})
 
+	It("acts on a cluster whose config holds a key its key table lacks, and warns of it", func() {
+		// As a cluster an older operator admitted: lua-replicate-commands is a key the
+		// servers take and ignore without listing it, so the table does not know it.
+		e.createCluster("oldkey", 1, 0, func(s *v1alpha1.ValkeyClusterSpec) { s.Config["lua-replicate-commands"] = "yes" })
+		e.expectReady("oldkey", time.Minute)
+
+		vc := e.cluster(Default, "oldkey")
+		invalid := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionInvalidSpec)
+		Expect(invalid).NotTo(BeNil())
+		Expect(invalid.Status).To(Equal(metav1.ConditionFalse), "InvalidSpec: %s", invalid.Message)
+		warning := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionConfigurationWarning)
+		Expect(warning).NotTo(BeNil())
+		Expect(warning.Status).To(Equal(metav1.ConditionTrue))
+		Expect(warning.Reason).To(Equal(v1alpha1.ReasonUnsupportedConfig))
+		Expect(warning.Message).To(And(ContainSubstring("spec.config[lua-replicate-commands]"),
+			ContainSubstring("a server may refuse the entry at the next restart of a member")))
+	})
+
 	It("replaces a replica whose pod is gone for good", Label("slow"), func() {
 		e.createCluster("heal", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) { s.WorkloadType = v1alpha1.WorkloadPod })
 		e.expectReady("heal", time.Minute)

@@ -162,7 +162,7 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	}
 	st.Conditions = []metav1.Condition{
 		readyCond, progressing, degraded, formedCondition(s, gen), slotsCondition(s, gen),
-		graceCondition(vc, gen), unschedulableCondition(s, gen), s.guard.Condition,
+		warningCondition(s.guard.ConfigWarnings, vc, gen), unschedulableCondition(s, gen), s.guard.Condition,
 		pausedCondition(s, gen), externalCondition(s, gen),
 	}
 	st.State = clusterState(s, applied, degraded)
@@ -315,6 +315,27 @@ func slotsCondition(s *scope, gen int64) metav1.Condition {
 	}
 	return conditions.New(v1alpha1.ConditionSlotsAssigned, true, v1alpha1.ReasonAllSlotsAssigned,
 		fmt.Sprintf("all %d slots are assigned", slotCount), gen)
+}
+
+// maxConfigWarnings bounds the config entries the ConfigurationWarning message names.
+const maxConfigWarnings = 5
+
+// warningCondition is ConfigurationWarning: the config entries the key table refuses
+// (configWarnings, from the guard: a server may refuse them at a member's restart, so
+// they come first), then graceCondition's finding.
+func warningCondition(configWarnings []string, vc *v1alpha1.ValkeyCluster, gen int64) metav1.Condition {
+	grace := graceCondition(vc, gen)
+	if len(configWarnings) == 0 {
+		return grace
+	}
+	msgs := configWarnings
+	if len(msgs) > maxConfigWarnings {
+		msgs = append(slices.Clone(msgs[:maxConfigWarnings]), fmt.Sprintf("and %d more config entries", len(configWarnings)-maxConfigWarnings))
+	}
+	if grace.Status == metav1.ConditionTrue {
+		msgs = append(msgs, grace.Message)
+	}
+	return conditions.New(v1alpha1.ConditionConfigurationWarning, true, v1alpha1.ReasonUnsupportedConfig, strings.Join(msgs, "; "), gen)
 }
 
 // graceCondition warns when the user's grace period is too short for a primary to hand

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/guard"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -94,6 +96,61 @@ func TestGracePeriod(t *testing.T) {
 			}
 			if c.warn && cond.Reason != v1alpha1.ReasonGracePeriodTooShort {
 				t.Errorf("reason = %s", cond.Reason)
+			}
+		})
+	}
+}
+
+// TestConfigurationWarning: config entries the key table refuses in a stored cluster
+// (the guard's warnings) raise ConfigurationWarning, with the grace period's finding.
+func TestConfigurationWarning(t *testing.T) {
+	many := map[string]string{}
+	for i := range 7 {
+		many[fmt.Sprintf("old-key-%d", i)] = "yes"
+	}
+	for _, tc := range []struct {
+		name   string
+		mod    func(*v1alpha1.ValkeyClusterSpec)
+		reason string
+		want   []string
+		absent string
+	}{
+		{name: "nothing to say", reason: v1alpha1.ReasonNoWarnings},
+		{name: "an unknown key", mod: func(s *v1alpha1.ValkeyClusterSpec) { s.Config = map[string]string{"lua-replicate-commands": "yes"} },
+			reason: v1alpha1.ReasonUnsupportedConfig,
+			want: []string{`spec.config[lua-replicate-commands]: Invalid value: "lua-replicate-commands": is not a configuration key`,
+				"the chart's policy.allowedConfigKeys", "a server may refuse the entry at the next restart of a member: remove or correct it"}},
+		{name: "a value of the wrong type and a short grace period", mod: func(s *v1alpha1.ValkeyClusterSpec) {
+			s.Config = map[string]string{"maxmemory": "lots"}
+			s.TerminationGracePeriodSeconds = ptr.To[int64](5)
+		}, reason: v1alpha1.ReasonUnsupportedConfig,
+			want: []string{`spec.config[maxmemory]: Invalid value: "lots"`, "terminationGracePeriodSeconds 5 is below 15 s"}},
+		{name: "many entries are counted past the first five", mod: func(s *v1alpha1.ValkeyClusterSpec) { s.Config = many },
+			reason: v1alpha1.ReasonUnsupportedConfig, want: []string{"spec.config[old-key-4]", "; and 2 more config entries"}, absent: "old-key-5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vc := cluster(func(s *v1alpha1.ValkeyClusterSpec) {
+				s.Shards, s.ReplicasPerShard, s.Image = 3, ptr.To[int32](1), v1alpha1.DefaultImage
+				if tc.mod != nil {
+					tc.mod(s)
+				}
+			})
+			g := guard.Check(vc)
+			if !g.Valid() {
+				t.Fatalf("guard: %v; want the spec valid", g.Errs)
+			}
+			cond := warningCondition(g.ConfigWarnings, vc, 1)
+			if cond.Type != v1alpha1.ConditionConfigurationWarning || cond.Reason != tc.reason ||
+				(cond.Status == metav1.ConditionTrue) != (tc.reason != v1alpha1.ReasonNoWarnings) {
+				t.Errorf("condition = %s %s %s; want reason %s", cond.Type, cond.Status, cond.Reason, tc.reason)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(cond.Message, w) {
+					t.Errorf("message %q; want it to contain %q", cond.Message, w)
+				}
+			}
+			if tc.absent != "" && strings.Contains(cond.Message, tc.absent) {
+				t.Errorf("message %q; want no %q", cond.Message, tc.absent)
 			}
 		})
 	}

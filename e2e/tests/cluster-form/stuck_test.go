@@ -43,10 +43,10 @@ var stuckCases = []stuckCase{
 		s.Persistence = &v1alpha1.PersistenceSpec{Size: resource.MustParse("64Mi"), StorageClassName: ptr.To("e2e-missing-class")}
 	}, reason: v1alpha1.ReasonStorageClassNotFound, says: "e2e-missing-class"},
 	{name: "crash", mutate: func(s *v1alpha1.ValkeyClusterSpec) {
-		// Valkey does not know the directive and exits at start; validation lets
-		// unknown keys through (a newer server or a module may know them).
-		s.Config = map[string]string{"e2e-no-such-directive": "1"}
-	}, reason: v1alpha1.ReasonCrashLoop, says: "e2e-no-such-directive"},
+		// A key of its own syntax, whose value validation leaves to the server: Valkey
+		// refuses the event class '2' and exits at start.
+		s.Config = map[string]string{"notify-keyspace-events": "e2e-crash"}
+	}, reason: v1alpha1.ReasonCrashLoop, says: "e2e-crash"},
 }
 
 // TestStuckCauses creates clusters that cannot start, one per cause a user meets in the

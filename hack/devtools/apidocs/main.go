@@ -227,7 +227,7 @@ func writeConfigKeys(b *strings.Builder) {
 	b.WriteString("\n## Configuration keys\n\n")
 	b.WriteString("Keys of `spec.config` applied live with CONFIG SET on every member (no restart), by\n")
 	b.WriteString("server version; any other key is applied by rolling the members:\n\n")
-	for _, v := range []valkeyconf.Version{{Major: 8, Minor: 0}, {Major: 8, Minor: 1}, {Major: 9, Minor: 0}} {
+	for _, v := range valkeyconf.Measured {
 		fmt.Fprintf(b, "- Valkey %d.%d: %s\n", v.Major, v.Minor, code(valkeyconf.LiveKeys(v)))
 	}
 	b.WriteString("\nKeys refused in `spec.config` (one table, `valkeyconf.RefusedKeys`; a trailing `-` is a\n")
@@ -242,6 +242,72 @@ func writeConfigKeys(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "| `%s` | %s | %s |\n", r.Key, kind, escape(r.Why))
 	}
+	writeKeyTable(b)
+}
+
+// writeKeyTable lists every key the supported servers take, with what each takes, from
+// the table validation reads (valkeyconf, measured on the real servers).
+func writeKeyTable(b *strings.Builder) {
+	b.WriteString("\nEvery other key of `spec.config` must be one that a supported Valkey takes, with a value its\n")
+	b.WriteString("server takes: the table below, measured on the real servers (`make config-table`:\n")
+	b.WriteString("`CONFIG GET *` for the keys, and the server's own config parser for each key's type and\n")
+	b.WriteString("bounds; a key a server takes without listing it, hidden or deprecated, counts as taken).\n")
+	b.WriteString("A key no supported Valkey has is refused, naming the versions measured; a key or value\n")
+	b.WriteString("that only some versions take is refused when the image's tag names a version that lacks\n")
+	b.WriteString("it, naming those that take it. An administrator whose images run a newer Valkey admits its\n")
+	b.WriteString("new keys by name (the chart's `policy.allowedConfigKeys`, flag `--allowed-config-keys`):\n")
+	b.WriteString("their values are not checked, and the refused keys above stay refused. Memory sizes are\n")
+	b.WriteString("bytes or a number with a unit (`b`, `k`, `kb`, `m`, `mb`, `g`, `gb`, in any case; `k`,\n")
+	b.WriteString("`m`, `g` are powers of 1000, `kb`, `mb`, `gb` of 1024); booleans are `yes` or `no`. Where a\n")
+	b.WriteString("key takes different values on different versions, each is followed by the first version\n")
+	b.WriteString("measured that takes it so.\n\n")
+	b.WriteString("An update checks against this table only the entries it adds or changes: an entry kept\n")
+	b.WriteString("with the same key and value under the same `spec.image` (one an older operator admitted)\n")
+	b.WriteString("is admitted with a warning, and a changed `spec.image` checks every entry again. The\n")
+	b.WriteString("controllers act on a stored cluster whatever the table says of its entries, and report\n")
+	b.WriteString("what it refuses in `ConfigurationWarning=True UnsupportedConfig`: a server may refuse such\n")
+	b.WriteString("an entry when a member restarts\n")
+	b.WriteString("([failure-modes.md](failure-modes.md#a-stored-config-entry-the-key-table-refuses)).\n\n")
+	b.WriteString("| key | takes | versions |\n|---|---|---|\n")
+	for _, k := range valkeyconf.Keys() {
+		if _, refused := valkeyconf.Refused(k); refused {
+			continue
+		}
+		vs := valkeyconf.KeyVersions(k)
+		var takes []string
+		var last string
+		for _, v := range vs {
+			s := describeOn(k, v)
+			if s == last {
+				continue
+			}
+			last = s
+			if typeChanges(k, vs) {
+				s = fmt.Sprintf("%s (%d.%d)", s, v.Major, v.Minor)
+			}
+			takes = append(takes, s)
+		}
+		fmt.Fprintf(b, "| `%s` | %s | %s |\n", k, escape(strings.Join(takes, "; ")), valkeyconf.DescribeVersions(vs))
+	}
+}
+
+// describeOn says what key takes on v, and whether v lists it.
+func describeOn(key string, v valkeyconf.Version) string {
+	t, _ := valkeyconf.TypeOf(key, v)
+	if !valkeyconf.Listed(key, v) {
+		return t.String() + ", taken but not listed by CONFIG GET"
+	}
+	return t.String()
+}
+
+// typeChanges reports whether key takes different values on the versions vs.
+func typeChanges(key string, vs []valkeyconf.Version) bool {
+	for _, v := range vs[1:] {
+		if describeOn(key, v) != describeOn(key, vs[0]) {
+			return true
+		}
+	}
+	return false
 }
 
 func code(keys []string) string {

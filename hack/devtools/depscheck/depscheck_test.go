@@ -52,6 +52,8 @@ var unresolved = map[string]string{
 	"node-controller/internal/node/pod_test.go|cmd[0]":                         "sh: the pod's container commands, run with the host's sh (and awk) by the tests",
 	"hack/devtools/depscheck/deps_script_test.go|e.Program":                    "looks up the table's own programs, to build a PATH without one",
 	"hack/devtools/depscheck/deps_script_test.go|p":                            "looks up bash and sh, for the fixture table's PATH",
+	"hack/devtools/configtable/measure.go|c[0]":                                "valkey-server: the Valkey images' servers (localkube valkey-servers, through their own loader), or -server",
+	"hack/devtools/configtable/main.go|*server":                                "valkey-server (make config-table's -server, the test's PATH)",
 	"backup-controller/internal/tests3/tests3.go|Binary(t)":                    "versitygw (hack/deps.txt), from $VERSITYGW, hack/tools/bin or PATH",
 	"backup-controller/internal/testvalkey/testvalkey.go|valkeytest.Binary(t)": "valkey-server from valkeytest.Binary",
 	"e2e/perf/baseline/main.go|filepath.Join(c.bin, name)":                     "the operator's binaries, built by the program (go build) or given with -bin",

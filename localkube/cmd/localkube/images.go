@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,4 +85,23 @@ func listImages(cfg localkube.Config) error {
 		fmt.Println(f)
 	}
 	return nil
+}
+
+// valkeyServers unpacks the server of every Valkey image into dir and prints them as
+// JSON (images.ValkeyServer), for the measurement of their configuration keys.
+func valkeyServers(ctx context.Context, cfg localkube.Config, dir string) error {
+	if dir == "" {
+		return errors.New("valkey-servers: -out DIR is required")
+	}
+	cfg, err := cfg.WithDefaults()
+	if err != nil {
+		return err
+	}
+	servers, err := images.StageValkeyServers(ctx, images.Config{CacheDir: cfg.CacheDir, Log: cfg.Log}, dir)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(servers)
 }

@@ -10,6 +10,9 @@
 //	localkube load FILE...       import image tarballs into every node
 //	localkube snapshot           print the host state that local-down must restore
 //	localkube images-list        print the image tarballs (for docker load / kind load)
+//	localkube valkey-servers -out DIR
+//	                             unpack the Valkey images' servers into DIR, runnable on
+//	                             this host; print them as JSON (make config-table)
 package main
 
 import (
@@ -47,7 +50,7 @@ func run(args []string) error {
 	node := fs.Int("node", 0, "node index (node-run)")
 	opBins := fs.String("operator-binaries", "", "folder of operator binaries to put in the operator image (images)")
 	opRef := fs.String("operator-image", defaultOperatorImage, "reference of the operator image (images)")
-	kindOut := fs.String("out", "", "also write the node image as a docker-archive to this file (kind-image)")
+	kindOut := fs.String("out", "", "also write the node image as a docker-archive to this file (kind-image); the folder of the servers (valkey-servers)")
 	kindNoLoad := fs.Bool("no-load", false, "build the node image without loading it into Docker (kind-image)")
 	s3Bin := fs.String("s3-binary", "", "static versitygw binary to build the S3 server image from (images)")
 	impostor := fs.Bool("impostor", false, "also build docker.io/valkey/valkey:impostor (Redis under the name valkey-server), for the e2e security suite (images)")
@@ -94,6 +97,8 @@ func run(args []string) error {
 		return localkube.RunProvisioner(ctx, cfg)
 	case "kind-image":
 		return kindImage(ctx, cfg, *kindOut, !*kindNoLoad)
+	case "valkey-servers":
+		return valkeyServers(ctx, cfg, *kindOut)
 	}
 	return fmt.Errorf("unknown command %q", args[0])
 }

@@ -34,11 +34,14 @@ func (ClusterValidator) ValidateCreate(_ context.Context, c *v1alpha1.ValkeyClus
 // ValidateUpdate checks a changed cluster against the stored one. An update that
 // leaves the spec as it is (metadata such as finalizers and labels) is always
 // admitted, so a cluster accepted under older rules can still be labelled or deleted.
+// A config entry the update keeps as it was, under the same image, is not checked
+// against the key table again (validation.ValidateClusterUpdate); what the table
+// refuses in it comes back as a warning.
 func (ClusterValidator) ValidateUpdate(_ context.Context, old, c *v1alpha1.ValkeyCluster) (admission.Warnings, error) {
 	if equality.Semantic.DeepEqual(old.Spec, c.Spec) {
 		return nil, nil
 	}
-	return validation.ClusterWarnings(c), invalid(clusterKind, c.Name, validation.ValidateClusterUpdate(old, c))
+	return validation.ClusterUpdateWarnings(old, c), invalid(clusterKind, c.Name, validation.ValidateClusterUpdate(old, c))
 }
 
 // ValidateDelete admits every deletion.

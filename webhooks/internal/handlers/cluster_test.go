@@ -59,8 +59,19 @@ func TestClusterValidatorUpdate(t *testing.T) {
 		mutateOld func(c *v1alpha1.ValkeyCluster)
 		mutateNew func(c *v1alpha1.ValkeyCluster)
 		want      []string
+		// warnings are substrings of the warnings wanted, in order; none when empty.
+		warnings []string
 	}{
 		{name: "scale out", mutateNew: func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = 5 }},
+		{name: "scale out of a cluster with a key the key table lacks: admitted, with a warning",
+			mutateOld: func(c *v1alpha1.ValkeyCluster) { c.Spec.Config = map[string]string{"lua-replicate-commands": "yes"} },
+			mutateNew: func(c *v1alpha1.ValkeyCluster) {
+				c.Spec.Config = map[string]string{"lua-replicate-commands": "yes"}
+				c.Spec.Shards = 5
+			}, warnings: []string{"spec.config[lua-replicate-commands]: Invalid value"}},
+		{name: "a key the key table lacks, added: refused, not warned of",
+			mutateNew: func(c *v1alpha1.ValkeyCluster) { c.Spec.Config = map[string]string{"lua-replicate-commands": "yes"} },
+			want:      []string{"spec.config[lua-replicate-commands]: Invalid value"}},
 		{name: "workload type changed",
 			mutateNew: func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = v1alpha1.WorkloadDeployment },
 			want:      []string{"spec.workloadType", "is immutable"}},
@@ -86,8 +97,16 @@ func TestClusterValidatorUpdate(t *testing.T) {
 			if tc.mutateNew != nil {
 				tc.mutateNew(c)
 			}
-			_, err := ClusterValidator{}.ValidateUpdate(context.Background(), old, c)
+			warnings, err := ClusterValidator{}.ValidateUpdate(context.Background(), old, c)
 			expectError(t, err, tc.want)
+			if len(warnings) != len(tc.warnings) {
+				t.Fatalf("want %d warnings, got %q", len(tc.warnings), warnings)
+			}
+			for i, w := range tc.warnings {
+				if !strings.Contains(warnings[i], w) {
+					t.Errorf("warning %d = %q; want it to contain %q", i, warnings[i], w)
+				}
+			}
 		})
 	}
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/api/validation"
 )
 
 // createCluster stores a cluster built by mutate and deletes it when the spec ends.
@@ -83,4 +85,42 @@ var _ = It("admits a metadata update of a stored cluster", func() {
 	c.Finalizers = nil
 	Expect(admin.Update(context.Background(), c)).To(Succeed(), "removing a finalizer")
 	Expect(client.IgnoreNotFound(admin.Delete(context.Background(), c))).To(Succeed())
+})
+
+// A cluster stored with a config key the key table lacks (admitted by an older
+// operator; here by a policy that admitted it, since withdrawn) can still be changed:
+// the unchanged entry is a warning, and what the change adds or the image it moves to
+// is checked as at creation.
+var _ = It("admits a change of a cluster stored with a key the key table lacks, with a warning", func() {
+	validation.SetPolicy(validation.Policy{AllowedConfigKeys: []string{"lua-replicate-commands"}})
+	DeferCleanup(validation.SetPolicy, validation.Policy{})
+	createCluster("old-key", func(c *v1alpha1.ValkeyCluster) {
+		c.Spec.Config = v1alpha1.Config{"lua-replicate-commands": "yes"}
+	})
+	validation.SetPolicy(validation.Policy{})
+	patch := func(spec string) kubectlRun {
+		return runKubectl("patch", "valkeycluster", "old-key", "--namespace=default", "--type=merge", "--patch", `{"spec":`+spec+`}`)
+	}
+
+	By("scaling out: admitted, with the warning kubectl prints")
+	r := patch(`{"shards":4}`)
+	Expect(r.err).NotTo(HaveOccurred(), "refused:\n%s", r.stderr)
+	Expect(r.stderr).To(ContainSubstring(`Warning: spec.config[lua-replicate-commands]: Invalid value: "lua-replicate-commands": ` +
+		"is not a configuration key of any supported Valkey"))
+	Expect(r.stderr).To(ContainSubstring("a server may refuse the entry at the next restart of a member: remove or correct it"))
+
+	By("adding another unknown key: refused for that key only, the kept one still a warning")
+	r = patch(`{"config":{"maxmemroy":"1gb"}}`)
+	Expect(r.err).To(HaveOccurred(), "accepted:\n%s", r.stdout)
+	warnings, refusal, _ := strings.Cut(r.stderr, `The ValkeyCluster "old-key" is invalid: `)
+	Expect(refusal).To(HavePrefix("spec.config[maxmemroy]: Invalid value"))
+	Expect(refusal).NotTo(ContainSubstring("lua-replicate-commands"))
+	Expect(warnings).To(ContainSubstring("Warning: spec.config[lua-replicate-commands]"))
+	Expect(warnings).NotTo(ContainSubstring("maxmemroy"))
+
+	By("changing the image: the kept key is checked again")
+	r = patch(`{"image":"valkey/valkey:8.1.1"}`)
+	Expect(r.err).To(HaveOccurred(), "accepted:\n%s", r.stdout)
+	Expect(r.stderr).To(ContainSubstring("spec.config[lua-replicate-commands]: Invalid value"))
+	Expect(r.stderr).NotTo(ContainSubstring("Warning:"))
 })
