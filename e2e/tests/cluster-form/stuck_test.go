@@ -44,9 +44,10 @@ var stuckCases = []stuckCase{
 	}, reason: v1alpha1.ReasonStorageClassNotFound, says: "e2e-missing-class"},
 	{name: "crash", mutate: func(s *v1alpha1.ValkeyClusterSpec) {
 		// A key of its own syntax, whose value validation leaves to the server: Valkey
-		// refuses the event class '2' and exits at start.
+		// refuses the event class '2' and exits at start. The cause quotes the server's
+		// line with the value redacted, as every configuration line it quotes.
 		s.Config = map[string]string{"notify-keyspace-events": "e2e-crash"}
-	}, reason: v1alpha1.ReasonCrashLoop, says: "e2e-crash"},
+	}, reason: v1alpha1.ReasonCrashLoop, says: "'notify-keyspace-events <redacted>': Invalid event class character"},
 }
 
 // TestStuckCauses creates clusters that cannot start, one per cause a user meets in the
