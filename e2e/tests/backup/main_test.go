@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	// Schedules fire every minute, the shortest interval an administrator may allow.
-	e.Setup(framework.InstallOperator("policy.minBackupInterval=1m"))
+	// rdb-key-save-delay, a debugging key no server lists, slows a snapshot down so
+	// that writes land during it.
+	e.Setup(framework.InstallOperator("policy.minBackupInterval=1m", "policy.allowedConfigKeys={rdb-key-save-delay}"))
 	testenv = e
 	os.Exit(e.Run(m))
 }
