@@ -260,10 +260,14 @@ func degradedCondition(s *scope, gen int64) metav1.Condition {
 		for _, m := range s.active(sh) {
 			switch {
 			case m == p:
-			case synced(m, p):
-				n++
-			default:
+			case p == nil:
 				behind = append(behind, m.name())
+			default:
+				if why := syncFault(m, p); why != "" {
+					behind = append(behind, m.name()+": "+why)
+				} else {
+					n++
+				}
 			}
 		}
 		switch {

@@ -294,12 +294,12 @@ func TestDegradedCondition(t *testing.T) {
 		{
 			name: "a replica whose link is down is named as not in sync",
 			fms:  threeByOne(),
-			want: "True MissingReplicas: shard 2 has 0 of 1 replicas in sync (not in sync: c2)",
+			want: "True MissingReplicas: shard 2 has 0 of 1 replicas in sync (not in sync: c2: link to the primary down)",
 		},
 		{
 			name: "a replica more than 1 MiB behind is not in sync",
 			fms:  with(healthyThreeByOne(), "b", func(f *fakeMember) { f.offset = 3 << 20 }),
-			want: "True MissingReplicas: shard 1 has 0 of 1 replicas in sync (not in sync: b2)",
+			want: "True MissingReplicas: shard 1 has 0 of 1 replicas in sync (not in sync: b2: 3145638 bytes behind)",
 		},
 		{
 			name: "a shard missing its replica",

@@ -324,14 +324,31 @@ func (t *topology) strangers() []string {
 }
 
 // synced reports whether replica m is linked to primary p and caught up.
-func synced(m, p *member) bool {
-	if m == nil || p == nil || !m.reachable || !p.reachable || m == p {
-		return false
+func synced(m, p *member) bool { return syncFault(m, p) == "" }
+
+// syncFault says why replica m does not count as in sync with primary p, "" when it does:
+// the words of the Degraded condition's message, so that a replica judged behind for a
+// moment says why.
+func syncFault(m, p *member) string {
+	switch {
+	case m == nil || p == nil || m == p:
+		return "no replica of that primary"
+	case !m.reachable:
+		return "not answering"
+	case !p.reachable:
+		return "its primary not answering"
+	case !m.self.Replica || m.self.PrimaryID != p.id():
+		return "not a replica of the shard's primary"
+	case !m.repl.LinkUp:
+		return "link to the primary down"
+	case m.repl.SyncInProgress:
+		return "full sync in progress"
+	case p.repl.Offset-m.repl.Offset > syncLagBytes:
+		return valkey.FormatBytes(p.repl.Offset-m.repl.Offset) + " behind"
+	case !acknowledged(p, m.ip()):
+		return "its primary does not list it online and caught up"
 	}
-	if !m.self.Replica || m.self.PrimaryID != p.id() || !m.repl.LinkUp || m.repl.SyncInProgress || !acknowledged(p, m.ip()) {
-		return false
-	}
-	return p.repl.Offset-m.repl.Offset <= syncLagBytes
+	return ""
 }
 
 // acknowledged reports whether primary p lists the replica at ip as online with an
