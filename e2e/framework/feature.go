@@ -154,7 +154,8 @@ func (k *Cluster) LogNamespace(ctx context.Context, t testing.TB, ns string) {
 			k.logRestartedContainers(ctx, t, &pods.Items[i])
 			k.saveContainerLogs(ctx, t, &pods.Items[i], dir)
 		}
-		t.Logf("the logs of every container of %s are in %s", ns, dir)
+		k.saveOperatorState(ctx, t, ns, dir)
+		t.Logf("the logs of every container of %s, the operator's logs and the namespace's valkey.io objects are in %s", ns, dir)
 	}
 	var events corev1.EventList
 	if err := k.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
@@ -168,6 +169,31 @@ func (k *Cluster) LogNamespace(ctx context.Context, t testing.TB, ns string) {
 	}
 	for _, e := range items {
 		t.Logf("event %s %s %s/%s %s: %s", eventTime(e).Format("15:04:05.000"), e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
+}
+
+// saveOperatorState writes, next to a failed feature's pod logs, every operator
+// container's log (operator_<pod>_<container>.log) and the namespace's valkey.io objects
+// with their status (valkey-objects.yaml): a judgement the operator made, such as a
+// member not in sync for a moment, is explained only by the controller's own words and
+// the members' conditions, gone once the namespace is.
+func (k *Cluster) saveOperatorState(ctx context.Context, t testing.TB, ns, dir string) {
+	logs, err := k.OperatorLogs(ctx)
+	if err != nil {
+		t.Logf("keep the operator's logs: %v", err)
+	}
+	for name, log := range logs {
+		file := "operator_" + strings.ReplaceAll(name, "/", "_") + ".log"
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(log), 0o644); err != nil {
+			t.Logf("keep the operator's logs: %v", err)
+		}
+	}
+	out, err := k.Kubectl(ctx, "-n", ns, "get", "valkeyclusters,valkeynodes,valkeybackups,valkeybackupschedules", "-o", "yaml")
+	if err != nil {
+		out += "\n(kubectl get: " + err.Error() + ")\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "valkey-objects.yaml"), []byte(out), 0o644); err != nil {
+		t.Logf("keep the valkey.io objects of %s: %v", ns, err)
 	}
 }
 
