@@ -4,7 +4,9 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 ROOT      := $(abspath .)
-CACHE     ?= $(ROOT)/.cache
+# LOCALKUBE_CACHE in the environment (hack/e2e.sh and the suites read it) chooses the
+# cache too, so that the images built are the images a suite loads.
+CACHE     ?= $(or $(LOCALKUBE_CACHE),$(ROOT)/.cache)
 TOOLS_BIN := $(ROOT)/hack/tools/bin
 BIN       := $(ROOT)/bin
 export PATH := $(TOOLS_BIN):$(CACHE)/k8s/v1.37.2/bin:$(PATH)
