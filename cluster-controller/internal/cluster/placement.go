@@ -463,6 +463,31 @@ func bestForSpread(shards []placedShard, shard int32, candidates []string) strin
 	return best
 }
 
+// newPrimaries picks the first primary of each shard that has none (a new cluster, a
+// new shard): for each shard of candidates in index order, bestForSpread among its
+// candidates (in the caller's order of preference), given the primaries there are and
+// those picked before it.
+func newPrimaries(shards []placedShard, candidates map[int32][]string) map[int32]string {
+	shards = slices.Clone(shards)
+	idx := slices.Sorted(maps.Keys(candidates))
+	out := map[int32]string{}
+	for _, sh := range idx {
+		pick := bestForSpread(shards, sh, candidates[sh])
+		out[sh] = pick
+		for i := range shards {
+			if shards[i].index != sh {
+				continue
+			}
+			ms := slices.Clone(shards[i].members)
+			for j := range ms {
+				ms[j].primary = ms[j].name == pick
+			}
+			shards[i].members = ms
+		}
+	}
+	return out
+}
+
 // bestChoice is the best choice of primaries: a minimum-cost flow from the shards
 // through the nodes of their candidate members and the nodes' zones. Its cost is the
 // score: the k-th primary through a node or a zone adds k-1 pairs (an arc whose cost

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -36,9 +37,6 @@ func shardOf(t *testing.T, index int32, spec string) placedShard {
 		m.name = name
 		m.node, m.zone, _ = strings.Cut(where, "/")
 		sh.members = append(sh.members, m)
-	}
-	if sh.primary() == nil {
-		t.Fatalf("shard %d %q has no primary", index, spec)
 	}
 	return sh
 }
@@ -338,6 +336,47 @@ func TestBestForSpread(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := bestForSpread(shardsOf(t, tc.shards...), tc.shard, tc.candidates); got != tc.want {
 				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNewPrimaries(t *testing.T) {
+	cases := []struct {
+		name   string
+		shards []string
+		// candidates per shard, in order of preference (the oldest member first).
+		candidates map[int32][]string
+		want       string // "shard:member ..." in shard order
+	}{
+		{
+			name:       "a new 3x1 cluster whose oldest members all run on node 1: one primary per node",
+			shards:     []string{"a@n1 a2@n2", "b@n1 b2@n3", "c@n1 c2@n2"},
+			candidates: map[int32][]string{0: {"a", "a2"}, 1: {"b", "b2"}, 2: {"c", "c2"}},
+			want:       "0:a 1:b2 2:c2",
+		},
+		{
+			name:       "a new shard next to shards that have primaries: the free node",
+			shards:     []string{"*a@n1 a2@n2", "*b@n2 b2@n3", "c@n2 c2@n3"},
+			candidates: map[int32][]string{2: {"c", "c2"}},
+			want:       "2:c2",
+		},
+		{
+			name:       "nodes not known: the oldest",
+			shards:     []string{"a a2"},
+			candidates: map[int32][]string{0: {"a", "a2"}},
+			want:       "0:a",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := newPrimaries(shardsOf(t, tc.shards...), tc.candidates)
+			var out []string
+			for _, sh := range slices.Sorted(maps.Keys(got)) {
+				out = append(out, fmt.Sprintf("%d:%s", sh, got[sh]))
+			}
+			if strings.Join(out, " ") != tc.want {
+				t.Errorf("got %v, want %s", out, tc.want)
 			}
 		})
 	}
