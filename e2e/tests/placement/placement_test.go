@@ -4,11 +4,13 @@ package placement
 
 import (
 	"context"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
@@ -140,7 +142,8 @@ func TestNodeCutOffThenBack(t *testing.T) {
 // TestSixShardsOnThreeNodes: a 6x1 cluster on three nodes holds at most two primaries
 // per node at rest (the best three nodes allow: PrimariesSpread True, BestPossible, as
 // three zones cannot hold six primaries one each), and again after a primary's server is
-// SIGKILLed and its member is back.
+// SIGKILLed and its member is back, and after its node is cut off and back; after a drain
+// the members run on two nodes, and the primaries are spread three and three.
 func TestSixShardsOnThreeNodes(t *testing.T) {
 	f := framework.NewFeature(suite, "6x1: at most two primaries per node").
 		Assess("two primaries per node at rest, and again after a kill", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -163,11 +166,118 @@ func TestSixShardsOnThreeNodes(t *testing.T) {
 			}
 			k.WaitOwnerChange(ctx, t, vc, slot, p.Status.NodeID, 2*time.Minute)
 			waitBackInSync(ctx, t, k, vc.Namespace, p.Name, p.Status.NodeID, 3*time.Minute)
-			waitSpread(ctx, t, k, vc, zones, 2, 2*time.Minute)
+			places := waitSpread(ctx, t, k, vc, zones, 2, 2*time.Minute)
 			framework.StopChecker(ctx, t, all, "from before the kill", true)
+
+			// The node of shard 0's primary cut off and back: at most two per node again.
+			p = k.Member(ctx, t, vc, 0, v1alpha1.RolePrimary)
+			victim := places[0]
+			all = k.StartChecker(ctx, t, vc)
+			if err := k.CutLink(ctx, victim); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { restoreNode(t, k, victim) })
+			k.WaitOwnerChange(ctx, t, vc, slot, p.Status.NodeID, 2*time.Minute)
+			if err := k.RestoreLink(ctx, victim); err != nil {
+				t.Fatal(err)
+			}
+			waitBackInSync(ctx, t, k, vc.Namespace, p.Name, "", 3*time.Minute)
+			places = waitSpread(ctx, t, k, vc, zones, 2, 2*time.Minute)
+			framework.StopChecker(ctx, t, all, "from before the cut, host side", false)
+
+			// A node drained: its members run on the two others from then on (a running pod
+			// never moves), so six primaries on two nodes are three per node at best.
+			drained := places[0]
+			all = k.StartCheckerWith(ctx, t, vc, checker.Options{Prefix: "drain"})
+			drainAndWait(ctx, t, k, vc, drained)
+			framework.StopChecker(ctx, t, all, "through the drain", true)
+			moves := k.StartCheckerWith(ctx, t, vc, checker.Options{Prefix: "moves"})
+			waitSpread(ctx, t, k, vc, zones, 3, 2*time.Minute)
+			if r := framework.StopChecker(ctx, t, moves, "after the drain, until spread", true); r.Errors > 0 {
+				t.Errorf("%d of %d writes failed while the primaries moved after the drain, want none", r.Errors, r.Writes)
+			}
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// TestDrainedNode: the node of shard 0's primary is drained. The primary hands its shard
+// over before its pod goes (a planned failover), its member comes back on another node
+// and catches up; the primaries are then spread as well as the two nodes left allow (at
+// most two per node, none beside a replica of its own shard) within the failback bound
+// of the cluster being Ready, and a client without retries sees no failed write while
+// they move. No acknowledged write is lost through the drain; its failed writes (the
+// operator's own pods on the node are evicted too) are reported, and the failures suite
+// is where a drain's own figures are held.
+func TestDrainedNode(t *testing.T) {
+	f := framework.NewFeature(suite, "3x1: a drained node's primary").WithLabel("disruptive", "true").
+		Assess("the primaries are spread over the nodes left", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			k := framework.ClusterFrom(ctx, t)
+			zones := labelZones(ctx, t, k)
+			vc := framework.NewValkeyCluster(framework.Namespace(ctx), "vk", 3, 1)
+			if err := k.Client.Create(ctx, vc); err != nil {
+				t.Fatal(err)
+			}
+			k.WaitClusterReady(ctx, t, vc, 3*time.Minute)
+			before := waitSpread(ctx, t, k, vc, zones, 1, 3*time.Minute)
+			all := k.StartCheckerWith(ctx, t, vc, checker.Options{Prefix: "drain"})
+			time.Sleep(time.Second)
+			ready := drainAndWait(ctx, t, k, vc, before[0])
+			framework.StopChecker(ctx, t, all, "through the drain", true)
+			strict := k.StartCheckerWith(ctx, t, vc, checker.Options{Prefix: "moves"})
+			after := waitSpread(ctx, t, k, vc, zones, 2, 2*time.Minute)
+			took := time.Since(ready)
+			t.Logf("primaries spread over the nodes left %s after the cluster was Ready again", took.Round(100*time.Millisecond))
+			if took > failbackWithin {
+				t.Errorf("the spread came back %s after the cluster was Ready, want within %s", took.Round(time.Second), failbackWithin)
+			}
+			for sh, n := range after {
+				if n == before[0] {
+					t.Errorf("shard %d's primary runs on the drained node %s", sh, n)
+				}
+			}
+			r := framework.StopChecker(ctx, t, strict, "after the drain, until spread", true)
+			if r.Errors > 0 || r.Acked == 0 {
+				t.Errorf("%d of %d writes failed while the primaries moved after the drain, want none", r.Errors, r.Writes)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// drainAndWait drains node (uncordoned again at the end of the test) and waits until the
+// cluster is Ready with every member in sync; it returns when it saw it.
+func drainAndWait(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, node string) time.Time {
+	t.Helper()
+	start := time.Now()
+	if err := k.Drain(ctx, node, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := k.Uncordon(ctx, node); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Logf("node %s drained in %s", node, time.Since(start).Round(100*time.Millisecond))
+	// The status may still say Ready from before the drain: first every member on
+	// another node, in sync.
+	err := framework.Until(ctx, 4*time.Minute, "every member on another node than "+node+", in sync", func(ctx context.Context) (bool, string, error) {
+		for _, m := range k.Members(ctx, t, vc) {
+			synced := m.Status.Role == v1alpha1.RolePrimary || meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ConditionSynced)
+			if m.Status.NodeName == node || m.Status.NodeName == "" || !synced {
+				return false, fmt.Sprintf("%s on node %q, role %s, in sync %v", m.Name, m.Status.NodeName, m.Status.Role, synced), nil
+			}
+		}
+		return true, "", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.WaitClusterReady(ctx, t, vc, 4*time.Minute)
+	t.Logf("cluster Ready %s after the drain began", time.Since(start).Round(100*time.Millisecond))
+	return time.Now()
 }
 
 // restoreNode brings a cut node back and waits until it is schedulable (cleanup).
