@@ -34,6 +34,13 @@ const (
 	// has no address, its node is unknown, or its Valkey cannot announce a node port);
 	// Ready waits for it. False with reason ExternalAccessOff when external access is off.
 	ConditionExternalAddressPending = "ExternalAddressPending"
+	// ConditionPrimariesSpread (ValkeyCluster, cluster-controller): with
+	// spec.primaryPlacement policy Spread, True when the primaries run as the placement
+	// rule asks (reason Spread) or as evenly as the nodes the members run on allow
+	// (BestPossible); False while a better spread exists (NotSpread): the message names
+	// the shards and what the operator does or waits for to restore it. Unknown with
+	// policy None (PlacementOff) and while a primary's node is not known (Unknown).
+	ConditionPrimariesSpread = "PrimariesSpread"
 	// ConditionPaused (ValkeyCluster, cluster-controller): the cluster is paused for
 	// maintenance (annotation valkey.io/paused=true): no planned change starts, healing
 	// goes on. The acl-, tls- and backup-controllers read it too (see Paused) and hold
@@ -170,6 +177,14 @@ const (
 	// lacks), admitted by an older operator or with the webhook off; the operator acts
 	// on the cluster all the same, and a server may refuse them when a member restarts.
 	ReasonUnsupportedConfig = "UnsupportedConfig"
+
+	// PrimariesSpread (cluster-controller), and RestoringPlacement of Progressing: a
+	// planned failover moves a shard's primary to restore the spread.
+	ReasonSpread             = "Spread"
+	ReasonBestPossible       = "BestPossible"
+	ReasonNotSpread          = "NotSpread"
+	ReasonPlacementOff       = "PlacementOff"
+	ReasonRestoringPlacement = "RestoringPlacement"
 
 	// ExternalAddressPending (cluster-controller).
 	ReasonExternalAccessOff  = "ExternalAccessOff"

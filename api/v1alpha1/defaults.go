@@ -9,6 +9,8 @@ const (
 	DefaultReplicasPerShard = 1
 	DefaultImage            = "valkey/valkey:8.0.1"
 	DefaultExporterImage    = "oliver006/redis_exporter:v1.86.0"
+	// DefaultPlacementTopologyKey is spec.primaryPlacement.topologyKey's default.
+	DefaultPlacementTopologyKey = "topology.kubernetes.io/zone"
 )
 
 // ShardCount returns spec.shards with its default.
@@ -45,6 +47,22 @@ func (s *ValkeyClusterSpec) PDB() PDBMode {
 		return PDBCluster
 	}
 	return s.PodDisruptionBudget.Mode
+}
+
+// PlacementPolicy returns spec.primaryPlacement.policy with its default.
+func (s *ValkeyClusterSpec) PlacementPolicy() PrimaryPlacementPolicy {
+	if s.PrimaryPlacement == nil || s.PrimaryPlacement.Policy == "" {
+		return PrimaryPlacementSpread
+	}
+	return s.PrimaryPlacement.Policy
+}
+
+// PlacementTopologyKey returns spec.primaryPlacement.topologyKey with its default.
+func (s *ValkeyClusterSpec) PlacementTopologyKey() string {
+	if s.PrimaryPlacement == nil || s.PrimaryPlacement.TopologyKey == "" {
+		return DefaultPlacementTopologyKey
+	}
+	return s.PrimaryPlacement.TopologyKey
 }
 
 // ImageOrDefault returns spec.image with its default.

@@ -159,6 +159,16 @@ type ValkeyClusterSpec struct {
 	// +optional
 	Scheduling *SchedulingSpec `json:"scheduling,omitempty"`
 
+	// PrimaryPlacement (an addition) says where the shards' primaries should run: by
+	// default spread over the Kubernetes nodes and zones, and moved back there with
+	// planned failovers after a failover left them elsewhere. It is a field of its own,
+	// not a part of scheduling: scheduling shapes the pods, and changing it rolls every
+	// member; which member of a shard is its primary is decided by failovers among
+	// running pods, and changing this never restarts a pod. Omitted means policy Spread
+	// over topology.kubernetes.io/zone.
+	// +optional
+	PrimaryPlacement *PrimaryPlacementSpec `json:"primaryPlacement,omitempty"`
+
 	// TLS turns on TLS for clients, replication and the cluster bus. It cannot be turned
 	// on or off after creation; the Secret name may change.
 	// +optional
@@ -325,6 +335,40 @@ type PodDisruptionBudgetSpec struct {
 	// +kubebuilder:default=Cluster
 	// +optional
 	Mode PDBMode `json:"mode,omitempty"`
+}
+
+// PrimaryPlacementPolicy selects whether the operator keeps the primaries spread.
+// +kubebuilder:validation:Enum=Spread;None
+type PrimaryPlacementPolicy string
+
+const (
+	// PrimaryPlacementSpread keeps the primaries spread (the default): at rest no node
+	// holds two primaries and no primary shares its node with a replica of its own shard,
+	// and the same for zones (the topology key's values), as far as the nodes the
+	// members run on allow; else as even as they allow. After a failover the operator
+	// restores the spread with planned failovers, one shard at a time, and on every
+	// failover it chooses it prefers the replica that keeps the spread.
+	PrimaryPlacementSpread PrimaryPlacementPolicy = "Spread"
+	// PrimaryPlacementNone leaves the primaries where failovers put them; the operator
+	// neither checks nor restores their spread.
+	PrimaryPlacementNone PrimaryPlacementPolicy = "None"
+)
+
+// PrimaryPlacementSpec says where the primaries should run.
+type PrimaryPlacementSpec struct {
+	// Policy is Spread (default) or None.
+	// +kubebuilder:default=Spread
+	// +optional
+	Policy PrimaryPlacementPolicy `json:"policy,omitempty"`
+	// TopologyKey is the node label whose values are the failure domains larger than a
+	// node (zones) the primaries are spread over, on top of the nodes themselves.
+	// Default topology.kubernetes.io/zone; kubernetes.io/hostname spreads over nodes
+	// only. Nodes without the label are in no zone: only their node counts. A label
+	// key (an optional DNS prefix and a name), at most 316 characters.
+	// +kubebuilder:default="topology.kubernetes.io/zone"
+	// +kubebuilder:validation:MaxLength=316
+	// +optional
+	TopologyKey string `json:"topologyKey,omitempty"`
 }
 
 // SchedulingSpec holds the placement settings passed to every pod.
@@ -555,6 +599,14 @@ type ShardStatus struct {
 	// name) as they announce them to clients, with spec.externalAccess.
 	// +optional
 	ExternalAddresses map[string]string `json:"externalAddresses,omitempty"`
+	// PrimaryNode is the Kubernetes node the primary's pod runs on.
+	// +optional
+	PrimaryNode string `json:"primaryNode,omitempty"`
+	// PrimaryZone is that node's value of the placement topology key
+	// (spec.primaryPlacement.topologyKey, topology.kubernetes.io/zone by default);
+	// empty when the node has no such label or the policy is None.
+	// +optional
+	PrimaryZone string `json:"primaryZone,omitempty"`
 }
 
 // FailoverRequestPhase is where a failover request stands.

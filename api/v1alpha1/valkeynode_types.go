@@ -150,7 +150,7 @@ type ValkeyNodeStatus struct {
 }
 
 // FailoverKind says how the cluster-controller asked a replica to take over.
-// +kubebuilder:validation:Enum=Planned;Forced
+// +kubebuilder:validation:Enum=Planned;Forced;Placement
 type FailoverKind string
 
 // Values of FailoverKind.
@@ -160,6 +160,9 @@ const (
 	FailoverPlanned FailoverKind = "Planned"
 	// FailoverForced: CLUSTER FAILOVER FORCE or TAKEOVER on a primary that is lost.
 	FailoverForced FailoverKind = "Forced"
+	// FailoverPlacement: a planned failover that moves a shard's primary to a node that
+	// keeps the primaries spread (spec.primaryPlacement).
+	FailoverPlacement FailoverKind = "Placement"
 )
 
 // MemberFailover is a failover the cluster-controller asked of a member. It is written

@@ -130,6 +130,7 @@ func validateClusterSpec(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	errs = append(errs, validateExporter(s.Exporter, p.Child("exporter"))...)
 	errs = append(errs, validatePersistence(s.Persistence, s.Workload(), p.Child("persistence"))...)
 	errs = append(errs, validateScheduling(s.Scheduling, p.Child("scheduling"))...)
+	errs = append(errs, validatePrimaryPlacement(s.PrimaryPlacement, p.Child("primaryPlacement"))...)
 	errs = append(errs, validateTLS(s.TLS, p.Child("tls"))...)
 	errs = append(errs, validateUsers(s.Users, p.Child("users"))...)
 	errs = append(errs, validateNetworkPolicy(s.NetworkPolicy, p.Child("networkPolicy"))...)

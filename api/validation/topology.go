@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -108,6 +109,31 @@ func validatePDB(pdb *v1alpha1.PodDisruptionBudgetSpec, p *field.Path) field.Err
 		}
 	}
 	return field.ErrorList{field.NotSupported(p.Child("mode"), pdb.Mode, pdbModes)}
+}
+
+// placementPolicies are the supported values of primaryPlacement.policy.
+var placementPolicies = []v1alpha1.PrimaryPlacementPolicy{v1alpha1.PrimaryPlacementSpread, v1alpha1.PrimaryPlacementNone}
+
+// validatePrimaryPlacement checks the policy and that the topology key is a label key
+// a node can carry.
+func validatePrimaryPlacement(pp *v1alpha1.PrimaryPlacementSpec, p *field.Path) field.ErrorList {
+	if pp == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if pp.Policy != "" {
+		known := false
+		for _, v := range placementPolicies {
+			known = known || pp.Policy == v
+		}
+		if !known {
+			errs = append(errs, field.NotSupported(p.Child("policy"), pp.Policy, placementPolicies))
+		}
+	}
+	if pp.TopologyKey != "" {
+		errs = append(errs, metav1validation.ValidateLabelName(pp.TopologyKey, p.Child("topologyKey"))...)
+	}
+	return errs
 }
 
 // validateGracePeriod checks that an explicit grace period is positive.

@@ -122,6 +122,27 @@ func TestValidatePDB(t *testing.T) {
 	})
 }
 
+func TestValidatePrimaryPlacement(t *testing.T) {
+	placement := func(policy v1alpha1.PrimaryPlacementPolicy, key string) func(c *v1alpha1.ValkeyCluster) {
+		return func(c *v1alpha1.ValkeyCluster) {
+			c.Spec.PrimaryPlacement = &v1alpha1.PrimaryPlacementSpec{Policy: policy, TopologyKey: key}
+		}
+	}
+	runClusterCases(t, []clusterCase{
+		{name: "omitted"},
+		{name: "Spread over zones", mutate: placement(v1alpha1.PrimaryPlacementSpread, "topology.kubernetes.io/zone")},
+		{name: "Spread over nodes only", mutate: placement(v1alpha1.PrimaryPlacementSpread, "kubernetes.io/hostname")},
+		{name: "a label of the user's own", mutate: placement("", "example.com/rack")},
+		{name: "None", mutate: placement(v1alpha1.PrimaryPlacementNone, "")},
+		{name: "unknown policy", mutate: placement("Pack", ""),
+			want: []string{`spec.primaryPlacement.policy: Unsupported value: "Pack": supported values: "Spread", "None"`}},
+		{name: "not a label key", mutate: placement("", "rack zone"),
+			want: []string{`spec.primaryPlacement.topologyKey: Invalid value: "rack zone": name part must consist of alphanumeric characters`}},
+		{name: "prefix not a DNS subdomain", mutate: placement("", "Example_Com/rack"),
+			want: []string{"spec.primaryPlacement.topologyKey", "prefix part"}},
+	})
+}
+
 func TestValidateGracePeriod(t *testing.T) {
 	grace := func(s int64) func(c *v1alpha1.ValkeyCluster) {
 		return func(c *v1alpha1.ValkeyCluster) { c.Spec.TerminationGracePeriodSeconds = ptr.To(s) }

@@ -70,16 +70,18 @@ func measureKills(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v
 		mode.key += "_" + strings.ReplaceAll(version, ".", "")
 		mode.name += " on " + version
 	}
-	var gaps, back, lost, failed []float64
+	var gaps, back, spread, lost, failed []float64
 	var runs []killRun
 	for rep := 0; rep < reps; rep++ {
 		r := killPrimary(ctx, t, k, vc, rep, mode)
 		runs = append(runs, r)
 		gaps, back, lost = append(gaps, r.Gap), append(back, r.Redundant), append(lost, float64(r.Lost))
+		spread = append(spread, r.Spread)
 		failed = append(failed, float64(r.Failed))
 	}
 	results.Detail("kill_"+mode.key, runs)
 	addKillRows(mode, perf.Summarize(gaps), perf.Summarize(back), perf.Summarize(lost), perf.Summarize(failed))
+	addSpreadRow(mode, perf.Summarize(spread))
 }
 
 // killMode is one way item 3 takes a primary's server down.
@@ -226,19 +228,23 @@ func containsGroup(key, group string) bool {
 
 // killRun is one repetition of item 3.
 type killRun struct {
-	Mode      string        `json:"mode"`
-	Shard     int32         `json:"shard"`
-	Gap       float64       `json:"gap_seconds"`
-	Redundant float64       `json:"redundant_seconds"`
-	Lost      int           `json:"lost"`
-	Failed    int           `json:"failed"`
-	Timeline  perf.Timeline `json:"timeline"`
+	Mode      string  `json:"mode"`
+	Shard     int32   `json:"shard"`
+	Gap       float64 `json:"gap_seconds"`
+	Redundant float64 `json:"redundant_seconds"`
+	// Spread is the time from full redundancy to the primaries spread again (failback).
+	Spread   float64       `json:"spread_seconds"`
+	Lost     int           `json:"lost"`
+	Failed   int           `json:"failed"`
+	Timeline perf.Timeline `json:"timeline"`
 }
 
 // killPrimary takes one shard's primary down while the write-checker runs and measures
-// the shard's write gap and the time until the cluster converged again with a new
-// server in place of the old one (full redundancy: every member's pod Ready, the
-// servers agreeing, the replacement replicating).
+// the shard's write gap, the time until the cluster converged again with a new server
+// in place of the old one (full redundancy: every member's pod Ready, the servers
+// agreeing, the replacement replicating), and from then the time until the primaries are
+// spread again (failback's planned failover back to the member, when its node is free
+// of primaries).
 func killPrimary(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alpha1.ValkeyCluster, rep int, mode killMode) killRun {
 	t.Helper()
 	waitConverged(ctx, t, k, vc, 3*time.Minute)
@@ -251,7 +257,7 @@ func killPrimary(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1
 		t.Fatal(err)
 	}
 	d, tl, err := perf.Poll(ctx, start, 3*time.Minute, 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
-		ok, detail, err := perf.Converged(ctx, k.Client, vc)
+		ok, detail, err := perf.Redundant(ctx, k.Client, vc)
 		state := perf.ConditionState(vc)
 		if ready, _ := framework.ClusterReady(vc); ready && !ok {
 			state += " | " + detail
@@ -261,15 +267,22 @@ func killPrimary(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1
 	if err != nil {
 		t.Fatalf("no full redundancy after the primary %s went down (%s): %v; timeline %s", pod.Name, mode.name, err, tl)
 	}
+	s, stl, err := perf.Poll(ctx, time.Now(), 2*time.Minute, 100*time.Millisecond, func(ctx context.Context) (bool, string, error) {
+		ok, detail, err := perf.Spread(ctx, k.Client, vc)
+		return ok, perf.ConditionState(vc) + " | " + detail, err
+	})
+	if err != nil {
+		t.Fatalf("the primaries were not spread again after the primary %s went down (%s): %v; timeline %s", pod.Name, mode.name, err, stl)
+	}
 	r := stopChecker(ctx, t, ch)
 	if mode.after != nil {
 		if err := mode.after(ctx, k, pod); err != nil {
 			t.Fatal(err)
 		}
 	}
-	run := killRun{Mode: mode.name, Shard: shard, Gap: secs(r.GapOf(slot)), Redundant: secs(d), Lost: r.Lost, Failed: r.Errors, Timeline: tl}
-	t.Logf("primary %s of shard %d, %s: gap %.2fs, full redundancy after %.2fs, %d lost; timeline %s",
-		pod.Name, shard, mode.name, run.Gap, run.Redundant, run.Lost, tl)
+	run := killRun{Mode: mode.name, Shard: shard, Gap: secs(r.GapOf(slot)), Redundant: secs(d), Spread: secs(s), Lost: r.Lost, Failed: r.Errors, Timeline: tl}
+	t.Logf("primary %s of shard %d, %s: gap %.2fs, full redundancy after %.2fs, spread again %.2fs later, %d lost; timelines %s; %s",
+		pod.Name, shard, mode.name, run.Gap, run.Redundant, run.Spread, run.Lost, tl, stl)
 	return run
 }
 
@@ -339,6 +352,14 @@ func restarts(p *corev1.Pod) int32 {
 }
 
 // addKillRows records item 3 for one mode.
+// addSpreadRow adds the row of failback after a kill: from full redundancy (the member
+// back in sync) to the primaries spread again. The operator waits for the member to
+// have been in sync for 10 s, then makes one planned failover.
+func addSpreadRow(mode killMode, spread perf.Stat) {
+	results.Add(perf.Row{Key: "kill_" + mode.key + "_spread", Item: "3", Name: "primary " + mode.name + ": from full redundancy to the primaries spread again (failback)",
+		Unit: perf.UnitSeconds, Stat: spread, Goal: "30 s", Note: verdict(spread.Median, 30, perf.UnitSeconds)})
+}
+
 func addKillRows(mode killMode, gap, back, lost, failed perf.Stat) {
 	lostGoal, lostNote := "small (unreplicated writes)", ""
 	if mode.planned {

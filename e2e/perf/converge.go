@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -24,10 +26,42 @@ import (
 // replica's link up, and `shards` primaries with slots with `replicasPerShard` replicas
 // each. detail says what is not so yet. vc is read again from the API.
 func Converged(ctx context.Context, c client.Client, vc *v1alpha1.ValkeyCluster) (bool, string, error) {
+	return converged(ctx, c, vc, framework.ClusterReady)
+}
+
+// Redundant is Converged, except that the operator may still be about to move primaries
+// back to spread them (Progressing True with reason RestoringPlacement): every member
+// runs and every replica is in sync, which is full redundancy; where the primaries run
+// is PrimariesSpread's question (Spread).
+func Redundant(ctx context.Context, c client.Client, vc *v1alpha1.ValkeyCluster) (bool, string, error) {
+	return converged(ctx, c, vc, func(vc *v1alpha1.ValkeyCluster) (bool, string) {
+		ok, detail := framework.ClusterReady(vc)
+		if p := meta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ConditionProgressing); !ok && p != nil &&
+			p.Reason == v1alpha1.ReasonRestoringPlacement && meta.IsStatusConditionTrue(vc.Status.Conditions, v1alpha1.ConditionReady) {
+			return true, detail
+		}
+		return ok, detail
+	})
+}
+
+// Spread reports whether the cluster has converged (Converged) and its PrimariesSpread
+// condition is True: failback has nothing left to move.
+func Spread(ctx context.Context, c client.Client, vc *v1alpha1.ValkeyCluster) (bool, string, error) {
+	ok, detail, err := Converged(ctx, c, vc)
+	if !ok || err != nil {
+		return ok, detail, err
+	}
+	if s := meta.FindStatusCondition(vc.Status.Conditions, v1alpha1.ConditionPrimariesSpread); s == nil || s.Status != metav1.ConditionTrue {
+		return false, fmt.Sprintf("PrimariesSpread: %v", s), nil
+	}
+	return true, "", nil
+}
+
+func converged(ctx context.Context, c client.Client, vc *v1alpha1.ValkeyCluster, ready func(*v1alpha1.ValkeyCluster) (bool, string)) (bool, string, error) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(vc), vc); err != nil {
 		return false, "", err
 	}
-	if ok, detail := framework.ClusterReady(vc); !ok {
+	if ok, detail := ready(vc); !ok {
 		return false, detail, nil
 	}
 	members, err := liveMembers(ctx, c, vc)

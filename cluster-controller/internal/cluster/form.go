@@ -257,7 +257,10 @@ func meetPending(a, m *member) bool {
 // candidate is the member that is (or is to become) the primary of shard sh. A shard in
 // failover has none: its replica holds the data and must become the primary (by Valkey's
 // vote or the operator's takeover); no other member may be chosen over it, least of all
-// an empty one that came back in place of the lost primary.
+// an empty one that came back in place of the lost primary. A shard that has no primary
+// yet (a new cluster, a new shard) gets the member that answers whose node keeps the
+// primaries spread (newPrimaries; the oldest with policy None): the replicas phase makes
+// the others follow it in the same pass, which settles the choice.
 func (s *scope) candidate(sh int32) *member {
 	if p := s.topo.primaryOf(sh); p != nil {
 		return p
@@ -265,8 +268,36 @@ func (s *scope) candidate(sh int32) *member {
 	if s.topo.inFailover(sh) {
 		return nil
 	}
+	if s.place != nil {
+		return s.newPrimary(sh)
+	}
 	for _, m := range s.active(sh) {
 		if m.reachable {
+			return m
+		}
+	}
+	return nil
+}
+
+// newPrimary is the member to become the first primary of shard sh, chosen once per
+// pass for every shard without a primary (newPrimaries).
+func (s *scope) newPrimary(sh int32) *member {
+	if s.place.first == nil {
+		candidates := map[int32][]string{}
+		for i := int32(0); i < s.shards(); i++ {
+			if s.topo.primaryOf(i) != nil || s.topo.inFailover(i) {
+				continue
+			}
+			for _, m := range s.active(i) {
+				if m.reachable {
+					candidates[i] = append(candidates[i], m.name())
+				}
+			}
+		}
+		s.place.first = newPrimaries(s.place.shards, candidates)
+	}
+	for _, m := range s.active(sh) {
+		if m.name() == s.place.first[sh] && m.reachable {
 			return m
 		}
 	}

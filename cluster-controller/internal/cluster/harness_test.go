@@ -42,6 +42,8 @@ type env struct {
 	restPeriod time.Duration
 	// createBatch is the next controller's CreateBatch (its default when zero).
 	createBatch int
+	// failbackHold is the next controller's FailbackHold (its default when zero).
+	failbackHold time.Duration
 }
 
 // newEnv sets up a spec's world and tears it down when the spec ends.
@@ -105,6 +107,7 @@ func (e *env) startController() {
 		FastFailover:  true,
 		RestPeriod:    e.restPeriod,
 		CreateBatch:   e.createBatch,
+		FailbackHold:  e.failbackHold,
 	}
 	Expect(r.SetupWithManager(mgr, 2)).To(Succeed())
 	stop := run(mgr)

@@ -228,7 +228,7 @@ func (s *scope) planTakeovers() []takeover {
 		t := takeover{lost: lp, mode: mode}
 		switch {
 		case lp.dead != "":
-			by := mostCaughtUp(promotable(lp.replicas, lp.silentFor+limit))
+			by := s.spreadChoice(shardOfLost(lp), mostCaughtUpAll(promotable(lp.replicas, lp.silentFor+limit)))
 			if by == nil {
 				break
 			}
@@ -244,7 +244,7 @@ func (s *scope) planTakeovers() []takeover {
 				t.why += fmt.Sprintf("; silent for %s, longer than a forced failover is given (%s), and not taken over", lp.silentFor.Round(time.Second), w)
 			}
 		case len(lp.reachedBy) == 0 && lp.silentFor >= limit:
-			t.by = mostCaughtUp(lp.replicas)
+			t.by = s.spreadChoice(shardOfLost(lp), mostCaughtUpAll(lp.replicas))
 			t.why = fmt.Sprintf("primary %s did not answer for %s, every member flags it as failing and no failover happened (quorum lost)",
 				shortID(lp.id), lp.silentFor.Round(time.Second))
 		}
@@ -288,6 +288,14 @@ func promotable(ms []*member, within time.Duration) []*member {
 		}
 	}
 	return out
+}
+
+// shardOfLost is the shard of a lost primary: its replicas'.
+func shardOfLost(lp lostPrimary) int32 {
+	if len(lp.replicas) == 0 {
+		return -1
+	}
+	return lp.replicas[0].shard()
 }
 
 // mostCaughtUp returns the replica with the highest replication offset, nil for none.

@@ -41,6 +41,11 @@ type kubelet struct {
 	// busRelay starts the servers behind bus relays, so a spec can cut the bus between
 	// two of them (valkeytest.CutBus). Set before the cluster is created.
 	busRelay bool
+	// nodeOf, when set, is the Kubernetes node a member's pod runs on (status.nodeName,
+	// as the scheduler would choose it), asked once per member. Set before the cluster
+	// is created.
+	nodeOf func(vn *v1alpha1.ValkeyNode) string
+	nodes  map[string]string // by ValkeyNode name
 }
 
 // pod is the server of one member.
@@ -71,7 +76,8 @@ func newIP() string {
 }
 
 func newKubelet(c client.Client, dir string) *kubelet {
-	return &kubelet{c: c, dir: dir, pods: map[string]*pod{}, byIP: map[string]*valkeytest.Server{}, deleted: map[string]bool{}, held: map[string]bool{}}
+	return &kubelet{c: c, dir: dir, pods: map[string]*pod{}, byIP: map[string]*valkeytest.Server{}, deleted: map[string]bool{}, held: map[string]bool{},
+		nodes: map[string]string{}}
 }
 
 // addr is the Reconciler's Addr: the server at the member's pod IP.
@@ -146,6 +152,7 @@ func (k *kubelet) ensure(vn *v1alpha1.ValkeyNode) (*pod, error) {
 type podStatus struct {
 	PodName    string             `json:"podName,omitempty"`
 	PodIP      string             `json:"podIP,omitempty"`
+	NodeName   string             `json:"nodeName,omitempty"`
 	Revision   int64              `json:"revision,omitempty"`
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
@@ -155,12 +162,27 @@ func (k *kubelet) report(ctx context.Context, vn *v1alpha1.ValkeyNode, p *pod) e
 	ready := conditions.New(v1alpha1.ConditionPodReady, true, v1alpha1.ReasonPodRunning,
 		fmt.Sprintf("the server of pod %s answers at %s", p.name, p.server.Addr()), vn.Generation)
 	up := conditions.New(v1alpha1.ConditionServerDown, false, v1alpha1.ReasonServing, "it answers", vn.Generation)
-	return k.write(ctx, vn, podStatus{PodName: p.name, PodIP: p.server.Host, Revision: p.revision}, ready, up)
+	return k.write(ctx, vn, podStatus{PodName: p.name, PodIP: p.server.Host, NodeName: k.nodeName(vn), Revision: p.revision}, ready, up)
+}
+
+// nodeName is the node the member's pods run on, chosen once ("" without nodeOf).
+func (k *kubelet) nodeName(vn *v1alpha1.ValkeyNode) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.nodeOf == nil {
+		return ""
+	}
+	if n, ok := k.nodes[vn.Name]; ok {
+		return n
+	}
+	n := k.nodeOf(vn)
+	k.nodes[vn.Name] = n
+	return n
 }
 
 func (k *kubelet) write(ctx context.Context, vn *v1alpha1.ValkeyNode, want podStatus, conds ...metav1.Condition) error {
 	want.Conditions = conditions.Resolve(vn.Status.Conditions, time.Now(), conds...)
-	have := podStatus{PodName: vn.Status.PodName, PodIP: vn.Status.PodIP, Revision: vn.Status.Revision,
+	have := podStatus{PodName: vn.Status.PodName, PodIP: vn.Status.PodIP, NodeName: vn.Status.NodeName, Revision: vn.Status.Revision,
 		Conditions: conditions.Owned(vn.Status.Conditions, v1alpha1.ConditionPodReady, v1alpha1.ConditionServerDown)}
 	if status.Equal(have, want) {
 		return nil
@@ -204,7 +226,7 @@ func (k *kubelet) crash(ctx context.Context, vn *v1alpha1.ValkeyNode) error {
 		fmt.Sprintf("pod %s runs but its server does not answer", vn.Status.PodName), vn.Generation)
 	down := conditions.New(v1alpha1.ConditionServerDown, true, v1alpha1.ReasonContainerExited,
 		fmt.Sprintf("container server of pod %s exited with code 137 after signal 9", vn.Status.PodName), vn.Generation)
-	return k.write(ctx, vn, podStatus{PodName: vn.Status.PodName, PodIP: vn.Status.PodIP, Revision: vn.Status.Revision}, silent, down)
+	return k.write(ctx, vn, podStatus{PodName: vn.Status.PodName, PodIP: vn.Status.PodIP, NodeName: vn.Status.NodeName, Revision: vn.Status.Revision}, silent, down)
 }
 
 // release lets a crashed member's server start again, empty.

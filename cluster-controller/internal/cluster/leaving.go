@@ -106,16 +106,18 @@ func (r *Reconciler) leaveReachable(ctx context.Context, s *scope, m *member) (t
 	return 0, r.releaseFinalizer(ctx, m.node)
 }
 
-// handOver fails a leaving primary over to the best replica of its shard that is in sync.
-// With none, the shard first gets a successor (the members phase creates it, since a
-// leaving member does not count).
+// handOver fails a leaving primary over to the replica of its shard in sync whose node
+// keeps the primaries spread (the most caught up among equals). With none, the shard
+// first gets a successor (the members phase creates it, since a leaving member does not
+// count).
 func (r *Reconciler) handOver(ctx context.Context, s *scope, p *member) (time.Duration, error) {
-	var best *member
+	var inSync []*member
 	for _, m := range s.topo.shards[p.shard()] {
-		if m != p && !m.leaving() && synced(m, p) && (best == nil || m.repl.Offset > best.repl.Offset) {
-			best = m
+		if m != p && !m.leaving() && synced(m, p) {
+			inSync = append(inSync, m)
 		}
 	}
+	best := s.spreadChoice(p.shard(), byOffset(inSync))
 	if best == nil {
 		s.progress(v1alpha1.ReasonReplacingMember, "primary %s is leaving: waiting for a replica of shard %d in sync to take over", p.name(), p.shard())
 		return requeueWait, nil
@@ -143,6 +145,9 @@ const (
 const (
 	kindPlanned = "planned"
 	kindForced  = "forced"
+	// kindPlacement is a planned failover that restores the primaries' spread
+	// (failback.go): counted as planned, and as a primary move.
+	kindPlacement = "placement"
 )
 
 // failoverRecord returns the failover asked of m, if any.
@@ -163,8 +168,11 @@ func failoverRecord(m *member) (v1alpha1.MemberFailover, bool) {
 
 // metricKind is the failovers metric's kind label of a recorded failover.
 func metricKind(f v1alpha1.MemberFailover) string {
-	if f.Kind == v1alpha1.FailoverForced {
+	switch f.Kind {
+	case v1alpha1.FailoverForced:
 		return kindForced
+	case v1alpha1.FailoverPlacement:
+		return kindPlacement
 	}
 	return kindPlanned
 }
@@ -213,6 +221,11 @@ func failoverRequestedAt(m *member) (time.Time, bool) {
 // on a replica in sync (no FORCE, no TAKEOVER), so no acknowledged write is lost. It is
 // counted once the replica is seen serving the shard (settleFailovers).
 func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, why string) error {
+	return r.failoverAs(ctx, s, replica, why, v1alpha1.FailoverPlanned)
+}
+
+// failoverAs is failover, recorded as kind (FailoverPlanned or FailoverPlacement).
+func (r *Reconciler) failoverAs(ctx context.Context, s *scope, replica *member, why string, kind v1alpha1.FailoverKind) error {
 	// One failover per shard at a time: a pass that comes before it completed may rank
 	// another replica of the shard first, and must not ask that one too.
 	if pending := s.failoverPending(replica.shard()); pending != nil {
@@ -229,7 +242,7 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, replica *member, wh
 		s.recheck = true
 		return nil
 	}
-	if err := r.recordFailoverRequest(ctx, replica, s.topo.now, v1alpha1.FailoverPlanned); err != nil {
+	if err := r.recordFailoverRequest(ctx, replica, s.topo.now, kind); err != nil {
 		return err
 	}
 	c, err := r.client(ctx, s, replica)
@@ -268,6 +281,10 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 			return 0, err
 		}
 		if completed {
+			if kind == kindPlacement {
+				r.Metrics.primaryMoved(s.vc, m.shard())
+				kind = kindPlanned
+			}
 			r.Metrics.failover(s.vc, m.shard(), kind)
 			r.Metrics.promoted(client.ObjectKeyFromObject(s.vc), m.name(), s.topo.now)
 			log.FromContext(ctx).Info("failover completed", "member", m.name(), "shard", m.shard(), "after", s.topo.now.Sub(at).String())

@@ -241,7 +241,7 @@ func (s *scope) planLoginFailover(m *member) loginPlan {
 	}
 	switch {
 	case len(ready) > 0:
-		return loginPlan{step: loginFailover, member: m, replica: mostCaughtUp(ready), after: requeueFast}
+		return loginPlan{step: loginFailover, member: m, replica: s.spreadChoice(sh, byOffset(ready)), after: requeueFast}
 	case s.replicas() > 0:
 		return loginPlan{step: loginWait, member: m, after: requeueWait, message: fmt.Sprintf(
 			"waiting for a replica of shard %d in sync to take over from %s", sh, m.name())}

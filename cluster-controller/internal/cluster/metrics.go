@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
@@ -26,6 +27,7 @@ import (
 type Metrics struct {
 	failovers       *prometheus.CounterVec
 	reconcileErrors *prometheus.CounterVec
+	primaryMoves    *prometheus.CounterVec
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*clusterView
@@ -65,6 +67,10 @@ type clusterView struct {
 	rollPending, slotsToMove int
 	// lastSuccess is the end of the last pass without an error (zero: none yet).
 	lastSuccess time.Time
+	// placed: policy Spread and PrimariesSpread known; spread: it is True; misplaced
+	// counts the shards the plan moves.
+	placed, spread bool
+	misplaced      int
 }
 
 type memberKey struct {
@@ -98,6 +104,8 @@ var (
 	descScaling          = desc("cluster_scaling", "1 while slots move between shards or members of removed shards or surplus replicas leave.", labelsCluster)
 	descSlotsToMove      = desc("cluster_scale_slots_pending", "Slots a scale still has to move to reach an even split.", labelsCluster)
 	descLastSuccess      = desc("cluster_last_successful_pass_timestamp_seconds", "When the last pass over the cluster without an error ended (Unix seconds).", labelsCluster)
+	descPrimariesSpread  = desc("cluster_primaries_spread", "1 when the cluster's PrimariesSpread condition is True (the primaries are spread over nodes and zones as spec.primaryPlacement asks, or as evenly as the members' nodes allow), 0 when False; absent with policy None or while a primary's node is not known.", labelsCluster)
+	descPrimariesToMove  = desc("cluster_primaries_misplaced", "Shards whose primary failback plans to move to another member to restore the spread.", labelsCluster)
 
 	allStates = []v1alpha1.ClusterState{v1alpha1.StateCreating, v1alpha1.StateReady, v1alpha1.StateUpdating,
 		v1alpha1.StateScaling, v1alpha1.StateDegraded, v1alpha1.StateFailed, v1alpha1.StateInvalid}
@@ -118,11 +126,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "valkey_operator_cluster_reconcile_errors_total",
 			Help: "Passes over a cluster that failed, by the phase that failed (observe, a phase of the pass, or status).",
 		}, []string{"namespace", "cluster", "phase"}),
+		primaryMoves: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "valkey_operator_primary_moves_total",
+			Help: "Planned failovers the operator made to restore the primaries' spread (failback), by cluster and shard, counted once the replica serves the shard; each is also counted as planned in valkey_operator_failovers_total.",
+		}, []string{"namespace", "cluster", "shard"}),
 		clusters:   map[types.NamespacedName]*clusterView{},
 		promotions: map[types.NamespacedName]map[string]time.Time{},
 		shards:     map[types.NamespacedName][]v1alpha1.ShardStatus{},
 	}
-	reg.MustRegister(m.failovers, m.reconcileErrors, m)
+	reg.MustRegister(m.failovers, m.reconcileErrors, m.primaryMoves, m)
 	return m
 }
 
@@ -131,6 +143,14 @@ func (m *Metrics) failover(vc *v1alpha1.ValkeyCluster, shard int32, kind string)
 		return
 	}
 	m.failovers.WithLabelValues(vc.Namespace, vc.Name, strconv.Itoa(int(shard)), kind).Inc()
+}
+
+// primaryMoved counts a failback move of shard's primary that completed.
+func (m *Metrics) primaryMoved(vc *v1alpha1.ValkeyCluster, shard int32) {
+	if m == nil {
+		return
+	}
+	m.primaryMoves.WithLabelValues(vc.Namespace, vc.Name, strconv.Itoa(int(shard))).Inc()
 }
 
 // promoted notes that member took its shard over on the operator's request at time at.
@@ -244,6 +264,7 @@ func (m *Metrics) zeroCounters(key types.NamespacedName, shards int32, phases []
 		for _, kind := range failoverKinds {
 			m.failovers.WithLabelValues(key.Namespace, key.Name, strconv.Itoa(int(sh)), kind)
 		}
+		m.primaryMoves.WithLabelValues(key.Namespace, key.Name, strconv.Itoa(int(sh)))
 	}
 	for _, p := range phases {
 		m.reconcileErrors.WithLabelValues(key.Namespace, key.Name, p)
@@ -263,6 +284,7 @@ func (m *Metrics) forget(key types.NamespacedName) {
 	l := prometheus.Labels{"namespace": key.Namespace, "cluster": key.Name}
 	m.failovers.DeletePartialMatch(l)
 	m.reconcileErrors.DeletePartialMatch(l)
+	m.primaryMoves.DeletePartialMatch(l)
 }
 
 // viewOf derives a cluster's gauges from the pass's scope and the status it computed.
@@ -325,6 +347,9 @@ func viewOf(s *scope, st clusterStatus) *clusterView {
 		v.scaling = (p.step != scaleNothing && !surplusOfRoll) || s.topo.openSlots()
 	}
 	sort.Slice(v.lag, func(i, j int) bool { return v.lag[i].member < v.lag[j].member })
+	if c := conditions.Get(st.Conditions, v1alpha1.ConditionPrimariesSpread); c != nil && c.Status != metav1.ConditionUnknown && s.place != nil {
+		v.placed, v.spread, v.misplaced = true, c.Status == metav1.ConditionTrue, len(s.place.plan.moves)
+	}
 	return v
 }
 
@@ -338,7 +363,7 @@ func needsNewPod(s *scope, m *member) bool {
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descShards, descReplicasPerShard, descReadyShards, descReady, descDegraded,
 		descState, descSlotsAssigned, descMembers, descShardSlots, descInSync, descLag, descRolling, descRollPending,
-		descScaling, descSlotsToMove, descLastSuccess} {
+		descScaling, descSlotsToMove, descLastSuccess, descPrimariesSpread, descPrimariesToMove} {
 		ch <- d
 	}
 }
@@ -381,6 +406,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(descSlotsToMove, float64(v.slotsToMove))
 		if !v.lastSuccess.IsZero() {
 			gauge(descLastSuccess, float64(v.lastSuccess.UnixMilli())/1000)
+		}
+		if v.placed {
+			gauge(descPrimariesSpread, b2f(v.spread))
+			gauge(descPrimariesToMove, float64(v.misplaced))
 		}
 	}
 }

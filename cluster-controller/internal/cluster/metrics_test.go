@@ -148,6 +148,32 @@ valkey_operator_shard_slots{cluster="vk",namespace="ns",shard="3"} 0
 `,
 			names: []string{"valkey_operator_cluster_scaling", "valkey_operator_cluster_scale_slots_pending", "valkey_operator_shard_slots"},
 		},
+		{
+			name: "shard 0's primary failed over next to shard 1's: not spread, one primary to move back",
+			fms:  failedOver(spreadThreeByOne()),
+			want: `
+# HELP valkey_operator_cluster_primaries_spread 1 when the cluster's PrimariesSpread condition is True (the primaries are spread over nodes and zones as spec.primaryPlacement asks, or as evenly as the members' nodes allow), 0 when False; absent with policy None or while a primary's node is not known.
+# TYPE valkey_operator_cluster_primaries_spread gauge
+valkey_operator_cluster_primaries_spread{cluster="vk",namespace="ns"} 0
+# HELP valkey_operator_cluster_primaries_misplaced Shards whose primary failback plans to move to another member to restore the spread.
+# TYPE valkey_operator_cluster_primaries_misplaced gauge
+valkey_operator_cluster_primaries_misplaced{cluster="vk",namespace="ns"} 1
+`,
+			names: []string{"valkey_operator_cluster_primaries_spread", "valkey_operator_cluster_primaries_misplaced"},
+		},
+		{
+			name: "one primary per node and zone: spread",
+			fms:  spreadThreeByOne(),
+			want: `
+# HELP valkey_operator_cluster_primaries_spread 1 when the cluster's PrimariesSpread condition is True (the primaries are spread over nodes and zones as spec.primaryPlacement asks, or as evenly as the members' nodes allow), 0 when False; absent with policy None or while a primary's node is not known.
+# TYPE valkey_operator_cluster_primaries_spread gauge
+valkey_operator_cluster_primaries_spread{cluster="vk",namespace="ns"} 1
+# HELP valkey_operator_cluster_primaries_misplaced Shards whose primary failback plans to move to another member to restore the spread.
+# TYPE valkey_operator_cluster_primaries_misplaced gauge
+valkey_operator_cluster_primaries_misplaced{cluster="vk",namespace="ns"} 0
+`,
+			names: []string{"valkey_operator_cluster_primaries_spread", "valkey_operator_cluster_primaries_misplaced"},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -156,6 +182,9 @@ valkey_operator_shard_slots{cluster="vk",namespace="ns",shard="3"} 0
 				vc.Spec.Shards = 4
 			}
 			s := scopeFor(t, vc, c.fms)
+			if c.fms[0].node != "" {
+				s.place = newPlacementView(s, v1alpha1.DefaultPlacementTopologyKey, threeZones, nil)
+			}
 			m := NewMetrics(prometheus.NewRegistry())
 			m.observe(s, computeClusterStatus(s, nil), true)
 			if err := testutil.CollectAndCompare(m, strings.NewReader(c.want), c.names...); err != nil {

@@ -95,6 +95,9 @@ type Reconciler struct {
 	// FastFailover promotes a primary's replica as soon as the primary's ValkeyNode says
 	// Kubernetes saw its server exit (ServerDown), without waiting for Valkey's gossip.
 	FastFailover bool
+	// FailbackHold is how long a member must have been in sync before failback makes it
+	// its shard's primary again (failback.go); DefaultFailbackHold when zero.
+	FailbackHold time.Duration
 	// LoginRecoveryPeriod is the least time between two restarts of a member whose server
 	// refuses the operator's login (login.go); DefaultLoginRecoveryPeriod when zero.
 	LoginRecoveryPeriod time.Duration
@@ -108,6 +111,11 @@ type Reconciler struct {
 	stalls sync.Map
 	// rest remembers, per cluster (UID), what its last pass at rest saw (rest.go).
 	rest sync.Map
+	// nodeLabels caches the labels of the Kubernetes nodes members run on (failback.go).
+	nodeLabels nodeLabelCache
+	// primariesSeen remembers, per cluster (UID), each shard's primary and since when
+	// (failback.go).
+	primariesSeen sync.Map
 }
 
 func (r *Reconciler) createBatch() int {
@@ -165,6 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.causes.Delete(vc.UID)
 		r.stalls.Delete(vc.UID)
 		r.rest.Delete(vc.UID)
+		r.primariesSeen.Delete(vc.UID)
 		return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 	}
 
@@ -247,6 +256,7 @@ func (r *Reconciler) phases() []phase {
 		{"config", r.reconcileLiveConfig, true},
 		{"roll", r.reconcileRoll, true},
 		{"scale", r.reconcileScale, true},
+		{"placement", r.reconcilePlacement, true},
 		{"slot maps", r.awaitSlotMaps, false},
 	}
 }

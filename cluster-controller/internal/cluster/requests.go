@@ -132,7 +132,7 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 		if len(inSync) == 0 {
 			return wait("waiting for a replica in sync")
 		}
-		target = mostCaughtUp(inSync)
+		target = s.spreadChoice(req.shard, byOffset(inSync))
 	}
 	if !synced(target, p) {
 		return wait("waiting for %s to be in sync with %s", target.name(), p.name())

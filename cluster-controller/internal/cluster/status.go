@@ -40,7 +40,7 @@ var clusterConditionTypes = []string{
 	v1alpha1.ConditionClusterFormed, v1alpha1.ConditionSlotsAssigned,
 	v1alpha1.ConditionConfigurationWarning, v1alpha1.ConditionPodUnschedulable, v1alpha1.ConditionInvalidSpec,
 	v1alpha1.ConditionPaused, v1alpha1.ConditionReconciling, v1alpha1.ConditionStalled,
-	v1alpha1.ConditionExternalAddressPending,
+	v1alpha1.ConditionExternalAddressPending, v1alpha1.ConditionPrimariesSpread,
 }
 
 // memberStatus holds the ValkeyNode status fields this controller owns.
@@ -163,7 +163,7 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	st.Conditions = []metav1.Condition{
 		readyCond, progressing, degraded, formedCondition(s, gen), slotsCondition(s, gen),
 		warningCondition(s.guard.ConfigWarnings, vc, gen), unschedulableCondition(s, gen), s.guard.Condition,
-		pausedCondition(s, gen), externalCondition(s, gen),
+		pausedCondition(s, gen), externalCondition(s, gen), placementCondition(s, gen),
 	}
 	st.State = clusterState(s, applied, degraded)
 	holdForRestore(vc, &st)
@@ -383,6 +383,10 @@ func shardStatuses(s *scope) []v1alpha1.ShardStatus {
 			st.Primary = p.name()
 			for _, r := range p.slots() {
 				st.Slots = append(st.Slots, r.String())
+			}
+			st.PrimaryNode = p.node.Status.NodeName
+			if s.place != nil {
+				st.PrimaryZone = s.place.zones[st.PrimaryNode]
 			}
 		}
 		for _, m := range s.topo.shards[sh] {

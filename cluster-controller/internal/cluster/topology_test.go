@@ -48,6 +48,10 @@ type fakeMember struct {
 	// locked: the member's server refuses the operator's login (its ValkeyNode says
 	// OperatorLoginRefused): it does not answer the operator, the others see it as usual.
 	locked bool
+	// node is the Kubernetes node its pod runs on (status.nodeName).
+	node string
+	// epoch is its config epoch (the latest failover's primary has the highest).
+	epoch uint64
 }
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -59,7 +63,7 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 		if f.id == "" {
 			continue // a server whose ID nobody recorded: the others do not know it
 		}
-		n := valkey.ClusterNode{ID: f.id, IP: f.ip, Port: 6379, BusPort: 16379, Connected: true, PongRecv: t0.UnixMilli()}
+		n := valkey.ClusterNode{ID: f.id, IP: f.ip, Port: 6379, BusPort: 16379, Connected: true, PongRecv: t0.UnixMilli(), ConfigEpoch: f.epoch}
 		if f.primary != "" {
 			n.Replica, n.PrimaryID = true, f.primary
 		} else {
@@ -100,6 +104,7 @@ func build(t *testing.T, fms []fakeMember, extra ...valkey.ClusterNode) *topolog
 		vn.Spec.ShardIndex = f.shard
 		vn.Status.PodIP = f.ip
 		vn.Status.NodeID = f.id
+		vn.Status.NodeName = f.node
 		if f.leaving {
 			now := metav1.NewTime(t0)
 			vn.DeletionTimestamp = &now

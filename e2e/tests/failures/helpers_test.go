@@ -25,11 +25,15 @@ import (
 const nodeTimeout = 5 * time.Second
 
 // newCluster creates a cluster of shards x replicas, changed by adjust when set, waits
-// until it is Ready and logs how long that took.
+// until it is Ready and logs how long that took. Its primaries stay where failovers put
+// them (primaryPlacement policy None): the suite counts the failovers each failure
+// causes, and failback's own planned failovers back to a member that returned are the
+// placement suite's.
 func newCluster(ctx context.Context, t *testing.T, shards, replicas int32, adjust func(*framework.Cluster, *v1alpha1.ValkeyCluster)) (*framework.Cluster, *v1alpha1.ValkeyCluster) {
 	t.Helper()
 	k := framework.ClusterFrom(ctx, t)
 	vc := framework.NewValkeyCluster(framework.Namespace(ctx), "vk", shards, replicas)
+	vc.Spec.PrimaryPlacement = &v1alpha1.PrimaryPlacementSpec{Policy: v1alpha1.PrimaryPlacementNone}
 	if adjust != nil {
 		adjust(k, vc)
 	}

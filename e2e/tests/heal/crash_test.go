@@ -34,7 +34,9 @@ func TestServerKilledPod(t *testing.T)        { testServerKilled(t, 8, 0, v1alph
 // promotes the replica at once (one promotion, counted as forced) instead of waiting for
 // Valkey's failure detection. The restarted server waits until a peer shows its slots
 // taken over, then joins, empty, as the new replica; its old identity is forgotten.
-// No acknowledged write is lost.
+// No acknowledged write is lost. The primaries stay where the promotion put them
+// (primaryPlacement policy None): the placement suite checks the planned failover that
+// gives the shard back to the member once it is in sync.
 func testServerKilled(t *testing.T, major, minor int, workload v1alpha1.WorkloadType) {
 	f := framework.NewFeature(suite, fmt.Sprintf("primary server killed on %d.%d (%s)", major, minor, workload)).
 		Assess("one promotion, no acknowledged write lost, the member back as a replica", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -46,6 +48,7 @@ func testServerKilled(t *testing.T, major, minor int, workload v1alpha1.Workload
 			vc := framework.NewValkeyCluster(framework.Namespace(ctx), "vk", 3, 1)
 			vc.Spec.Image = img.Ref
 			vc.Spec.WorkloadType = workload
+			vc.Spec.PrimaryPlacement = &v1alpha1.PrimaryPlacementSpec{Policy: v1alpha1.PrimaryPlacementNone}
 			if err := k.Client.Create(ctx, vc); err != nil {
 				t.Fatal(err)
 			}

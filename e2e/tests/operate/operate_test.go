@@ -39,7 +39,10 @@ func run(ctx context.Context, t *testing.T, k *framework.Cluster, args ...string
 	return string(out), err
 }
 
-// setup creates a 2x1 cluster with a user whose password is in a Secret.
+// setup creates a 2x1 cluster with a user whose password is in a Secret. Its primaries
+// stay where the plugin's failovers put them (primaryPlacement policy None): failback
+// would undo a failover that leaves two primaries on one node, and the suite counts the
+// failovers of each action.
 func setup(ctx context.Context, t *testing.T) (*framework.Cluster, *v1alpha1.ValkeyCluster) {
 	t.Helper()
 	k := framework.ClusterFrom(ctx, t)
@@ -49,6 +52,7 @@ func setup(ctx context.Context, t *testing.T) (*framework.Cluster, *v1alpha1.Val
 		t.Fatal(err)
 	}
 	vc := framework.NewValkeyCluster(ns, "vk", 2, 1)
+	vc.Spec.PrimaryPlacement = &v1alpha1.PrimaryPlacementSpec{Policy: v1alpha1.PrimaryPlacementNone}
 	vc.Spec.Users = append(vc.Spec.Users, v1alpha1.UserSpec{Name: "app", Permissions: "+@all ~*",
 		PasswordSecret: &v1alpha1.PasswordSecretRef{Name: "app-pw", Keys: []string{"pw"}}})
 	if err := k.Client.Create(ctx, vc); err != nil {

@@ -27,7 +27,9 @@ func TestDrainPod(t *testing.T)        { testDrain(t, 8, 0, v1alpha1.WorkloadPod
 // slots to a replica in sync as its pod stops (the preStop hook on every version; on 9.x
 // Valkey's own shutdown-on-sigterm failover would too): one failover per primary there,
 // no acknowledged write lost. kubectl drain evicts through the PodDisruptionBudgets, so it completes only
-// if the disruption controller can evaluate them for the workload type.
+// if the disruption controller can evaluate them for the workload type. The primaries
+// stay where the drain put them (primaryPlacement policy None), so that the failovers
+// counted are the drain's.
 func testDrain(t *testing.T, major, minor int, workload v1alpha1.WorkloadType) {
 	f := framework.NewFeature(suite, fmt.Sprintf("drain of a primary's node on %d.%d (%s)", major, minor, workload)).
 		Assess("one failover per primary on the node, no write lost", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -39,6 +41,7 @@ func testDrain(t *testing.T, major, minor int, workload v1alpha1.WorkloadType) {
 			vc := framework.NewValkeyCluster(framework.Namespace(ctx), "vk", 3, 1)
 			vc.Spec.Image = img.Ref
 			vc.Spec.WorkloadType = workload
+			vc.Spec.PrimaryPlacement = &v1alpha1.PrimaryPlacementSpec{Policy: v1alpha1.PrimaryPlacementNone}
 			if err := k.Client.Create(ctx, vc); err != nil {
 				t.Fatal(err)
 			}

@@ -21,7 +21,9 @@ import (
 )
 
 // rollCase creates a cluster, changes it with mutate while the write-checker runs, and
-// checks one failover per shard and no acknowledged write lost.
+// checks one failover per shard and no acknowledged write lost. Its primaries stay where
+// the roll puts them (primaryPlacement policy None): a roll makes one failover per shard,
+// and failback's later moves to spread the primaries again would add to the count.
 type rollCase struct {
 	name             string
 	shards, replicas int32
@@ -38,6 +40,7 @@ func (c rollCase) run(ctx context.Context, t *testing.T, _ *envconf.Config) cont
 func (c rollCase) check(ctx context.Context, t *testing.T) {
 	k := framework.ClusterFrom(ctx, t)
 	vc := framework.NewValkeyCluster(framework.Namespace(ctx), "vk", c.shards, c.replicas)
+	vc.Spec.PrimaryPlacement = &v1alpha1.PrimaryPlacementSpec{Policy: v1alpha1.PrimaryPlacementNone}
 	if c.prepare != nil {
 		if err := c.prepare(k, vc); err != nil {
 			t.Fatal(err)

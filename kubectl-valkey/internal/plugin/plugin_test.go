@@ -33,11 +33,14 @@ func TestRender(t *testing.T) {
 	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "vk", Namespace: "ns", Generation: 3}}
 	vc.Spec.Shards, vc.Spec.ReplicasPerShard = 2, ptr.To[int32](1)
 	vc.Status = v1alpha1.ValkeyClusterStatus{State: v1alpha1.StateUpdating, ReadyShards: 2, ObservedGeneration: 3,
-		Shards: []v1alpha1.ShardStatus{{Index: 0, Primary: "vk-aaaaa", Slots: []string{"0-8191"}}, {Index: 1, Primary: "vk-ccccc", Slots: []string{"8192-16383"}}},
+		Shards: []v1alpha1.ShardStatus{
+			{Index: 0, Primary: "vk-aaaaa", Slots: []string{"0-8191"}, PrimaryNode: "node-1", PrimaryZone: "zone-a"},
+			{Index: 1, Primary: "vk-ccccc", Slots: []string{"8192-16383"}, PrimaryNode: "node-2", PrimaryZone: "zone-b"}},
 		Conditions: []metav1.Condition{
 			cond(v1alpha1.ConditionDegraded, "False", "ClusterReady", "every shard has its primary"),
 			cond(v1alpha1.ConditionProgressing, "True", "Rolling", "shard 0: waiting for successor vk-eeeee to sync"),
 			cond(v1alpha1.ConditionReady, "True", "ClusterReady", "2 shards with 1 replicas each serve all 16384 slots"),
+			cond(v1alpha1.ConditionPrimariesSpread, "True", v1alpha1.ReasonSpread, "the 2 primaries run on 2 nodes in 2 zones"),
 		}}
 	v := &clusterView{vc: vc, maxEvents: 1, nodes: []v1alpha1.ValkeyNode{
 		member("vk-ddddd", 1, v1alpha1.RoleReplica, cond(v1alpha1.ConditionSynced, "False", v1alpha1.ReasonLinkDown, "")),
@@ -50,15 +53,21 @@ func TestRender(t *testing.T) {
 		{Reason: "Old", Type: "Normal", Note: "older", EventTime: metav1.NewMicroTime(now.Add(-time.Hour)),
 			Regarding: corev1.ObjectReference{Kind: "ValkeyCluster", Name: "vk"}},
 	}}
+	v.nodes[0].Status.NodeName = "node-1" // vk-ddddd, beside shard 0's primary
+	v.nodes[1].Status.NodeName = "node-2"
+	v.nodes[2].Status.NodeName = "node-3" // vk-bbbbb, on a node without a primary: zone not known
+	v.nodes[3].Status.NodeName = "node-1"
 	var b bytes.Buffer
 	render(&b, v, now)
 	out := b.String()
 	for _, want := range []string{
 		"ValkeyCluster ns/vk  state Updating  shards 2/2 ready  replicas per shard 1  paused no",
-		"0      vk-aaaaa  primary  Active     0-8191      -          vk-aaaaa-0",
-		"0      vk-bbbbb  replica  Active     -           in sync",
-		"1      vk-ddddd  replica  Active     -           link down",
-		"Progressing  True    Rolling",
+		"SHARD  MEMBER    ROLE     LIFECYCLE  SLOTS       SYNC       POD         IP        NODE    ZONE    VERSION",
+		"0      vk-aaaaa  primary  Active     0-8191      -          vk-aaaaa-0  10.0.0.1  node-1  zone-a  8.0.1",
+		"0      vk-bbbbb  replica  Active     -           in sync    vk-bbbbb-0  10.0.0.1  node-3  -       8.0.1",
+		"1      vk-ddddd  replica  Active     -           link down  vk-ddddd-0  10.0.0.1  node-1  zone-a  8.0.1",
+		"PrimariesSpread  True    Spread",
+		"Progressing      True    Rolling",
 		"MemberCreated",
 	} {
 		if !strings.Contains(out, want) {

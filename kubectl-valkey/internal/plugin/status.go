@@ -95,7 +95,7 @@ func render(w io.Writer, v *clusterView, now time.Time) {
 	}
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SHARD\tMEMBER\tROLE\tLIFECYCLE\tSLOTS\tSYNC\tPOD\tIP\tVERSION")
+	fmt.Fprintln(tw, "SHARD\tMEMBER\tROLE\tLIFECYCLE\tSLOTS\tSYNC\tPOD\tIP\tNODE\tZONE\tVERSION")
 	for _, row := range memberRows(v) {
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
@@ -173,14 +173,20 @@ func inFlight(vc *v1alpha1.ValkeyCluster, now time.Time) []string {
 	return out
 }
 
-// memberRows lists the members shard by shard, the primary first.
+// memberRows lists the members shard by shard, the primary first. A member's zone is
+// known when a primary runs on its node: status.shards names each primary's node and
+// zone.
 func memberRows(v *clusterView) [][]string {
 	slots := map[string]string{}
 	primaries := map[string]bool{}
+	zones := map[string]string{} // Kubernetes node -> zone
 	for _, sh := range v.vc.Status.Shards {
 		if sh.Primary != "" {
 			primaries[sh.Primary] = true
 			slots[sh.Primary] = strings.Join(sh.Slots, ",")
+		}
+		if sh.PrimaryNode != "" && sh.PrimaryZone != "" {
+			zones[sh.PrimaryNode] = sh.PrimaryZone
 		}
 	}
 	nodes := append([]v1alpha1.ValkeyNode(nil), v.nodes...)
@@ -209,7 +215,8 @@ func memberRows(v *clusterView) [][]string {
 		}
 		rows = append(rows, []string{
 			fmt.Sprint(n.Spec.ShardIndex), n.Name, role, dash(lifecycle), dash(slots[n.Name]),
-			syncOf(n), dash(n.Status.PodName), dash(n.Status.PodIP), dash(n.Status.Version),
+			syncOf(n), dash(n.Status.PodName), dash(n.Status.PodIP), dash(n.Status.NodeName), dash(zones[n.Status.NodeName]),
+			dash(n.Status.Version),
 		})
 	}
 	return rows
@@ -239,7 +246,8 @@ func syncOf(n v1alpha1.ValkeyNode) string {
 
 // conditionRank orders the conditions users read first.
 func conditionRank(t string) int {
-	for i, name := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionProgressing, v1alpha1.ConditionDegraded, v1alpha1.ConditionPaused} {
+	for i, name := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionProgressing, v1alpha1.ConditionDegraded,
+		v1alpha1.ConditionPrimariesSpread, v1alpha1.ConditionPaused} {
 		if t == name {
 			return i
 		}

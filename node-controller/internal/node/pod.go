@@ -435,7 +435,8 @@ func secretProjection(name string, keyPaths ...string) corev1.VolumeProjection {
 func relPath(p string) string { return strings.TrimPrefix(p, EtcDir+"/") }
 
 // applyScheduling passes the scheduling settings through, makes topology spread
-// constraints shard-aware, and keeps a shard's members apart by default.
+// constraints shard-aware, and by default keeps a shard's members apart and spreads the
+// cluster's members evenly (defaultAntiAffinity).
 func applyScheduling(spec *corev1.PodSpec, vn *v1alpha1.ValkeyNode) {
 	shard := v1alpha1.ShardLabels(vn.Spec.ClusterName, vn.Spec.ShardIndex)
 	var affinity *corev1.Affinity
@@ -452,7 +453,7 @@ func applyScheduling(spec *corev1.PodSpec, vn *v1alpha1.ValkeyNode) {
 		affinity = &corev1.Affinity{}
 	}
 	if affinity.PodAntiAffinity == nil {
-		affinity.PodAntiAffinity = shardAntiAffinity(shard)
+		affinity.PodAntiAffinity = defaultAntiAffinity(v1alpha1.ClusterLabels(vn.Spec.ClusterName), shard)
 	}
 	spec.Affinity = affinity
 }
@@ -471,15 +472,34 @@ func shardSpread(in []corev1.TopologySpreadConstraint, shard map[string]string) 
 	return out
 }
 
-// shardAntiAffinity prefers Kubernetes nodes that run no other member of the shard.
-func shardAntiAffinity(shard map[string]string) *corev1.PodAntiAffinity {
-	return &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
-		Weight: 100,
-		PodAffinityTerm: corev1.PodAffinityTerm{
-			LabelSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(shard)},
-			TopologyKey:   corev1.LabelHostname,
-		},
-	}}}
+// Weights of the default anti-affinity's preferences, in the order they matter.
+const (
+	weightShardNode     = 100
+	weightShardZone     = 50
+	weightClusterSpread = 10
+)
+
+// defaultAntiAffinity is what the operator prefers when the user sets no pod
+// anti-affinity, all of it preferred (a pod is placed even where none holds):
+//   - nodes that run no other member of the pod's shard: a node's loss takes one member of
+//     a shard at most, and a primary never shares its node with its own replica;
+//   - zones (topology.kubernetes.io/zone) that run no other member of the shard;
+//   - nodes that run fewer members of the cluster: members of every shard on every node,
+//     so that the cluster-controller can choose one primary per node (failback.go of the
+//     cluster-controller), which scheduling cannot do itself, as a pod does not know
+//     whether its member will be a primary.
+func defaultAntiAffinity(cluster, shard map[string]string) *corev1.PodAntiAffinity {
+	term := func(weight int32, sel map[string]string, key string) corev1.WeightedPodAffinityTerm {
+		return corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: corev1.PodAffinityTerm{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(sel)},
+			TopologyKey:   key,
+		}}
+	}
+	return &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
+		term(weightShardNode, shard, corev1.LabelHostname),
+		term(weightShardZone, shard, corev1.LabelTopologyZone),
+		term(weightClusterSpread, cluster, corev1.LabelHostname),
+	}}
 }
 
 // hashJSON is a short, stable hash of v's JSON (maps are encoded in key order).

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -279,7 +280,7 @@ func TestPodTemplate(t *testing.T) {
 			},
 		},
 		{
-			name: "without user anti-affinity, a preferred one keeps the shard apart",
+			name: "without user anti-affinity, preferred ones keep the shard apart on nodes and zones and spread the cluster",
 			mutate: []func(*v1alpha1.ValkeyNode){func(vn *v1alpha1.ValkeyNode) {
 				vn.Spec.Scheduling = &v1alpha1.SchedulingSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}}
 			}},
@@ -287,10 +288,22 @@ func TestPodTemplate(t *testing.T) {
 				if spec.Affinity.NodeAffinity == nil {
 					t.Error("the user's node affinity was lost")
 				}
-				pref := spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution
-				if len(pref) != 1 || pref[0].PodAffinityTerm.TopologyKey != "kubernetes.io/hostname" ||
-					!maps.Equal(pref[0].PodAffinityTerm.LabelSelector.MatchLabels, v1alpha1.ShardLabels("demo", 2)) {
-					t.Errorf("anti-affinity = %+v", pref)
+				var got []string
+				for _, p := range spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+					sel := "cluster"
+					if maps.Equal(p.PodAffinityTerm.LabelSelector.MatchLabels, v1alpha1.ShardLabels("demo", 2)) {
+						sel = "shard"
+					} else if !maps.Equal(p.PodAffinityTerm.LabelSelector.MatchLabels, v1alpha1.ClusterLabels("demo")) {
+						sel = fmt.Sprint(p.PodAffinityTerm.LabelSelector.MatchLabels)
+					}
+					got = append(got, fmt.Sprintf("%d %s %s", p.Weight, sel, p.PodAffinityTerm.TopologyKey))
+				}
+				want := []string{"100 shard kubernetes.io/hostname", "50 shard topology.kubernetes.io/zone", "10 cluster kubernetes.io/hostname"}
+				if !slices.Equal(got, want) {
+					t.Errorf("anti-affinity = %q, want %q", got, want)
+				}
+				if spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+					t.Error("a required term: a pod must be placed even where no preference holds")
 				}
 			},
 		},
