@@ -126,12 +126,13 @@ vet: deps ## go vet every module alone
 	@for m in $(MODULES); do echo "vet $$m"; (cd $$m && GOWORK=off go vet -tags $(GO_TAGS) ./...); done
 
 .PHONY: lint
-lint: deps ## gofmt, the import rules, the go.mod lines (siblings, one version per module), commit subjects, the docs (no dates or hashes, links), shellcheck, staticcheck
+lint: deps ## gofmt, the import rules, the go.mod lines (siblings, one version per module), commit subjects, the docs (no dates or hashes, links), the status contract (Secrets read through status, its "read by" column), shellcheck, staticcheck
 	@test -z "$$(gofmt -l $(MODULES) $(GO_EXAMPLES))" || { echo "gofmt needed:"; gofmt -l $(MODULES) $(GO_EXAMPLES); exit 1; }
 	cd hack/devtools && GOWORK=off go run ./cmd/importcheck $(ROOT)
 	cd hack/devtools && GOWORK=off go run ./cmd/modsync -check $(ROOT)
 	cd hack/devtools && GOWORK=off go run ./cmd/commitcheck $(ROOT)
 	cd hack/devtools && GOWORK=off go run ./cmd/docscheck $(ROOT)
+	cd hack/devtools && GOWORK=off go run ./cmd/contractcheck $(ROOT)
 	shellcheck hack/*.sh .ci/run $(SCRIPTS)
 	@for m in $(MODULES); do echo "staticcheck $$m"; (cd $$m && GOWORK=off $(TOOLS_BIN)/staticcheck -tags $(GO_TAGS) ./...); done
 

@@ -9,7 +9,10 @@ const (
 	// shard of the spec has its primary and all its replicas in sync, and every member
 	// agrees the cluster is ok. It does not wait for the spec to be applied: a roll, a
 	// scale or a live change in flight keeps a serving cluster Ready, and Progressing
-	// says what is still to do.
+	// says what is still to do. Of the other controllers' inputs it sums up the Secrets
+	// the acl- and tls-controllers name in status (WaitingForACL, WaitingForTLS) and, with
+	// spec.dataSource, Restored (WaitingForRestore); not ACLReady, TLSReady or
+	// CertificateExpiring, whose refused changes leave the members serving.
 	ConditionReady = "Ready"
 	// ConditionProgressing (ValkeyCluster, cluster-controller): the operator is changing
 	// the cluster (forming, rolling, scaling, healing); the reason names the step.

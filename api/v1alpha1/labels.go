@@ -73,6 +73,10 @@ func ShardLabels(cluster string, shard int32) map[string]string {
 	return l
 }
 
+// The names of the Secrets the acl- and tls-controllers make. Only those producers build
+// them; every other component reads the status field that names them (published.go), and
+// `make lint` refuses a use of these builders elsewhere.
+
 // ACLSecretName is the name of a cluster's aclfile Secret.
 func ACLSecretName(cluster string) string { return cluster + "-acl" }
 

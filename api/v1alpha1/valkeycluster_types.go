@@ -710,8 +710,13 @@ type PasswordRotationStatus struct {
 
 // TLSStatus describes the certificate the members should serve.
 type TLSStatus struct {
-	// SecretName of the accepted certificate.
+	// SecretName is the user's Secret (spec.tls.certificate.secretName) the accepted
+	// certificate was copied from.
 	SecretName string `json:"secretName"`
+	// AcceptedSecretName is the operator's copy of the accepted certificate: the Secret
+	// the members mount and every component reads the CA from.
+	// +optional
+	AcceptedSecretName string `json:"acceptedSecretName,omitempty"`
 	// Revision identifies the accepted Secret content.
 	Revision string `json:"revision"`
 	// Fingerprint is the SHA-256 of the accepted leaf certificate.

@@ -125,8 +125,14 @@ func TestDefaultsRenderEveryComponent(t *testing.T) {
 	}
 }
 
+// optional are the components that can be turned off alone; the cluster-, node- and
+// acl-controllers form a cluster together and are turned off together (with the others),
+// as TestRefusesTogglesThatCannotWork shows.
+var optional = []string{"tlsController", "backupController", "webhooks"}
+
 func TestEachComponentCanBeTurnedOff(t *testing.T) {
-	for key, name := range components {
+	for _, key := range optional {
+		name := components[key]
 		t.Run(key, func(t *testing.T) {
 			objs := render(t, key+".enabled=false")
 			for id := range objs {
@@ -143,6 +149,57 @@ func TestEachComponentCanBeTurnedOff(t *testing.T) {
 				t.Error("a webhook configuration without webhooks would block every write")
 			}
 		})
+	}
+}
+
+// TestRefusesTogglesThatCannotWork: a cluster forms only with the cluster-, node- and
+// acl-controllers, so the chart refuses to turn one of them off alone, or to run the
+// tls- or backup-controller without them, naming the values; with every controller off
+// (the CRDs and the webhooks alone) it renders.
+func TestRefusesTogglesThatCannotWork(t *testing.T) {
+	core := []string{"clusterController.enabled=false", "nodeController.enabled=false", "aclController.enabled=false"}
+	allOff := append(slices.Clone(core), "tlsController.enabled=false", "backupController.enabled=false")
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want string // "" when it renders
+	}{
+		{name: "the acl-controller off", sets: []string{"aclController.enabled=false"},
+			want: "aclController.enabled=false while clusterController.enabled=true, nodeController.enabled=true: " +
+				"clusterController, nodeController and aclController must be all enabled or all disabled"},
+		{name: "the node-controller off", sets: []string{"nodeController.enabled=false"},
+			want: "nodeController.enabled=false while clusterController.enabled=true, aclController.enabled=true"},
+		{name: "the cluster-controller off, combined", sets: []string{"controllers.combined=true", "clusterController.enabled=false"},
+			want: "clusterController.enabled=false while nodeController.enabled=true, aclController.enabled=true"},
+		{name: "the tls-controller without the three", sets: append(slices.Clone(core), "backupController.enabled=false"),
+			want: "tlsController.enabled=true while clusterController, nodeController and aclController are disabled"},
+		{name: "the backup-controller without the three", sets: append(slices.Clone(core), "tlsController.enabled=false"),
+			want: "backupController.enabled=true while clusterController, nodeController and aclController are disabled"},
+		{name: "every controller off: the CRDs and the webhooks", sets: allOff},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"template", "vko", "charts/valkey-operator", "--namespace", "vko", "--kube-version", kubeVersion}
+			for _, s := range tc.sets {
+				args = append(args, "--set", s)
+			}
+			out, err := helm(t, args...)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want == "":
+				if !strings.Contains(out, "kind: ValidatingWebhookConfiguration") {
+					t.Errorf("the CRDs and webhooks release does not render the webhooks:\n%s", out)
+				}
+			case err == nil || !strings.Contains(err.Error(), tc.want):
+				t.Errorf("rendered, or failed without naming the values: %v; want %q", err, tc.want)
+			}
+		})
+	}
+	objs := render(t, allOff...)
+	for id := range objs {
+		if strings.HasPrefix(id, "Deployment/") && id != "Deployment/vko-webhooks" {
+			t.Errorf("%s rendered with every controller off", id)
+		}
 	}
 }
 
@@ -626,12 +683,12 @@ func TestCombinedControllers(t *testing.T) {
 		t.Errorf("the webhooks do not take the manager's ValkeyNode writes as the operator's: %s", a)
 	}
 
-	off := render(t, "controllers.combined=true", "aclController.enabled=false", "backupController.enabled=false")
-	if a := deploymentArgs(off, "manager"); !strings.Contains(a, "--controllers=cluster-controller,node-controller,tls-controller") ||
+	off := render(t, "controllers.combined=true", "tlsController.enabled=false", "backupController.enabled=false")
+	if a := deploymentArgs(off, "manager"); !strings.Contains(a, "--controllers=acl-controller,cluster-controller,node-controller") ||
 		strings.Contains(a, "backup-controller.") {
 		t.Errorf("manager args with two controllers off: %s", a)
 	}
-	if off["ClusterRoleBinding/vko-acl-controller"] != nil {
+	if off["ClusterRoleBinding/vko-tls-controller"] != nil {
 		t.Error("a turned-off controller's role is bound")
 	}
 	if none := render(t, "controllers.combined=true", "clusterController.enabled=false", "nodeController.enabled=false",

@@ -82,15 +82,18 @@ func (c Credentials) WithPassword(password string) Credentials {
 	return c
 }
 
-// ForCluster resolves the credentials of a ValkeyCluster's members.
+// ForCluster resolves the credentials of a ValkeyCluster's members from the Secrets its
+// status names (status.acl.systemUsersSecretName, status.tls.acceptedSecretName). While
+// one is not named the error wraps ErrNotReady and a *v1alpha1.NotPublishedError, which
+// says what the producer's condition reports.
 func ForCluster(ctx context.Context, r client.Reader, vc *v1alpha1.ValkeyCluster) (Credentials, error) {
-	users := v1alpha1.SystemUsersSecretName(vc.Name)
-	if vc.Status.ACL != nil && vc.Status.ACL.SystemUsersSecretName != "" {
-		users = vc.Status.ACL.SystemUsersSecretName
+	users, err := v1alpha1.SystemUsersSecretOf(vc)
+	if err != nil {
+		return Credentials{}, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	tlsSecret := ""
-	if vc.Spec.TLS != nil {
-		tlsSecret = v1alpha1.TLSSecretName(vc.Name)
+	tlsSecret, err := v1alpha1.AcceptedTLSSecretOf(vc)
+	if err != nil {
+		return Credentials{}, fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
 	return Resolve(ctx, r, vc.Namespace, users, tlsSecret)
 }

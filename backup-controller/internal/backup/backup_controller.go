@@ -417,6 +417,9 @@ func (r *BackupReconciler) recordShard(sh *v1alpha1.BackupShardStatus, d shardDe
 // startAttempt creates the Job of a shard's next attempt on a member other than the
 // failed ones; it returns false with a note when no member fits yet.
 func (r *BackupReconciler) startAttempt(ctx context.Context, s *backupScope, sh *v1alpha1.BackupShardStatus, d shardDecision) (bool, string, error) {
+	if err := publishedSecrets(s.vc); err != nil {
+		return false, fmt.Sprintf("shard %d waits: %s", sh.Index, err.Error()), nil
+	}
 	src, fromPrimary, ok := chooseSource(s.nodes, sh.Index, s.vc.Spec.ReplicaCount(), d.exclude)
 	if !ok {
 		return false, fmt.Sprintf("shard %d waits for a replica in sync", sh.Index), nil

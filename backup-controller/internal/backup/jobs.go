@@ -114,22 +114,33 @@ func containerSecurity() *corev1.SecurityContext {
 	}
 }
 
-// clusterTLS mounts the CA of the cluster's accepted certificate (and only it).
+// publishedSecrets says what a Job waits for while the cluster's status does not name a
+// Secret it mounts: the system users' (status.acl) and, with TLS, the accepted
+// certificate (status.tls). No Job is built before both are named.
+func publishedSecrets(vc *v1alpha1.ValkeyCluster) error {
+	if _, err := v1alpha1.SystemUsersSecretOf(vc); err != nil {
+		return err
+	}
+	_, err := v1alpha1.AcceptedTLSSecretOf(vc)
+	return err
+}
+
+// clusterTLS mounts the CA of the cluster's accepted certificate (and only it), from the
+// copy status.tls.acceptedSecretName names (publishedSecrets checked it is named).
 func clusterTLS(vc *v1alpha1.ValkeyCluster) ([]string, []corev1.Volume, []corev1.VolumeMount) {
 	if vc.Spec.TLS == nil {
 		return nil, nil, nil
 	}
+	secret, _ := v1alpha1.AcceptedTLSSecretOf(vc)
 	return []string{"--tls-ca-file=" + tlsCAFile},
-		[]corev1.Volume{secretKeyVolume("tls-ca", v1alpha1.TLSSecretName(vc.Name), "ca.crt", "ca.crt")},
+		[]corev1.Volume{secretKeyVolume("tls-ca", secret, "ca.crt", "ca.crt")},
 		[]corev1.VolumeMount{{Name: "tls-ca", MountPath: mountTLS, ReadOnly: true}}
 }
 
-// userPassword mounts one system user's password key of {cluster}-system-users.
+// userPassword mounts one system user's password key of the Secret
+// status.acl.systemUsersSecretName names (publishedSecrets checked it is named).
 func userPassword(vc *v1alpha1.ValkeyCluster, user string) (corev1.Volume, corev1.VolumeMount) {
-	secret := v1alpha1.SystemUsersSecretName(vc.Name)
-	if vc.Status.ACL != nil && vc.Status.ACL.SystemUsersSecretName != "" {
-		secret = vc.Status.ACL.SystemUsersSecretName
-	}
+	secret, _ := v1alpha1.SystemUsersSecretOf(vc)
 	return secretKeyVolume("user", secret, user, "password"),
 		corev1.VolumeMount{Name: "user", MountPath: mountPassword, ReadOnly: true}
 }

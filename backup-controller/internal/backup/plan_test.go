@@ -241,6 +241,8 @@ func TestVersionsLoad(t *testing.T) {
 func TestBackupJobMountsOnlyWhatItNeeds(t *testing.T) {
 	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
 	vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "user-cert"}}
+	vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: "published-acl", SystemUsersSecretName: "published-users"}
+	vc.Status.TLS = &v1alpha1.TLSStatus{SecretName: "user-cert", AcceptedSecretName: "published-copy"}
 	vb := &v1alpha1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}
 	vb.Spec.ObjectStore = v1alpha1.ObjectStoreSpec{S3: &v1alpha1.S3Spec{Bucket: "bkt", Endpoint: "https://s3:9000", ForcePathStyle: true,
 		Credentials: v1alpha1.S3Credentials{SecretName: "creds"}, CABundle: &v1alpha1.SecretKeySelector{SecretName: "s3ca"}}}
@@ -263,7 +265,8 @@ func TestBackupJobMountsOnlyWhatItNeeds(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]string{"demo-system-users": v1alpha1.UserBackup, "demo-tls-accepted": "ca.crt", "s3ca": "ca.crt"}
+	// The Secrets status.acl and status.tls name, not those of the names' convention.
+	want := map[string]string{"published-users": v1alpha1.UserBackup, "published-copy": "ca.crt", "s3ca": "ca.crt"}
 	for s, k := range want {
 		if got := strings.Join(secrets[s], ","); got != k {
 			t.Errorf("Secret %s: keys %q, want %q", s, got, k)
@@ -288,6 +291,7 @@ func TestBackupJobMountsOnlyWhatItNeeds(t *testing.T) {
 func TestRestoreJob(t *testing.T) {
 	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
 	vc.Spec.Image = "valkey/valkey:8.0.1"
+	vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: "published-acl", SystemUsersSecretName: "published-users"}
 	store := &v1alpha1.ObjectStoreSpec{S3: &v1alpha1.S3Spec{Bucket: "bkt", Credentials: v1alpha1.S3Credentials{SecretName: "creds"}}}
 	j := restoreJob(JobSettings{Image: "op:1", DeadlineSeconds: 60}, vc, store, "p/b-1", 1, layout.Summary{Shards: 2, MaxObjectSize: 1 << 30})
 	pod := j.Spec.Template.Spec
@@ -310,10 +314,17 @@ func TestRestoreJob(t *testing.T) {
 	if !strings.Contains(strings.Join(server.Args, " "), "--bind 127.0.0.1") {
 		t.Errorf("the private server listens beyond loopback: %v", server.Args)
 	}
+	users := 0
 	for _, v := range pod.Volumes {
-		if v.Secret != nil && v.Secret.SecretName == "demo-system-users" && (len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != v1alpha1.UserRestore) {
-			t.Errorf("system users mounted as %+v", v.Secret.Items)
+		if v.Secret != nil && v.Secret.SecretName == "published-users" {
+			users++
+			if len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != v1alpha1.UserRestore {
+				t.Errorf("system users mounted as %+v", v.Secret.Items)
+			}
 		}
+	}
+	if users != 1 {
+		t.Errorf("the Secret status.acl names is mounted %d times, want once", users)
 	}
 	if args := strings.Join(pod.Containers[0].Args, " "); !strings.Contains(args, "--cluster=demo.ns.svc:6379") {
 		t.Errorf("load args %s", args)
@@ -325,7 +336,7 @@ func TestClusterReadyForRestore(t *testing.T) {
 	formed := func() *v1alpha1.ValkeyCluster {
 		vc := &v1alpha1.ValkeyCluster{}
 		vc.Status.Conditions = []metav1.Condition{cond(v1alpha1.ConditionClusterFormed), cond(v1alpha1.ConditionSlotsAssigned)}
-		vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: "a"}
+		vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: "a", SystemUsersSecretName: "u"}
 		return vc
 	}
 	applied := func(version string) v1alpha1.ValkeyNode {
@@ -344,6 +355,12 @@ func TestClusterReadyForRestore(t *testing.T) {
 	}
 	if ok, _ := clusterReadyForRestore(formed(), []v1alpha1.ValkeyNode{applied("")}); ok {
 		t.Error("a member without a version is ready")
+	}
+	unpublished := formed()
+	unpublished.Status.ACL = nil
+	if ok, msg := clusterReadyForRestore(unpublished, []v1alpha1.ValkeyNode{applied("8.0.1")}); ok ||
+		!strings.HasPrefix(msg, "status.acl.systemUsersSecretName is not set: waiting for the acl-controller") {
+		t.Errorf("a cluster whose status.acl names no Secret: ready %v, %q", ok, msg)
 	}
 	pendingACL := applied("8.0.1")
 	pendingACL.Status.Conditions = nil

@@ -376,8 +376,8 @@ func clusterReadyForRestore(vc *v1alpha1.ValkeyCluster, nodes []v1alpha1.ValkeyN
 		return false, "waiting for the cluster to form"
 	case !conditions.IsTrue(vc.Status.Conditions, v1alpha1.ConditionSlotsAssigned):
 		return false, "waiting for every slot to be assigned"
-	case vc.Status.ACL == nil:
-		return false, "waiting for the acl-controller to publish the users"
+	case publishedSecrets(vc) != nil:
+		return false, publishedSecrets(vc).Error()
 	case len(nodes) == 0:
 		return false, "waiting for members"
 	}

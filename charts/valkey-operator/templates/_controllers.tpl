@@ -48,3 +48,30 @@ Call with (list $ "clusterController").
 {{ include "valkey-operator.component" (dict "root" $root "key" $key "name" $name "args" $args) }}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The controller toggles that can work: the cluster-, node- and acl-controllers form a
+cluster together (the cluster-controller creates no member before the acl-controller
+names its Secrets in status.acl, and the node-controller runs the members' pods), so
+they are all on or all off; with all three off (a release of the CRDs and the webhooks
+alone), the tls- and backup-controllers, which act on the clusters those form, are off
+too. Renders nothing; fails naming the values otherwise.
+*/}}
+{{- define "valkey-operator.checkToggles" -}}
+{{- $v := .Values -}}
+{{- $core := list "clusterController" "nodeController" "aclController" -}}
+{{- $on := list -}}{{- $off := list -}}
+{{- range $core -}}
+{{- if (index $v .).enabled -}}{{- $on = append $on . -}}{{- else -}}{{- $off = append $off . -}}{{- end -}}
+{{- end -}}
+{{- if and $on $off -}}
+{{- fail (printf "%s.enabled=false while %s.enabled=true: clusterController, nodeController and aclController must be all enabled or all disabled, since a cluster forms only with the three (without the acl-controller every cluster waits for status.acl with reason WaitingForACL, without the node-controller no member gets a pod)" (join ".enabled=false, " $off) (join ".enabled=true, " $on)) -}}
+{{- end -}}
+{{- if not $on -}}
+{{- range list "tlsController" "backupController" -}}
+{{- if (index $v .).enabled -}}
+{{- fail (printf "%s.enabled=true while clusterController, nodeController and aclController are disabled: it acts only on the clusters those three form; disable it too, or enable them" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}

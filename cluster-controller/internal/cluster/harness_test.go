@@ -124,8 +124,9 @@ func (e *env) stopController() {
 	}
 }
 
-// createCluster creates the system users' Secret (the acl-controller's part) and a
-// cluster of shards x replicas whose servers notice a dead peer after 2 s.
+// createCluster creates the system users' Secret and names it in status.acl (the
+// acl-controller's part) and a cluster of shards x replicas whose servers notice a dead
+// peer after 2 s.
 func (e *env) createCluster(name string, shards, replicas int32, mutate ...func(*v1alpha1.ValkeyClusterSpec)) {
 	ctx := context.Background()
 	Expect(k8s.Create(ctx, &corev1.Secret{
@@ -139,6 +140,9 @@ func (e *env) createCluster(name string, shards, replicas int32, mutate ...func(
 		m(&vc.Spec)
 	}
 	Expect(k8s.Create(ctx, vc)).To(Succeed())
+	patch := client.MergeFrom(vc.DeepCopy())
+	vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: v1alpha1.ACLSecretName(name), SystemUsersSecretName: v1alpha1.SystemUsersSecretName(name), Revision: "r1"}
+	Expect(k8s.Status().Patch(ctx, vc, patch)).To(Succeed())
 }
 
 // update changes a cluster's spec, retrying on conflicts.

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math/big"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,18 +45,39 @@ func desiredSpec(vc *v1alpha1.ValkeyCluster, s int32) v1alpha1.ValkeyNodeSpec {
 		Persistence:                   sp.Persistence,
 		Scheduling:                    sp.Scheduling,
 		TerminationGracePeriodSeconds: ptr.To(valkeyconf.GracePeriodSeconds(sp.TerminationGracePeriodSeconds, sp.Config)),
-		ACLSecretName:                 v1alpha1.ACLSecretName(vc.Name),
-		SystemUsersSecretName:         v1alpha1.SystemUsersSecretName(vc.Name),
 		RestartedAt:                   restartedAt(vc.Annotations, s),
 	}
-	if vc.Status.ACL != nil {
-		spec.ACLSecretName = vc.Status.ACL.SecretName
-		spec.SystemUsersSecretName = vc.Status.ACL.SystemUsersSecretName
-	}
-	if sp.TLS != nil {
-		spec.TLSSecretName = v1alpha1.TLSSecretName(vc.Name)
-	}
+	// The Secrets as their producers name them in status; empty while one is not named,
+	// and then no phase that writes a member runs (awaitPublished).
+	spec.ACLSecretName, _ = v1alpha1.ACLSecretOf(vc)
+	spec.SystemUsersSecretName, _ = v1alpha1.SystemUsersSecretOf(vc)
+	spec.TLSSecretName, _ = v1alpha1.AcceptedTLSSecretOf(vc)
 	return *spec.DeepCopy()
+}
+
+// unpublished is the first Secret a member mounts that its producer has not named in the
+// cluster's status yet, nil when all are named.
+func unpublished(vc *v1alpha1.ValkeyCluster) *v1alpha1.NotPublishedError {
+	for _, of := range []func(*v1alpha1.ValkeyCluster) (string, error){
+		v1alpha1.ACLSecretOf, v1alpha1.SystemUsersSecretOf, v1alpha1.AcceptedTLSSecretOf,
+	} {
+		if _, err := of(vc); err != nil {
+			return err.(*v1alpha1.NotPublishedError)
+		}
+	}
+	return nil
+}
+
+// awaitPublished stops the pass before anything that creates or changes a member while
+// the acl- or tls-controller has not named in the cluster's status a Secret the members
+// mount: no name is guessed, and Progressing says what the producer reports.
+func (r *Reconciler) awaitPublished(_ context.Context, s *scope) (time.Duration, error) {
+	if s.unpublished == nil {
+		return 0, nil
+	}
+	s.progress(s.unpublished.Reason, "%s", s.unpublished.Error())
+	// The producer's status write is a change of the cluster, which brings the next pass.
+	return requeueSteady, nil
 }
 
 // newMemberName is {cluster}-{5 random characters}: identity lives in labels.

@@ -245,6 +245,7 @@ func (r *Reconciler) phases() []phase {
 		{"failovers", r.settleFailovers, false},
 		{"leaving members", r.reconcileLeaving, false},
 		{"login recovery", r.reconcileLoginRecovery, false},
+		{"published secrets", r.awaitPublished, false},
 		{"members", r.reconcileMembers, false},
 		{"stale members", r.reconcileStaleMembers, false},
 		{"meet", r.reconcileMeet, false},

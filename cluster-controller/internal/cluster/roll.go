@@ -11,8 +11,13 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
-// outdated reports whether a member needs a new pod to match the spec, and why.
+// outdated reports whether a member needs a new pod to match the spec, and why. While a
+// Secret the members mount is not published, no member is outdated: the spec's names are
+// not known.
 func (s *scope) outdated(m *member) (bool, string) {
+	if s.unpublished != nil {
+		return false, ""
+	}
 	d := diffSpec(m.node.Spec, desiredSpec(s.vc, m.shard()), m.liveVersion())
 	return d.roll, strings.Join(d.fields, ", ")
 }

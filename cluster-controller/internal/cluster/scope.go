@@ -26,7 +26,10 @@ type scope struct {
 	// credErr is set when the operator's credentials are not published yet.
 	credErr error
 	cred    valkeyconn.Credentials
-	topo    *topology
+	// unpublished is set while a Secret the members mount is not named in the cluster's
+	// status by its producer: no member is created or changed.
+	unpublished *v1alpha1.NotPublishedError
+	topo        *topology
 	// step is what the pass is doing or waiting for: Progressing's reason and message.
 	step struct{ reason, message string }
 	// blocked names a roll that cannot progress.
@@ -95,6 +98,7 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 			s.vc = eff
 		}
 	}
+	s.unpublished = unpublished(s.vc)
 	s.cred, s.credErr = valkeyconn.ForCluster(ctx, r.Client, vc)
 	var members []*member
 	if s.credErr == nil {
@@ -213,6 +217,9 @@ func (s *scope) applied() bool {
 // membersUpToDate reports whether every member belongs to a shard of the spec, runs the
 // spec's pod (built for its current revision) and has the spec's live settings applied.
 func (s *scope) membersUpToDate() bool {
+	if s.unpublished != nil {
+		return false
+	}
 	for _, m := range s.topo.members {
 		if m.leaving() {
 			return false

@@ -139,7 +139,7 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 		case len(s.immutable) > 0:
 			reason, msg = v1alpha1.ReasonImmutableField, s.heldMessage()
 		case s.credErr != nil:
-			reason, msg = v1alpha1.ReasonWaitingForACL, "waiting for the acl-controller to publish the operator's credentials"
+			reason, msg = waitingForCredentials(s.credErr)
 		case runErr != nil:
 			reason, msg = v1alpha1.ReasonReconcileError, runErr.Error()
 		case reason == "" && s.paused && ready:
@@ -175,6 +175,16 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	st.Conditions = append(st.Conditions, kstatusConditions(*conditions.Get(st.Conditions, v1alpha1.ConditionProgressing),
 		*conditions.Get(st.Conditions, v1alpha1.ConditionReady), st.State, gen)...)
 	return st
+}
+
+// waitingForCredentials is the reason and message of a pass without the operator's
+// credentials: the status field its producer has not written yet and what the
+// producer's condition says, or the acl-controller's Secret that cannot be read.
+func waitingForCredentials(err error) (string, string) {
+	if np := (*v1alpha1.NotPublishedError)(nil); errors.As(err, &np) {
+		return np.Reason, np.Error()
+	}
+	return v1alpha1.ReasonWaitingForACL, "waiting for the acl-controller to publish the operator's credentials"
 }
 
 // pausedCondition reports the valkey.io/paused annotation: what holds and what goes on.

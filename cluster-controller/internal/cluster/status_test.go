@@ -151,6 +151,18 @@ func TestComputeClusterStatus(t *testing.T) {
 			progressing: "True WaitingForACL: waiting for the acl-controller to publish the operator's credentials",
 		},
 		{
+			name: "no accepted certificate is named in status.tls yet: not Ready, waiting for the tls-controller and saying what TLSReady says",
+			fms:  healthyThreeByOne(),
+			mod: func(s *scope) {
+				s.credErr = fmt.Errorf("%w: %w", valkeyconn.ErrNotReady, &v1alpha1.NotPublishedError{Field: "status.tls.acceptedSecretName",
+					Producer: "tls-controller", Reason: v1alpha1.ReasonWaitingForTLS, Condition: "TLSReady=False SecretMissing: Secret certs not found"})
+				noAnswers(s)
+			},
+			state: v1alpha1.StateCreating, observed: 3, readyShards: 0,
+			ready:       "False WaitingForTLS: status.tls.acceptedSecretName is not set: waiting for the tls-controller (TLSReady=False SecretMissing: Secret certs not found)",
+			progressing: "True WaitingForTLS: status.tls.acceptedSecretName is not set: waiting for the tls-controller (TLSReady=False SecretMissing: Secret certs not found)",
+		},
+		{
 			name: "a new cluster whose slots are being assigned: state Creating",
 			fms: []fakeMember{
 				{name: "a", shard: 0, ip: "10.0.0.1", id: "A", joining: true},

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -164,11 +165,43 @@ func TestDesiredSpecAppliesDefaults(t *testing.T) {
 	if spec.Exporter.Enabled == nil || !*spec.Exporter.Enabled || spec.Exporter.Image != v1alpha1.DefaultExporterImage {
 		t.Errorf("exporter = %+v", spec.Exporter)
 	}
-	if spec.ACLSecretName != "vk-acl" || spec.SystemUsersSecretName != "vk-system-users" {
-		t.Errorf("secrets = %s %s", spec.ACLSecretName, spec.SystemUsersSecretName)
-	}
 	if *spec.TerminationGracePeriodSeconds != 30 {
 		t.Errorf("grace = %d", *spec.TerminationGracePeriodSeconds)
+	}
+}
+
+// TestDesiredSpecMountsThePublishedSecrets: a member mounts the Secrets the acl- and
+// tls-controllers name in the cluster's status, whatever their names, and a pass does not
+// create or change members while one is not named (Progressing says what it waits for).
+func TestDesiredSpecMountsThePublishedSecrets(t *testing.T) {
+	vc := cluster(func(s *v1alpha1.ValkeyClusterSpec) {
+		s.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "user-cert"}}
+	})
+	if got := unpublished(vc); got == nil || got.Reason != v1alpha1.ReasonWaitingForACL {
+		t.Errorf("nothing published: unpublished = %v; want the acl-controller's Secrets", got)
+	}
+	vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: "named-acl", SystemUsersSecretName: "named-users"}
+	if got := unpublished(vc); got == nil || got.Error() != "status.tls.acceptedSecretName is not set: waiting for the tls-controller "+
+		"(TLSReady is not reported yet: is the tls-controller running?)" {
+		t.Errorf("no accepted certificate named: unpublished = %v", got)
+	}
+	vc.Status.TLS = &v1alpha1.TLSStatus{SecretName: "user-cert", AcceptedSecretName: "named-copy"}
+	if got := unpublished(vc); got != nil {
+		t.Errorf("all published: unpublished = %v", got)
+	}
+	spec := desiredSpec(vc, 0)
+	if spec.ACLSecretName != "named-acl" || spec.SystemUsersSecretName != "named-users" || spec.TLSSecretName != "named-copy" {
+		t.Errorf("secrets = %q %q %q; want those status names", spec.ACLSecretName, spec.SystemUsersSecretName, spec.TLSSecretName)
+	}
+
+	s := &scope{vc: vc, unpublished: &v1alpha1.NotPublishedError{Field: "status.acl.secretName", Producer: "acl-controller",
+		Reason: v1alpha1.ReasonWaitingForACL, Condition: "ACLReady=False PasswordMissing: user app: Secret pw not found"}}
+	wait, err := (&Reconciler{}).awaitPublished(context.Background(), s)
+	if err != nil || wait == 0 {
+		t.Errorf("awaitPublished = %v, %v; want the pass stopped", wait, err)
+	}
+	if want := "status.acl.secretName is not set: waiting for the acl-controller (ACLReady=False PasswordMissing: user app: Secret pw not found)"; s.step.reason != v1alpha1.ReasonWaitingForACL || s.step.message != want {
+		t.Errorf("progress = %s %q; want WaitingForACL %q", s.step.reason, s.step.message, want)
 	}
 }
 

@@ -109,9 +109,9 @@ func (e *env) waitPod(ctx context.Context, pod *corev1.Pod, ok func(corev1.PodPh
 // passwordRef is where a user's password is: a key of a Secret (nil for nopass).
 func passwordRef(vc *v1alpha1.ValkeyCluster, user string) (*corev1.SecretKeySelector, error) {
 	if strings.HasPrefix(user, "_") {
-		secret := v1alpha1.SystemUsersSecretName(vc.Name)
-		if vc.Status.ACL != nil && vc.Status.ACL.SystemUsersSecretName != "" {
-			secret = vc.Status.ACL.SystemUsersSecretName
+		secret, err := v1alpha1.SystemUsersSecretOf(vc)
+		if err != nil {
+			return nil, err
 		}
 		return &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: user}, nil
 	}
@@ -168,8 +168,12 @@ func cliPod(vc *v1alpha1.ValkeyCluster, user, image string, command []string) (*
 	}
 	volumes := []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 	if vc.Spec.TLS != nil {
+		copyName, err := v1alpha1.AcceptedTLSSecretOf(vc)
+		if err != nil {
+			return nil, err
+		}
 		volumes = append(volumes, corev1.Volume{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: v1alpha1.TLSSecretName(vc.Name), Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}})
+			SecretName: copyName, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tls", MountPath: "/etc/valkey/tls", ReadOnly: true})
 		args = append(args, "--tls", "--cacert", "/etc/valkey/tls/ca.crt")
 	}

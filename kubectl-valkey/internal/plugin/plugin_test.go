@@ -121,6 +121,11 @@ func TestCLIPodKeepsThePasswordOutOfItsArguments(t *testing.T) {
 		t.Errorf("owner references = %v, want the cluster", pod.OwnerReferences)
 	}
 
+	if _, err := cliPod(vc, "_operator", "img", nil); err == nil ||
+		!strings.Contains(err.Error(), "status.acl.systemUsersSecretName is not set: waiting for the acl-controller") {
+		t.Errorf("a system user before status.acl names its Secret: %v", err)
+	}
+	vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: "named-acl", SystemUsersSecretName: "named-users"}
 	pod, err = cliPod(vc, "_operator", "img", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +134,7 @@ func TestCLIPodKeepsThePasswordOutOfItsArguments(t *testing.T) {
 	if !c.TTY || !c.Stdin || c.Image != "img" {
 		t.Errorf("interactive pod: tty %v stdin %v image %s", c.TTY, c.Stdin, c.Image)
 	}
-	if r := c.Env[1].ValueFrom.SecretKeyRef; r.Name != "vk-system-users" || r.Key != "_operator" {
+	if r := c.Env[1].ValueFrom.SecretKeyRef; r.Name != "named-users" || r.Key != "_operator" {
 		t.Errorf("system user's password from %s/%s", r.Name, r.Key)
 	}
 
@@ -145,11 +150,16 @@ func TestCLIPodKeepsThePasswordOutOfItsArguments(t *testing.T) {
 	}
 
 	vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "mine"}}
+	if _, err := cliPod(vc, "app", "", nil); err == nil ||
+		!strings.Contains(err.Error(), "status.tls.acceptedSecretName is not set: waiting for the tls-controller") {
+		t.Errorf("TLS before status.tls names the accepted copy: %v", err)
+	}
+	vc.Status.TLS = &v1alpha1.TLSStatus{SecretName: "mine", AcceptedSecretName: "named-copy"}
 	pod, _ = cliPod(vc, "app", "", nil)
 	if args := strings.Join(pod.Spec.Containers[0].Args, " "); !strings.Contains(args, "--tls --cacert /etc/valkey/tls/ca.crt") {
 		t.Errorf("TLS args = %s", args)
 	}
-	if pod.Spec.Volumes[1].Secret.SecretName != "vk-tls-accepted" {
+	if pod.Spec.Volumes[1].Secret.SecretName != "named-copy" {
 		t.Errorf("CA from %s, want the accepted copy", pod.Spec.Volumes[1].Secret.SecretName)
 	}
 }

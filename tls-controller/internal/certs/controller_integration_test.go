@@ -232,8 +232,9 @@ func (h *harness) putSecret(name string, data map[string][]byte) {
 	Expect(h.c.Update(testCtx(), s)).To(Succeed())
 }
 
-// createCluster creates the system users' Secret (the acl-controller's part) and a
-// cluster using the certificate Secret secret ("" for no TLS).
+// createCluster creates the system users' Secret and names it in status.acl (the
+// acl-controller's part) and a cluster using the certificate Secret secret ("" for no
+// TLS).
 func (h *harness) createCluster(name, secret string) {
 	GinkgoHelper()
 	// Labelled as the acl-controller makes it: the controller caches only the operator's
@@ -245,6 +246,9 @@ func (h *harness) createCluster(name, secret string) {
 		vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: secret}}
 	}
 	Expect(h.c.Create(testCtx(), vc)).To(Succeed())
+	patch := client.MergeFrom(vc.DeepCopy())
+	vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: v1alpha1.ACLSecretName(name), SystemUsersSecretName: v1alpha1.SystemUsersSecretName(name), Revision: "r1"}
+	Expect(h.c.Status().Patch(testCtx(), vc, patch)).To(Succeed())
 }
 
 // waitCondition waits until the cluster's condition typ has status and reason and its

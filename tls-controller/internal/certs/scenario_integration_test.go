@@ -74,6 +74,7 @@ var _ = Describe("The tls-controller through a TLS cluster's life", Ordered, fun
 		st := vc.Status.TLS
 		Expect(st).NotTo(BeNil())
 		Expect(st.SecretName).To(Equal("certs"))
+		Expect(st.AcceptedSecretName).To(Equal(cp.Name), "status.tls names the copy the members mount")
 		Expect(st.Fingerprint).To(Equal(fp(good)))
 		Expect(st.Revision).To(Equal(Revision(good)))
 		Expect(st.MissingNames).To(BeEmpty())

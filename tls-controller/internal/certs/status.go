@@ -99,12 +99,13 @@ func tlsStatus(s *served, names []string) *v1alpha1.TLSStatus {
 		return nil
 	}
 	return &v1alpha1.TLSStatus{
-		SecretName:   s.source,
-		Revision:     s.revision(),
-		Fingerprint:  s.cert.Fingerprint,
-		NotAfter:     metav1.NewTime(s.cert.Leaf.NotAfter.UTC()),
-		MissingNames: MissingNames(s.cert.Leaf, names),
-		Rollout:      s.rollout(),
+		SecretName:         s.source,
+		AcceptedSecretName: s.secret.Name,
+		Revision:           s.revision(),
+		Fingerprint:        s.cert.Fingerprint,
+		NotAfter:           metav1.NewTime(s.cert.Leaf.NotAfter.UTC()),
+		MissingNames:       MissingNames(s.cert.Leaf, names),
+		Rollout:            s.rollout(),
 	}
 }
 

@@ -13,22 +13,27 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/watches"
 )
 
-// certificateSecrets indexes ValkeyClusters by spec.tls.certificate.secretName.
+// certificateSecrets indexes ValkeyClusters by spec.tls.certificate.secretName and by
+// the system users' Secret status.acl names (the operator's password to the members).
 var certificateSecrets = watches.SecretRefs{Index: "spec.tls.certificate.secretName", Names: certificateSecretName}
 
-// certificateSecretName is the certificate Secret a cluster names, if any.
+// certificateSecretName is the certificate Secret a cluster names, if any, and the system
+// users' Secret its status names.
 func certificateSecretName(vc *v1alpha1.ValkeyCluster) []string {
-	if vc.Spec.TLS == nil {
-		return nil
+	var out []string
+	if vc.Spec.TLS != nil {
+		out = append(out, vc.Spec.TLS.Certificate.SecretName)
 	}
-	return []string{vc.Spec.TLS.Certificate.SecretName}
+	if users, err := v1alpha1.SystemUsersSecretOf(vc); err == nil {
+		out = append(out, users)
+	}
+	return out
 }
 
 // clustersOfSecret maps a Secret to the clusters it matters to: those naming it as
-// their certificate Secret, and the cluster whose copy or system users' Secret it is.
+// their certificate Secret or system users' Secret, and the cluster whose copy it is.
 func (r *Reconciler) clustersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	return append(certificateSecrets.Clusters(ctx, r.Client, o),
-		watches.OperatorSecretOf(o, v1alpha1.TLSSecretName, v1alpha1.SystemUsersSecretName)...)
+	return append(certificateSecrets.Clusters(ctx, r.Client, o), watches.OperatorSecretOf(o, v1alpha1.TLSSecretName)...)
 }
 
 // clusterChanged passes the cluster events that matter: a cluster with TLS (or with
