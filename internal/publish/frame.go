@@ -244,7 +244,7 @@ type phase[S any] struct {
 	skip func(*Pass) bool
 }
 
-func never(*Pass) bool     { return false }
+func never(*Pass) bool       { return false }
 func notPaused(p *Pass) bool { return !p.Paused }
 func held(p *Pass) bool      { return p.Held }
 
