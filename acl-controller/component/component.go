@@ -14,6 +14,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/acl-controller/internal/acl"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/publish"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
 
@@ -40,7 +41,7 @@ func New() operator.Component {
 			if err != nil {
 				return err
 			}
-			r := &acl.Reconciler{
+			r := &acl.Reconciler{Base: publish.Base{
 				Client:           mgr.GetClient(),
 				APIReader:        mgr.GetAPIReader(),
 				Namespaces:       f.WatchNamespaces,
@@ -49,7 +50,7 @@ func New() operator.Component {
 				Pool:             pool,
 				PropagationDelay: propagation,
 				Resync:           resync,
-			}
+			}}
 			metrics.Registry.MustRegister(acl.NewCollector(mgr.GetClient()))
 			return r.SetupWithManager(ctx, mgr, f.MaxConcurrentReconciles)
 		},

@@ -11,6 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
 )
 
 // Emit adds one gauge sample of desc with the label values in desc's order.
@@ -77,3 +80,29 @@ func Timestamp(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
 
 // Shard is a shard index as a label value.
 func Shard(i int32) string { return strconv.Itoa(int(i)) }
+
+// MemberLabels are the labels of a per-member series, in the order MemberCondition
+// gives their values.
+var MemberLabels = []string{"namespace", "cluster", "shard", "member"}
+
+// MemberCondition emits desc for each member that counts passes (all when nil): 1 when
+// its condition typ is True, 0 otherwise.
+func MemberCondition(ctx context.Context, r client.Reader, emit Emit, desc *prometheus.Desc, typ string, counts func(*v1alpha1.ValkeyNode) bool) error {
+	var vns v1alpha1.ValkeyNodeList
+	if err := r.List(ctx, &vns); err != nil {
+		return err
+	}
+	for _, vn := range vns.Items {
+		if counts != nil && !counts(&vn) {
+			continue
+		}
+		emit(desc, Bool(conditions.IsTrue(vn.Status.Conditions, typ)), vn.Namespace, vn.Spec.ClusterName, Shard(vn.Spec.ShardIndex), vn.Name)
+	}
+	return nil
+}
+
+// Reported passes the members that carry the condition typ: those its controller has
+// reported on.
+func Reported(typ string) func(*v1alpha1.ValkeyNode) bool {
+	return func(vn *v1alpha1.ValkeyNode) bool { return conditions.Get(vn.Status.Conditions, typ) != nil }
+}

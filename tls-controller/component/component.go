@@ -40,16 +40,12 @@ func New() operator.Component {
 		// cluster names them: its cache holds the operator's own Secrets and the names of
 		// the others (operator.SecretNames).
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
-			r.Client = mgr.GetClient()
-			r.APIReader = mgr.GetAPIReader()
-			r.Namespaces = f.WatchNamespaces
-			r.Scheme = mgr.GetScheme()
-			r.Recorder = mgr.GetEventRecorder(name)
 			pool, err := valkeyconn.NewPool(mgr, time.Second)
 			if err != nil {
 				return err
 			}
-			r.Pool = pool
+			r.Client, r.APIReader, r.Namespaces = mgr.GetClient(), mgr.GetAPIReader(), f.WatchNamespaces
+			r.Scheme, r.Recorder, r.Pool = mgr.GetScheme(), mgr.GetEventRecorder(name), pool
 			metrics.Registry.MustRegister(certs.NewCollector(mgr.GetClient()))
 			return r.SetupWithManager(ctx, mgr, f.MaxConcurrentReconciles)
 		},

@@ -124,7 +124,7 @@ func (r *Reconciler) reach(ctx context.Context, nodes []v1alpha1.ValkeyNode, cre
 	out := make([]*memberConn, len(nodes))
 	var wg sync.WaitGroup
 	for i := range nodes {
-		mc := &memberConn{node: &nodes[i], addr: r.addr(&nodes[i]), version: nodes[i].Status.Version}
+		mc := &memberConn{node: &nodes[i], addr: r.MemberAddr(&nodes[i]), version: nodes[i].Status.Version}
 		out[i] = mc
 		if len(creds) == 0 {
 			mc.err = errors.New("the operator's credentials are not readable")

@@ -34,7 +34,7 @@ var _ = It("has the command table of the baseline server", func() {
 
 func serverList(do func(ctx context.Context, args ...string) (any, error), args ...string) []string {
 	GinkgoHelper()
-	v, err := do(testCtx(), args...)
+	v, err := do(suite.Step(), args...)
 	Expect(err).NotTo(HaveOccurred())
 	var out []string
 	for _, e := range v.([]any) {

@@ -7,35 +7,22 @@ package acl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/conditions"
-	"github.com/valkey-operator/valkey-operator/internal/guard"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
-	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/publish"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
-	"github.com/valkey-operator/valkey-operator/internal/watches"
 )
 
 // A pass during a rotation reads the cluster from the API server (readRotation).
@@ -58,35 +45,16 @@ const (
 	DefaultResync = time.Minute
 	// retryPending is the requeue while a member does not run the current revision.
 	retryPending = 10 * time.Second
-	// nameConflictRetry: a Secret of someone else's that holds a name of the cluster's is
-	// looked at again this often (its deletion is seen by the Secret watch too).
-	nameConflictRetry = 10 * time.Second
 )
 
-// Reconciler reconciles the ACL of ValkeyClusters.
+// Reconciler reconciles the ACL of ValkeyClusters: its steps run in the frame of
+// internal/publish.
 type Reconciler struct {
-	Client client.Client
-	// Namespaces are the namespaces watched (all when empty).
-	Namespaces []string
-	// APIReader reads users' password Secrets (and Secrets of the cluster's names the
-	// label-selected cache does not hold) from the API server; nil: Client.
-	APIReader client.Reader
-	Scheme    *runtime.Scheme
-	Recorder  events.EventRecorder
-	Pool      *valkeyconn.Pool
-	// PropagationDelay is how long mounted Secrets may lag (default
-	// operator.DefaultSecretPropagationDelay).
-	PropagationDelay time.Duration
-	// Resync is the requeue of a settled cluster (default DefaultResync).
-	Resync time.Duration
-	// Addr returns the client address of a member (default: its pod IP, port 6379).
-	Addr func(*v1alpha1.ValkeyNode) string
+	publish.Base
 	// ExporterURL returns the reload URL of a member's exporter.
 	ExporterURL func(*v1alpha1.ValkeyNode) string
 	// HTTPClient calls the exporters (default http.DefaultClient).
 	HTTPClient *http.Client
-	// Clock returns the time (default time.Now).
-	Clock func() time.Time
 
 	verdicts verdictCache
 	// applied is what each member listed for the file's users when the controller last
@@ -95,25 +63,14 @@ type Reconciler struct {
 	applied   map[string]appliedLines
 }
 
+var _ publish.Steps[*scope] = (*Reconciler)(nil)
+
 // secrets reads users' Secrets: from the API server (they are not cached).
 func (r *Reconciler) secrets() client.Reader {
 	if r.APIReader != nil {
 		return r.APIReader
 	}
 	return r.Client
-}
-
-// ownSecrets reads the cluster's Secrets: from the cache, or from the API server when the
-// cache has none of that name (a Secret the operator did not make is not cached).
-func (r *Reconciler) ownSecrets() client.Reader {
-	return operator.CacheFirst{Primary: r.Client, Secondary: r.APIReader}
-}
-
-func (r *Reconciler) addr(vn *v1alpha1.ValkeyNode) string {
-	if r.Addr != nil {
-		return r.Addr(vn)
-	}
-	return valkeyconn.Addr(vn.Status.PodIP)
 }
 
 func (r *Reconciler) exporterURL(vn *v1alpha1.ValkeyNode) string {
@@ -130,92 +87,35 @@ func (r *Reconciler) httpClient() *http.Client {
 	return http.DefaultClient
 }
 
-func (r *Reconciler) delay() time.Duration {
-	if r.PropagationDelay > 0 {
-		return r.PropagationDelay
+// frame is the controller in the frame: its steps, status, watches and what it lets go
+// of when a cluster goes.
+func (r *Reconciler) frame() *publish.Frame[*scope] {
+	return &publish.Frame[*scope]{
+		Base:          &r.Base,
+		Steps:         r,
+		Status:        r.status(),
+		DefaultResync: DefaultResync,
+		// Owner references delete the Secrets; the system users one waits for this.
+		Gone: r.releaseSystemUsers,
+		Watches: publish.Watches{
+			Name: "acl",
+			Cluster: predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+				restoredChanged()),
+			SecretRefs: passwordSecrets,
+			Owns:       []client.Object{&corev1.Secret{}},
+			Member:     versionChanged,
+		},
 	}
-	return operator.DefaultSecretPropagationDelay
-}
-
-func (r *Reconciler) resync() time.Duration {
-	if r.Resync > 0 {
-		return r.Resync
-	}
-	return DefaultResync
 }
 
 // SetupWithManager registers the controller, its field indexes and watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, maxConcurrent int) error {
-	if err := passwordSecrets.Register(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	// Users' Secrets are watched by name only, in a cache of their own.
-	secrets, err := operator.SecretNames(mgr, r.Namespaces, handler.TypedEnqueueRequestsFromMapFunc(
-		func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
-			return r.clustersOfSecret(ctx, o)
-		}))
-	if err != nil {
-		return err
-	}
-	return builder.ControllerManagedBy(mgr).
-		Named("acl").
-		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, restoredChanged(), watches.PausedChanged()))).
-		Owns(&corev1.Secret{}, builder.OnlyMetadata).
-		WatchesRawSource(secrets).
-		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),
-			builder.WithPredicates(nodeChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
-		Complete(r)
-}
-
-// Reconcile is one pass over a cluster: guard, system users, render, publish, apply,
-// rotate, status.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var vc v1alpha1.ValkeyCluster
-	if err := r.Client.Get(ctx, req.NamespacedName, &vc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return reconcile.Result{}, r.releaseSystemUsers(ctx, req.NamespacedName)
-		}
-		return reconcile.Result{}, err
-	}
-	if !vc.DeletionTimestamp.IsZero() {
-		// Owner references delete the Secrets; the system users one waits for this.
-		return reconcile.Result{}, r.releaseSystemUsers(ctx, req.NamespacedName)
-	}
-	if g := guard.Check(&vc); !g.Valid() {
-		log.FromContext(ctx).Info("not acting on an invalid spec", "errors", len(g.Errs))
-		return reconcile.Result{}, r.writeClusterStatus(ctx, &vc, vc.Status.ACL, g.Condition, keepOrUnknown(&vc, v1alpha1.ConditionACLReady, "the spec is invalid"))
-	}
-	res, err := r.pass(ctx, &vc)
-	if nc := (*NameConflictError)(nil); errors.As(err, &nc) {
-		cond := conditions.New(v1alpha1.ConditionACLReady, false, v1alpha1.ReasonNameConflict, nc.Error(), vc.Generation)
-		if cur := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionACLReady); cur == nil || cur.Reason != v1alpha1.ReasonNameConflict {
-			r.Recorder.Eventf(&vc, nil, corev1.EventTypeWarning, v1alpha1.ReasonNameConflict, "Publish", "%s", nc.Error())
-		}
-		return reconcile.Result{RequeueAfter: nameConflictRetry}, r.writeClusterStatus(ctx, &vc, vc.Status.ACL, cond)
-	}
-	if err != nil {
-		if serr := r.writeClusterStatus(ctx, &vc, vc.Status.ACL, keepOrUnknown(&vc, v1alpha1.ConditionACLReady, "the controller could not read its inputs")); serr != nil {
-			err = errors.Join(err, serr)
-		}
-		return reconcile.Result{}, err
-	}
-	return res, nil
-}
-
-// keepOrUnknown returns the cluster's current condition typ, or Unknown when there is
-// none yet.
-func keepOrUnknown(vc *v1alpha1.ValkeyCluster, typ, why string) metav1.Condition {
-	if cur := conditions.Get(vc.Status.Conditions, typ); cur != nil {
-		return *cur
-	}
-	return conditions.Unknown(typ, v1alpha1.ReasonUnknown, why, vc.Generation)
+	return r.frame().SetupWithManager(ctx, mgr, maxConcurrent)
 }
 
 // scope is what one pass over a cluster read, and what it learnt on the way.
 type scope struct {
-	vc *v1alpha1.ValkeyCluster
+	*publish.Pass
 	// system is the system users' Secret; aclSecret the published aclfile (nil before
 	// the first).
 	system, aclSecret *corev1.Secret
@@ -235,6 +135,12 @@ type scope struct {
 	// hold is what the pass holds because the cluster is paused: then file is the
 	// published file, not the rendered one.
 	hold hold
+	// published is the aclfile Secret after publish, removed the users to delete from
+	// members.
+	published *corev1.Secret
+	removed   removedUsers
+	// rotated is what the rotation step told.
+	rotated rotationResult
 }
 
 // allApplied reports whether every member reached runs the file.
@@ -259,10 +165,11 @@ func (s *scope) pending() bool {
 	return false
 }
 
-// newScope reads what a pass needs: the system users (created if missing), the
-// published aclfile, the members, and a connection to each member that has a pod IP.
-func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*scope, error) {
-	s := &scope{vc: vc}
+// Read reads what a pass needs: the system users (created if missing), the published
+// aclfile, the members, and a connection to each member that has a pod IP.
+func (r *Reconciler) Read(ctx context.Context, p *publish.Pass) (*scope, error) {
+	vc := p.Cluster
+	s := &scope{Pass: p}
 	system, created, err := r.ensureSystemUsers(ctx, vc)
 	if err != nil {
 		return nil, err
@@ -288,11 +195,11 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 // Secret's keys. A Secret just created answers a rotation requested before: its
 // passwords are new. The legacy annotations are removed once the status holds the state.
 func (r *Reconciler) readRotation(ctx context.Context, s *scope, system *corev1.Secret, created bool) error {
-	vc := s.vc
+	vc := s.Cluster
 	s.system, s.token = system, vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords]
 	rot := rotationOf(vc, system)
 	if created && rot == (Rotation{}) && s.token != "" {
-		s.rotation = Rotation{Completed: s.token, Finished: r.now()}
+		s.rotation = Rotation{Completed: s.token, Finished: r.Now()}
 		return nil
 	}
 	if rot.mayRun(s.token, system.Data) && r.APIReader != nil {
@@ -309,7 +216,7 @@ func (r *Reconciler) readRotation(ctx context.Context, s *scope, system *corev1.
 		s.system, s.token = &sec, fresh.Annotations[v1alpha1.AnnotationRotateSystemPasswords]
 		rot = rotationOf(&fresh, &sec)
 	}
-	s.rotation = settle(rot, s.system.Data, s.token, r.now())
+	s.rotation = settle(rot, s.system.Data, s.token, r.Now())
 	if vc.Status.ACL != nil && vc.Status.ACL.Rotation != nil && hasLegacyAnnotations(s.system) {
 		return r.dropLegacyAnnotations(ctx, s)
 	}
@@ -332,47 +239,54 @@ func (r *Reconciler) dropLegacyAnnotations(ctx context.Context, s *scope) error 
 	return nil
 }
 
-// pass does the work of a valid cluster: render, publish, apply, prune, rotate, report.
-func (r *Reconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster) (reconcile.Result, error) {
-	s, err := r.newScope(ctx, vc)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if err := r.render(ctx, s); err != nil {
-		return reconcile.Result{}, err
-	}
-	s.hold = decideHold(vc, s.aclSecret, s.file, s.rotation)
+// Hold holds, on a paused cluster, a rendered file that differs from the published
+// one (the members keep the published file) and a rotation (see pause.go).
+func (r *Reconciler) Hold(_ context.Context, s *scope) bool {
+	s.hold = decideHold(s.Cluster, s.aclSecret, s.file, s.rotation)
 	if s.hold.file {
-		// The members keep the published file (see pause.go).
 		s.file = publishedFile(s.aclSecret)
-		s.results = r.applyAll(ctx, s.conns, s.file, decodeRemoved(s.aclSecret).names())
-		r.reportDrift(ctx, vc, s.results)
-	} else {
-		published, removed, err := r.publish(ctx, vc, s.aclSecret, s.file)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		s.results = r.applyAll(ctx, s.conns, s.file, removed.names())
-		r.reportDrift(ctx, vc, s.results)
-		if s.allApplied() {
-			if err := r.pruneRemoved(ctx, vc, published, s.file, removed); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
+		s.removed = decodeRemoved(s.aclSecret)
 	}
-	var rotRes rotationResult
-	if !s.hold.rotation {
-		if rotRes, err = r.rotate(ctx, s); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	s.outcome.Rotation = rotRes.describe
-	s.outcome.TooLarge = tooLargeReplies(s.results)
-	if err := r.report(ctx, s); err != nil {
-		return reconcile.Result{}, err
-	}
-	return r.requeue(s.pending(), rotRes), nil
+	return s.hold.file
 }
+
+// Publish writes the aclfile Secret and keeps it with the users to delete from members.
+func (r *Reconciler) Publish(ctx context.Context, s *scope) error {
+	var err error
+	s.published, s.removed, err = r.publish(ctx, s.Cluster, s.aclSecret, s.file)
+	return err
+}
+
+// Apply brings every member reached to the file, and says which users changed on a
+// server were put back.
+func (r *Reconciler) Apply(ctx context.Context, s *scope) error {
+	s.results = r.applyAll(ctx, s.conns, s.file, s.removed.names())
+	r.reportDrift(ctx, s.Cluster, s.results)
+	return nil
+}
+
+// Settle forgets removed users once every member runs a file without them, and
+// advances a requested rotation unless the cluster holds it.
+func (r *Reconciler) Settle(ctx context.Context, s *scope) error {
+	if !s.Held && s.allApplied() {
+		if err := r.pruneRemoved(ctx, s.Cluster, s.published, s.file, s.removed); err != nil {
+			return err
+		}
+	}
+	if !s.hold.rotation {
+		var err error
+		if s.rotated, err = r.rotate(ctx, s); err != nil {
+			return err
+		}
+	}
+	s.outcome.Rotation = s.rotated.describe
+	s.outcome.TooLarge = tooLargeReplies(s.results)
+	s.Requeue(requeue(s.pending(), s.rotated))
+	return nil
+}
+
+// Field is status.acl as a pass that stops leaves it: as it was.
+func (r *Reconciler) Field(s *scope) any { return s.Cluster.Status.ACL }
 
 // reportDrift says, once per member and pass that found it, which users had been
 // changed on a server and were put back (names only: the rules may hold hashes).
@@ -388,17 +302,15 @@ func (r *Reconciler) reportDrift(ctx context.Context, vc *v1alpha1.ValkeyCluster
 	}
 }
 
-// requeue picks the next pass: soon while a member is behind, when the rotation needs
-// it, or after the resync period.
-func (r *Reconciler) requeue(pending bool, rot rotationResult) reconcile.Result {
-	after := r.resync()
-	if pending {
+// requeue is the wait the members' results and the rotation ask for: short while a
+// member is behind, when the rotation needs it; 0 when neither asks (the resync
+// period).
+func requeue(pending bool, rot rotationResult) time.Duration {
+	after := rot.after
+	if pending && (after == 0 || retryPending < after) {
 		after = retryPending
 	}
-	if rot.after > 0 && rot.after < after {
-		after = rot.after
-	}
-	return reconcile.Result{RequeueAfter: after}
+	return after
 }
 
 // credentials returns the _operator credentials to try on members: the current
@@ -422,7 +334,7 @@ func (r *Reconciler) credentials(ctx context.Context, vc *v1alpha1.ValkeyCluster
 // refused keeps its previous line (or is left out when it has none).
 //
 // It sets s.file and s.outcome.
-func (r *Reconciler) render(ctx context.Context, s *scope) error {
+func (r *Reconciler) Render(ctx context.Context, s *scope) error {
 	previous := map[string]User{}
 	if s.aclSecret != nil {
 		for _, u := range ParseFile(string(s.aclSecret.Data[v1alpha1.ACLFileKey])) {
@@ -432,10 +344,10 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 	out := &s.outcome
 	*out = renderOutcome{Refused: Refusals{}, Kept: map[string]bool{}}
 	accepted := acceptedPasswords(s.system.Data, s.rotation.Phase)
-	sys := append(SystemUsers(accepted, minVersion(s.conns)), backupUsers(accepted, v1alpha1.RestorePending(s.vc))...)
+	sys := append(SystemUsers(accepted, minVersion(s.conns)), backupUsers(accepted, v1alpha1.RestorePending(s.Cluster))...)
 	var users []User
-	for _, spec := range s.vc.Spec.Users {
-		pws, problem, err := r.userPasswords(ctx, s.vc.Namespace, spec)
+	for _, spec := range s.Cluster.Spec.Users {
+		pws, problem, err := r.userPasswords(ctx, s.Cluster.Namespace, spec)
 		if err != nil {
 			return err
 		}
@@ -463,7 +375,7 @@ func (r *Reconciler) render(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	s.file = NewFile(sys, withheldUntilRestored(s.vc, users))
+	s.file = NewFile(sys, withheldUntilRestored(s.Cluster, users))
 	out.Revision, out.Users = s.file.Revision, len(s.file.Users)
 	return nil
 }
@@ -529,7 +441,7 @@ func (r *Reconciler) publish(ctx context.Context, vc *v1alpha1.ValkeyCluster, ac
 	if aclSecret != nil {
 		previous = ParseFile(string(aclSecret.Data[v1alpha1.ACLFileKey]))
 	}
-	removed := nextRemoved(decodeRemoved(aclSecret), previous, f, r.now(), false, r.delay())
+	removed := nextRemoved(decodeRemoved(aclSecret), previous, f, r.Now(), false, r.Delay())
 	changed := aclSecret == nil || aclSecret.Annotations[annotationRevision] != f.Revision
 	published, err := r.publishACL(ctx, vc, aclSecret, f, removed)
 	if err != nil {
@@ -546,7 +458,7 @@ func (r *Reconciler) publish(ctx context.Context, vc *v1alpha1.ValkeyCluster, ac
 // pruneRemoved forgets removed users once every member runs a revision without them
 // and mounted files had time to follow.
 func (r *Reconciler) pruneRemoved(ctx context.Context, vc *v1alpha1.ValkeyCluster, published *corev1.Secret, f File, removed removedUsers) error {
-	pruned := nextRemoved(removed, nil, f, r.now(), true, r.delay())
+	pruned := nextRemoved(removed, nil, f, r.Now(), true, r.Delay())
 	if len(pruned) == len(removed) {
 		return nil
 	}
@@ -563,7 +475,7 @@ type rotationResult struct {
 
 // rotate advances a requested rotation and saves its state on the system users Secret.
 func (r *Reconciler) rotate(ctx context.Context, s *scope) (rotationResult, error) {
-	now, delay := r.now(), r.delay()
+	now, delay := r.Now(), r.Delay()
 	rot := s.rotation
 	in := RotationInput{Requested: s.token, AllApplied: s.allApplied(), Now: now, Delay: delay}
 	if rot.PropagationDue(now, delay) {
@@ -596,7 +508,7 @@ func (r *Reconciler) rotate(ctx context.Context, s *scope) (rotationResult, erro
 // auth of every member, and the exporters (best effort). It reports whether every
 // member took the new primary auth.
 func (r *Reconciler) moveClients(ctx context.Context, s *scope) bool {
-	vc := s.vc
+	vc := s.Cluster
 	logger := log.FromContext(ctx)
 	failed := r.setPrimaryAuth(ctx, s.conns, string(s.system.Data[v1alpha1.UserReplication]))
 	for node, why := range failed {
@@ -615,7 +527,7 @@ func (r *Reconciler) moveClients(ctx context.Context, s *scope) bool {
 // saveRotation writes the rotation's data to the system users Secret (its next state
 // goes to the status after it).
 func (r *Reconciler) saveRotation(ctx context.Context, s *scope, data map[string][]byte, next Rotation) error {
-	vc, prev := s.vc, s.rotation
+	vc, prev := s.Cluster, s.rotation
 	secret := s.system.DeepCopy()
 	secret.Data = data
 	for _, k := range legacyKeys() {

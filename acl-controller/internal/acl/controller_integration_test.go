@@ -1,9 +1,7 @@
 package acl
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,16 +14,11 @@ import (
 	. "github.com/onsi/gomega/gstruct"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
-	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/publish"
 	"github.com/valkey-operator/valkey-operator/internal/testsuite"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
@@ -35,36 +28,16 @@ import (
 // The API server of these specs is the suite's envtest (see suite_test.go). Valkey
 // servers from valkeytest stand in for the pods.
 
-// syncBuffer collects the controller's logs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness is a running controller against the API server and real Valkey servers.
 type harness struct {
-	c       client.Client
-	ns      string
+	*testsuite.Tenant
 	mu      sync.Mutex                    // guards servers: the controller reads it
 	servers map[string]*valkeytest.Server // by ValkeyNode name
 	dir     string                        // of the servers
 	cleanup []func()                      // stops the servers
-	logs    *syncBuffer
+	logs    *testsuite.Logs
 	reloads sync.Map // exporter reloads by node name
-	stop    context.CancelFunc
-	done    chan error
+	mgr     *testsuite.Running
 	exp     *httptest.Server
 	// maxReply is the controller's reply budget (0: the default).
 	maxReply int64
@@ -81,17 +54,13 @@ func newHarness() *harness { return newHarnessWith(0) }
 
 // newHarnessWith starts the controller with a reply budget of maxReply bytes.
 func newHarnessWith(maxReply int64) *harness {
-	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
-	h := &harness{c: c, servers: map[string]*valkeytest.Server{}, logs: suiteLogs, maxReply: maxReply}
-	h.ns = fmt.Sprintf("acl-%d", time.Now().UnixNano()%1e9)
+	h := &harness{Tenant: testsuite.NewTenant(suite.Config, "acl"), servers: map[string]*valkeytest.Server{}, logs: suite.Logs, maxReply: maxReply}
 	h.dir = GinkgoT().TempDir()
 	DeferCleanup(func() {
 		for _, stop := range h.cleanup {
 			stop()
 		}
 	})
-	Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})).To(Succeed())
 	h.exp = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		node := strings.TrimPrefix(strings.TrimSuffix(r.URL.Path, "/-/reload"), "/")
 		n, _ := h.reloads.LoadOrStore(node, new(int))
@@ -107,59 +76,33 @@ func newHarnessWith(maxReply int64) *harness {
 // start runs a manager with a fresh reconciler (as after a restart).
 func (h *harness) start() {
 	GinkgoHelper()
-	mgr, err := testsuite.Manager(cfg, h.ns)
+	mgr, err := testsuite.Manager(suite.Config, h.Namespace)
 	Expect(err).NotTo(HaveOccurred())
 	pool := &valkeyconn.Pool{DialTimeout: time.Second, MaxReplyBytes: h.maxReply}
 	r := &Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespaces: []string{h.ns}, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("acl-controller"),
-		Pool: pool, PropagationDelay: testDelay, Resync: testResync,
-		Addr: func(vn *v1alpha1.ValkeyNode) string {
-			if s := h.server(vn.Name); s != nil {
-				return s.Addr()
-			}
-			return valkeyconn.Addr(vn.Status.PodIP)
+		Base: publish.Base{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespaces: []string{h.Namespace}, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder("acl-controller"),
+			Pool: pool, PropagationDelay: testDelay, Resync: testResync,
+			Addr: func(vn *v1alpha1.ValkeyNode) string {
+				if s := h.server(vn.Name); s != nil {
+					return s.Addr()
+				}
+				return valkeyconn.Addr(vn.Status.PodIP)
+			},
 		},
 		ExporterURL: func(vn *v1alpha1.ValkeyNode) string { return h.exp.URL + "/" + vn.Name + "/-/reload" },
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	Expect(r.SetupWithManager(ctx, mgr, 2)).To(Succeed())
-	h.stop, h.done = cancel, make(chan error, 1)
-	go func() {
-		defer pool.Close()
-		h.done <- mgr.Start(ctx)
-	}()
+	h.mgr, err = testsuite.StartManager(mgr, func(ctx context.Context) error { return r.SetupWithManager(ctx, mgr, 2) }, pool.Close)
+	Expect(err).NotTo(HaveOccurred())
 }
 
-func (h *harness) stopManager() {
-	if h.stop != nil {
-		h.stop()
-		Expect(<-h.done).To(Succeed(), "the manager")
-		h.stop = nil
-	}
-}
+func (h *harness) stopManager() { Expect(h.mgr.Stop()).To(Succeed(), "the manager") }
 
-func (h *harness) ctx() context.Context { return testCtx() }
-
-func (h *harness) cluster(name string) *v1alpha1.ValkeyCluster {
-	GinkgoHelper()
-	var vc v1alpha1.ValkeyCluster
-	Expect(h.c.Get(h.ctx(), types.NamespacedName{Namespace: h.ns, Name: name}, &vc)).To(Succeed())
-	return &vc
-}
-
-func (h *harness) secret(name string) *corev1.Secret {
-	GinkgoHelper()
-	var s corev1.Secret
-	if err := h.c.Get(h.ctx(), types.NamespacedName{Namespace: h.ns, Name: name}, &s); err != nil {
-		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "read Secret %s: %v", name, err)
-		return nil
-	}
-	return &s
-}
+func (h *harness) ctx() context.Context { return suite.Step() }
 
 // aclReady returns the cluster's ACLReady condition (nil when absent).
 func (h *harness) aclReady(name string) *metav1.Condition {
-	return conditions.Get(h.cluster(name).Status.Conditions, v1alpha1.ConditionACLReady)
+	return h.ClusterCondition(name, v1alpha1.ConditionACLReady)
 }
 
 // server returns the server of a member, or nil.
@@ -178,7 +121,7 @@ func (h *harness) startServer(cluster, name string) *valkeytest.Server {
 	s, err := valkeytest.StartIn(h.dir, valkeytest.Options{})
 	Expect(err).NotTo(HaveOccurred())
 	h.cleanup = append(h.cleanup, s.Stop)
-	acl := h.secret(v1alpha1.ACLSecretName(cluster))
+	acl := h.Secret(v1alpha1.ACLSecretName(cluster))
 	Expect(os.WriteFile(s.ACLFile, append(acl.Data[v1alpha1.ACLFileKey], adminLine(s)...), 0o600)).To(Succeed())
 	Expect(s.Dial(GinkgoTB()).ACLLoad(h.ctx())).To(Succeed())
 	h.mu.Lock()
@@ -192,27 +135,13 @@ func (h *harness) startServer(cluster, name string) *valkeytest.Server {
 func (h *harness) member(cluster, name string) *valkeytest.Server {
 	GinkgoHelper()
 	s := h.startServer(cluster, name)
-	// A member as the cluster-controller makes it: labelled, controlled by its cluster.
-	var vc v1alpha1.ValkeyCluster
-	Expect(h.c.Get(h.ctx(), types.NamespacedName{Namespace: h.ns, Name: cluster}, &vc)).To(Succeed())
-	vn := &v1alpha1.ValkeyNode{
-		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name, Labels: v1alpha1.ClusterLabels(cluster),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(&vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"))}},
-		Spec: v1alpha1.ValkeyNodeSpec{ClusterName: cluster, Revision: 1, WorkloadType: v1alpha1.WorkloadStatefulSet,
-			Image: v1alpha1.DefaultImage, ACLSecretName: v1alpha1.ACLSecretName(cluster), SystemUsersSecretName: v1alpha1.SystemUsersSecretName(cluster)},
-	}
-	Expect(h.c.Create(h.ctx(), vn)).To(Succeed())
-	patch := client.MergeFrom(vn.DeepCopy())
-	vn.Status.PodIP = "127.0.0.1"
-	Expect(h.c.Status().Patch(h.ctx(), vn, patch)).To(Succeed())
+	h.Member(cluster, name)
 	return s
 }
 
 // expectApplied checks that the member's ACLApplied is True for revision.
 func (h *harness) expectApplied(g Gomega, name, revision string) {
-	var vn v1alpha1.ValkeyNode
-	g.Expect(h.c.Get(h.ctx(), types.NamespacedName{Namespace: h.ns, Name: name}, &vn)).To(Succeed())
-	c := conditions.Get(vn.Status.Conditions, v1alpha1.ConditionACLApplied)
+	c := h.NodeCondition(g, name, v1alpha1.ConditionACLApplied)
 	g.Expect(c).NotTo(BeNil(), "ACLApplied of %s", name)
 	g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "ACLApplied of %s: %s", name, c.Message)
 	g.Expect(c.Message).To(HaveSuffix(revision), "ACLApplied of %s", name)
@@ -220,7 +149,7 @@ func (h *harness) expectApplied(g Gomega, name, revision string) {
 
 // revision returns the cluster's status.acl.revision.
 func (h *harness) revision(name string) string {
-	if acl := h.cluster(name).Status.ACL; acl != nil {
+	if acl := h.Cluster(name).Status.ACL; acl != nil {
 		return acl.Revision
 	}
 	return ""
@@ -235,7 +164,7 @@ func (h *harness) waitSettled(cluster, reason string, nodes ...string) string {
 		g.Expect(c).NotTo(BeNil(), "ACLReady")
 		g.Expect(c.Reason).To(Equal(reason), "ACLReady: %s", c.Message)
 		rev := h.revision(cluster)
-		acl := h.secret(v1alpha1.ACLSecretName(cluster))
+		acl := h.Secret(v1alpha1.ACLSecretName(cluster))
 		g.Expect(acl).NotTo(BeNil())
 		g.Expect(acl.Annotations).To(HaveKeyWithValue(annotationRevision, rev), "the Secret's revision")
 		for _, n := range nodes {
@@ -247,7 +176,7 @@ func (h *harness) waitSettled(cluster, reason string, nodes ...string) string {
 
 // rotation returns the cluster's status.acl.rotation.
 func (h *harness) rotation(name string) *v1alpha1.PasswordRotationStatus {
-	if acl := h.cluster(name).Status.ACL; acl != nil {
+	if acl := h.Cluster(name).Status.ACL; acl != nil {
 		return acl.Rotation
 	}
 	return nil
@@ -256,22 +185,10 @@ func (h *harness) rotation(name string) *v1alpha1.PasswordRotationStatus {
 func (h *harness) updateCluster(name string, mutate func(*v1alpha1.ValkeyCluster)) {
 	GinkgoHelper()
 	Eventually(func() error {
-		vc := h.cluster(name)
+		vc := h.Cluster(name)
 		mutate(vc)
-		return h.c.Update(h.ctx(), vc)
+		return h.Client.Update(h.ctx(), vc)
 	}).WithTimeout(10*time.Second).Should(Succeed(), "update of the cluster")
-}
-
-// events returns the notes of the events about the cluster.
-func (h *harness) events() []string {
-	GinkgoHelper()
-	var list eventsv1.EventList
-	Expect(h.c.List(h.ctx(), &list, client.InNamespace(h.ns))).To(Succeed())
-	var out []string
-	for _, e := range list.Items {
-		out = append(out, e.Type+" "+e.Reason+" "+e.Note)
-	}
-	return out
 }
 
 func loginWorks(s *valkeytest.Server, user, password string) error {
@@ -301,24 +218,20 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 	)
 	BeforeAll(func() {
 		h = newHarness()
-		Expect(h.c.Create(h.ctx(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "my-users-secret"},
+		Expect(h.Client.Create(h.ctx(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "my-users-secret"},
 			Data: map[string][]byte{"alicepw": []byte(alicePW)}})).To(Succeed())
-		Expect(h.c.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "demo"},
+		Expect(h.Client.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "demo"},
 			Spec: v1alpha1.ValkeyClusterSpec{Users: seedUsers()}})).To(Succeed())
 	})
 
 	It("publishes the Secrets and the status", func() {
 		rev1 = h.waitSettled("demo", v1alpha1.ReasonACLRendered)
-		vc := h.cluster("demo")
+		vc := h.Cluster("demo")
 		Expect(vc.Status.ACL.SecretName).To(Equal("demo-acl"))
 		Expect(vc.Status.ACL.SystemUsersSecretName).To(Equal("demo-system-users"))
-		sys = h.secret("demo-system-users")
-		for _, s := range []*corev1.Secret{sys, h.secret("demo-acl")} {
-			Expect(s.OwnerReferences).To(HaveLen(1), "owners of %s", s.Name)
-			Expect(s.OwnerReferences[0].UID).To(Equal(vc.UID), "owner of %s", s.Name)
-			Expect(ptr.Deref(s.OwnerReferences[0].Controller, false)).To(BeTrue(), "owner of %s", s.Name)
-			Expect(s.Labels).To(HaveKeyWithValue(v1alpha1.LabelInstance, "demo"), "labels of %s", s.Name)
-			Expect(s.Labels).To(HaveKeyWithValue(v1alpha1.LabelManagedBy, v1alpha1.ManagedBy), "labels of %s", s.Name)
+		sys = h.Secret("demo-system-users")
+		for _, s := range []*corev1.Secret{sys, h.Secret("demo-acl")} {
+			h.ExpectOwned(s, vc)
 		}
 		opPW = string(sys.Data[v1alpha1.UserOperator])
 		replPW = string(sys.Data[v1alpha1.UserReplication])
@@ -326,7 +239,7 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 			Expect(len(sys.Data[u])).To(BeNumerically(">=", 32), "characters of the password of %s", u)
 		}
 		Expect(string(sys.Data[v1alpha1.PrimaryAuthKey])).To(Equal("primaryauth "+replPW+"\n"), "primaryauth.conf holds the replication password")
-		content := string(h.secret("demo-acl").Data[v1alpha1.ACLFileKey])
+		content := string(h.Secret("demo-acl").Data[v1alpha1.ACLFileKey])
 		Expect(content).To(ContainSubstring("user alice on #" + valkey.ACLPasswordHash(alicePW) + " ~app:* %R~shared:* resetchannels &notifications:*"))
 		Expect(content).To(ContainSubstring("user bob on nopass resetchannels +@all ~* &*"))
 		Expect(content).To(ContainSubstring("user default off"))
@@ -339,7 +252,7 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 		if !a.Version.AtLeast(9, 0) {
 			Expect(got).To(Equal(rev1), "the revision changed without a change")
 		}
-		Expect(string(h.secret("demo-system-users").Data[v1alpha1.UserOperator])).To(Equal(opPW), "the operator's password changed")
+		Expect(string(h.Secret("demo-system-users").Data[v1alpha1.UserOperator])).To(Equal(opPW), "the operator's password changed")
 		for _, s := range []*valkeytest.Server{a, b} {
 			Expect(loginWorks(s, "alice", alicePW)).To(Succeed())
 		}
@@ -359,9 +272,9 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 		}).Should(Succeed(), "ACLReady PasswordMissing naming dave")
 
 		By("keeping an existing user's previous rules when a key of its Secret is missing")
-		alice := h.secret("my-users-secret")
+		alice := h.Secret("my-users-secret")
 		alice.Data = map[string][]byte{"otherkey": []byte("x")}
-		Expect(h.c.Update(h.ctx(), alice)).To(Succeed())
+		Expect(h.Client.Update(h.ctx(), alice)).To(Succeed())
 		Eventually(func(g Gomega) {
 			c := h.aclReady("demo")
 			g.Expect(c).NotTo(BeNil())
@@ -370,13 +283,13 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 		for _, s := range []*valkeytest.Server{a, b} {
 			Expect(loginWorks(s, "alice", alicePW)).To(Succeed())
 		}
-		Eventually(h.events).WithTimeout(10*time.Second).Should(ContainElement(And(HavePrefix("Warning PasswordMissing"), ContainSubstring("has no key alicepw"))),
+		Eventually(h.Events).WithTimeout(10*time.Second).Should(ContainElement(And(HavePrefix("Warning PasswordMissing"), ContainSubstring("has no key alicepw"))),
 			"a Warning event naming the missing key")
 
 		By("taking the passwords once the Secrets hold them")
 		alice.Data = map[string][]byte{"alicepw": []byte(alicePW)}
-		Expect(h.c.Update(h.ctx(), alice)).To(Succeed())
-		Expect(h.c.Create(h.ctx(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "dave-secret"},
+		Expect(h.Client.Update(h.ctx(), alice)).To(Succeed())
+		Expect(h.Client.Create(h.ctx(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "dave-secret"},
 			Data: map[string][]byte{"pw": []byte(davePW)}})).To(Succeed())
 		h.waitSettled("demo", v1alpha1.ReasonACLRendered, "demo-a", "demo-b")
 		for _, s := range []*valkeytest.Server{a, b} {
@@ -394,13 +307,13 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonUserRefused))
 			g.Expect(c.Message).To(ContainSubstring("user erin: refused by Valkey: Error in ACL SETUSER modifier '+bogus'"))
 		}).Should(Succeed(), "ACLReady UserRefused naming erin")
-		Expect(string(h.secret("demo-acl").Data[v1alpha1.ACLFileKey])).NotTo(ContainSubstring("erin"), "the refused user is in the aclfile")
+		Expect(string(h.Secret("demo-acl").Data[v1alpha1.ACLFileKey])).NotTo(ContainSubstring("erin"), "the refused user is in the aclfile")
 	})
 
 	It("deletes users removed from the spec live", func() {
 		h.updateCluster("demo", func(vc *v1alpha1.ValkeyCluster) { vc.Spec.Users = seedUsers() })
 		h.waitSettled("demo", v1alpha1.ReasonACLRendered, "demo-a", "demo-b")
-		Expect(h.secret("demo-acl").Annotations[annotationRemovedUsers]).To(ContainSubstring(`"dave"`),
+		Expect(h.Secret("demo-acl").Annotations[annotationRemovedUsers]).To(ContainSubstring(`"dave"`),
 			"removed users, want dave until every member dropped him")
 		for _, s := range []*valkeytest.Server{a, b} {
 			_, err := s.Dial(GinkgoTB()).ACLGetUser(h.ctx(), "dave")
@@ -412,12 +325,12 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 		h.updateCluster("demo", func(vc *v1alpha1.ValkeyCluster) {
 			vc.Annotations = map[string]string{v1alpha1.AnnotationRotateSystemPasswords: "2026-01-01T00:00:00Z"}
 		})
-		annotations := h.cluster("demo").Annotations
+		annotations := h.Cluster("demo").Annotations
 		Eventually(h.rotation).WithArguments("demo").Should(PointTo(MatchFields(IgnoreExtras, Fields{
 			"Phase": Equal(v1alpha1.RotationPropagating), "Request": Equal("2026-01-01T00:00:00Z"), "PhaseSince": Not(BeNil()),
 		})), "the rotation reaches Propagating, in status.acl.rotation")
 		h.stopManager()
-		newSys = h.secret("demo-system-users")
+		newSys = h.Secret("demo-system-users")
 		newOp, newRepl = string(newSys.Data[v1alpha1.UserOperator]), string(newSys.Data[v1alpha1.UserReplication])
 		Expect(newOp).NotTo(Equal(opPW), "the Secret holds a new password")
 		Expect(string(newSys.Data[v1alpha1.UserOperator+previousSuffix])).To(Equal(opPW), "the Secret holds the previous password")
@@ -430,8 +343,8 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 			"Phase": Equal(v1alpha1.RotationIdle), "Request": BeEmpty(), "CompletedRequest": Equal("2026-01-01T00:00:00Z"), "FinishedAt": Not(BeNil()),
 		})), "the rotation completes")
 		h.waitSettled("demo", v1alpha1.ReasonACLRendered, "demo-a", "demo-b")
-		Expect(h.cluster("demo").Annotations).To(Equal(annotations), "the controller wrote the user's annotations")
-		final = h.secret("demo-system-users")
+		Expect(h.Cluster("demo").Annotations).To(Equal(annotations), "the controller wrote the user's annotations")
+		final = h.Secret("demo-system-users")
 		Expect(hasLegacyAnnotations(final)).To(BeFalse(), "the state is written in the Secret's annotations")
 		Expect(final.Data).To(HaveLen(len(systemUserNames)+2), "keys of the Secret after the rotation: the passwords, primaryauth.conf, exporter-passwords.json")
 		Expect(string(final.Data[v1alpha1.UserOperator])).To(Equal(newOp))
@@ -443,8 +356,8 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 			n, ok := h.reloads.Load(name)
 			Expect(ok && *(n.(*int)) > 0).To(BeTrue(), "%s: the exporter was not reloaded", name)
 		}
-		Eventually(h.events).WithTimeout(10 * time.Second).Should(ContainElement(HavePrefix("Normal RotationCompleted")))
-		Eventually(func() string { return h.secret("demo-acl").Annotations[annotationRemovedUsers] }).
+		Eventually(h.Events).WithTimeout(10 * time.Second).Should(ContainElement(HavePrefix("Normal RotationCompleted")))
+		Eventually(func() string { return h.Secret("demo-acl").Annotations[annotationRemovedUsers] }).
 			Should(BeEmpty(), "the removed users are forgotten")
 	})
 
@@ -462,10 +375,10 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 			secrets = append(secrets, pw, valkey.ACLPasswordHash(pw))
 		}
 		var conds []string
-		for _, c := range h.cluster("demo").Status.Conditions {
+		for _, c := range h.Cluster("demo").Status.Conditions {
 			conds = append(conds, c.Message)
 		}
-		haystacks := map[string]string{"logs": h.logs.String(), "events": strings.Join(h.events(), "\n"), "conditions": strings.Join(conds, "\n")}
+		haystacks := map[string]string{"logs": h.logs.String(), "events": strings.Join(h.Events(), "\n"), "conditions": strings.Join(conds, "\n")}
 		Expect(haystacks["logs"]).To(ContainSubstring("published aclfile"), "no controller log captured")
 		if os.Getenv("ACL_TEST_LOGS") != "" {
 			GinkgoWriter.Println(haystacks["logs"])
@@ -485,7 +398,7 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 	It("finishes a rotation an earlier version left in the Secret's annotations", func() {
 		h.stopManager()
 		By("leaving the cluster as the earlier version did, in Propagating with the delay over")
-		sys := h.secret("demo-system-users")
+		sys := h.Secret("demo-system-users")
 		olderOp := string(sys.Data[v1alpha1.UserOperator])
 		for _, u := range systemUserNames {
 			sys.Data[u+previousSuffix] = sys.Data[u]
@@ -495,24 +408,23 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 		since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 		sys.Annotations = map[string]string{"valkey.io/rotation-phase": "Propagating", "valkey.io/rotation-token": "2026-03-03T00:00:00Z",
 			"valkey.io/rotation-started": since, "valkey.io/rotation-phase-since": since, "valkey.io/rotation-completed": "2026-01-01T00:00:00Z"}
-		Expect(h.c.Update(h.ctx(), sys)).To(Succeed())
+		Expect(h.Client.Update(h.ctx(), sys)).To(Succeed())
 		h.updateCluster("demo", func(vc *v1alpha1.ValkeyCluster) {
 			vc.Annotations[v1alpha1.AnnotationRotateSystemPasswords] = "2026-03-03T00:00:00Z"
 		})
-		vc := h.cluster("demo")
-		Expect(h.c.Status().Patch(h.ctx(), vc, client.RawPatch(types.MergePatchType, []byte(`{"status":{"acl":{"rotation":null}}}`)))).To(Succeed())
+		h.MergeStatus("demo", `{"acl":{"rotation":null}}`)
 		Expect(h.rotation("demo")).To(BeNil())
-		annotations := h.cluster("demo").Annotations
+		annotations := h.Cluster("demo").Annotations
 
 		h.start()
 		Eventually(h.rotation).WithArguments("demo").WithTimeout(30*time.Second).Should(PointTo(MatchFields(IgnoreExtras, Fields{
 			"Phase": Equal(v1alpha1.RotationIdle), "CompletedRequest": Equal("2026-03-03T00:00:00Z"),
 		})), "the rotation completes, in status")
 		h.waitSettled("demo", v1alpha1.ReasonACLRendered, "demo-a", "demo-b")
-		after := h.secret("demo-system-users")
+		after := h.Secret("demo-system-users")
 		Expect(hasLegacyAnnotations(after)).To(BeFalse(), "the old annotations are removed")
 		Expect(after.Data).NotTo(HaveKey(v1alpha1.UserOperator+previousSuffix), "the old passwords are retired")
-		Expect(h.cluster("demo").Annotations).To(Equal(annotations), "the controller wrote the user's annotations")
+		Expect(h.Cluster("demo").Annotations).To(Equal(annotations), "the controller wrote the user's annotations")
 		newOp := string(after.Data[v1alpha1.UserOperator])
 		for name, s := range map[string]*valkeytest.Server{"demo-a": a, "demo-b": b} {
 			Expect(loginWorks(s, v1alpha1.UserOperator, olderOp)).NotTo(Succeed(), "%s: the retired operator password still works", name)
@@ -525,10 +437,10 @@ var _ = Describe("The acl-controller through a cluster's life", Ordered, func() 
 // InvalidSpec, and gives the condition up once the spec is fixed.
 var _ = It("acts on nothing while the spec is invalid, and gives InvalidSpec up once it is fixed", func() {
 	h := newHarness()
-	Expect(h.c.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "bad"},
+	Expect(h.Client.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "bad"},
 		Spec: v1alpha1.ValkeyClusterSpec{Users: []v1alpha1.UserSpec{{Name: "_evil", NoPass: true}}}})).To(Succeed())
 	Eventually(func(g Gomega) {
-		vc := h.cluster("bad")
+		vc := h.Cluster("bad")
 		c := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionInvalidSpec)
 		ready := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionACLReady)
 		g.Expect(c).NotTo(BeNil())
@@ -536,11 +448,11 @@ var _ = It("acts on nothing while the spec is invalid, and gives InvalidSpec up 
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(metav1.ConditionUnknown), "ACLReady")
 	}).Should(Succeed(), "InvalidSpec True")
-	Expect(h.secret("bad-system-users")).To(BeNil(), "Secrets were created for an invalid spec")
-	Expect(h.secret("bad-acl")).To(BeNil(), "Secrets were created for an invalid spec")
+	Expect(h.Secret("bad-system-users")).To(BeNil(), "Secrets were created for an invalid spec")
+	Expect(h.Secret("bad-acl")).To(BeNil(), "Secrets were created for an invalid spec")
 	h.updateCluster("bad", func(vc *v1alpha1.ValkeyCluster) { vc.Spec.Users[0].Name = "good" })
 	h.waitSettled("bad", v1alpha1.ReasonACLRendered)
 	Eventually(func() *metav1.Condition {
-		return conditions.Get(h.cluster("bad").Status.Conditions, v1alpha1.ConditionInvalidSpec)
+		return h.ClusterCondition("bad", v1alpha1.ConditionInvalidSpec)
 	}).Should(BeNil(), "InvalidSpec given up")
 })

@@ -129,7 +129,7 @@ var _ = It("keeps redis_exporter up as _exporter through a password rotation", f
 	s := startServer()
 	loadFile(s, NewFile(SystemUsers(testPasswords, s.Version), nil))
 	admin := s.Dial(GinkgoTB())
-	Expect(admin.Do(testCtx(), "ACL", "LOG", "RESET")).Error().NotTo(HaveOccurred())
+	Expect(admin.Do(suite.Step(), "ACL", "LOG", "RESET")).Error().NotTo(HaveOccurred())
 	pwFile := filepath.Join(GinkgoT().TempDir(), "exporter-passwords.json")
 	oldPW := testPasswords[v1alpha1.UserExporter][0]
 	Expect(os.WriteFile(pwFile, v1alpha1.ExporterPasswordFile(oldPW, s.Port), 0o600)).To(Succeed())
@@ -167,7 +167,7 @@ var _ = It("keeps redis_exporter up as _exporter through a password rotation", f
 	loadFile(s, NewFile(SystemUsers(both, s.Version), nil))
 	Expect(os.WriteFile(pwFile, v1alpha1.ExporterPasswordFile(newPW, s.Port), 0o600)).To(Succeed())
 	r := newTestReconciler()
-	Expect(r.reloadExporter(testCtx(), fmt.Sprintf("http://127.0.0.1:%d/-/reload", port))).To(Succeed())
+	Expect(r.reloadExporter(suite.Step(), fmt.Sprintf("http://127.0.0.1:%d/-/reload", port))).To(Succeed())
 	only := systemPasswords{}
 	for k, v := range testPasswords {
 		only[k] = v

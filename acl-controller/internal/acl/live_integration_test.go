@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/publish"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
@@ -44,21 +45,21 @@ func adminLine(s *valkeytest.Server) string {
 func loadFile(s *valkeytest.Server, f File) {
 	GinkgoHelper()
 	Expect(os.WriteFile(s.ACLFile, []byte(f.Content()+adminLine(s)), 0o600)).To(Succeed())
-	Expect(s.Dial(GinkgoTB()).ACLLoad(testCtx())).To(Succeed())
+	Expect(s.Dial(GinkgoTB()).ACLLoad(suite.Step())).To(Succeed())
 }
 
 // serveAllSlots gives the single server every slot and waits until it serves them.
 func serveAllSlots(s *valkeytest.Server) {
 	GinkgoHelper()
 	admin := s.Dial(GinkgoTB())
-	Expect(admin.AddSlotsRange(testCtx(), []valkey.SlotRange{{Start: 0, End: 16383}})).To(Succeed())
-	Eventually(func() (map[string]string, error) { return admin.ClusterInfo(testCtx()) }).
+	Expect(admin.AddSlotsRange(suite.Step(), []valkey.SlotRange{{Start: 0, End: 16383}})).To(Succeed())
+	Eventually(func() (map[string]string, error) { return admin.ClusterInfo(suite.Step()) }).
 		WithTimeout(10 * time.Second).Should(HaveKeyWithValue("cluster_state", "ok"))
 }
 
 // dialAs logs in as user; the client is closed with the spec.
 func dialAs(s *valkeytest.Server, user, password string) (*valkey.Client, error) {
-	c, err := valkey.Dial(testCtx(), valkey.Options{Addr: s.Addr(), Username: user, Password: password, DialTimeout: time.Second})
+	c, err := valkey.Dial(suite.Step(), valkey.Options{Addr: s.Addr(), Username: user, Password: password, DialTimeout: time.Second})
 	if err == nil {
 		DeferCleanup(c.Close)
 	}
@@ -74,7 +75,7 @@ func operatorClient(s *valkeytest.Server) *valkey.Client {
 
 // do runs a command and returns its error's text ("" on success).
 func do(c *valkey.Client, args ...string) string {
-	if _, err := c.DoValue(testCtx(), args...); err != nil {
+	if _, err := c.DoValue(suite.Step(), args...); err != nil {
 		return err.Error()
 	}
 	return ""
@@ -104,13 +105,13 @@ func applyTo(r *Reconciler, s *valkeytest.Server, f File, removed ...string) Mem
 	vn.Status.PodIP = "127.0.0.1"
 	r.Addr = func(*v1alpha1.ValkeyNode) string { return s.Addr() }
 	cred := valkeyconn.Credentials{Username: v1alpha1.UserOperator}.WithPassword(testPasswords[v1alpha1.UserOperator][0])
-	conns := r.reach(testCtx(), []v1alpha1.ValkeyNode{*vn}, []valkeyconn.Credentials{cred})
-	return r.applyMember(testCtx(), conns[0], f, removed)
+	conns := r.reach(suite.Step(), []v1alpha1.ValkeyNode{*vn}, []valkeyconn.Credentials{cred})
+	return r.applyMember(suite.Step(), conns[0], f, removed)
 }
 
 // newTestReconciler is a Reconciler with only a connection pool, closed with the spec.
 func newTestReconciler() *Reconciler {
-	r := &Reconciler{Pool: &valkeyconn.Pool{}}
+	r := &Reconciler{Base: publish.Base{Pool: &valkeyconn.Pool{}}}
 	DeferCleanup(r.Pool.Close)
 	return r
 }
@@ -133,7 +134,7 @@ var _ = Describe("Users on a real server", func() {
 			wantAllowed("alice", alice, "GET", k)
 		}
 		admin := s.Dial(GinkgoTB())
-		_, err = admin.Do(testCtx(), "SET", "shared:{t}", "x")
+		_, err = admin.Do(suite.Step(), "SET", "shared:{t}", "x")
 		Expect(err).NotTo(HaveOccurred())
 		wantAllowed("alice", alice, "GET", "shared:{t}")
 		wantNoPerm("alice", alice, "SET", "shared:{t}", "y")
@@ -189,9 +190,9 @@ var _ = Describe("Users on a real server", func() {
 		Expect(err).To(MatchError(ContainSubstring("WRONGPASS")), "removed password still accepted")
 		_, err = dialAs(s, "carol", "carol-new-pw")
 		Expect(err).NotTo(HaveOccurred(), "remaining password refused")
-		Expect(session.Ping(testCtx())).To(Succeed())
+		Expect(session.Ping(suite.Step())).To(Succeed())
 		// The marker says which revision runs, and only the current marker is left.
-		users, err := s.Dial(GinkgoTB()).ACLUsers(testCtx())
+		users, err := s.Dial(GinkgoTB()).ACLUsers(suite.Step())
 		Expect(err).NotTo(HaveOccurred())
 		var markers []string
 		for _, u := range users {
@@ -210,16 +211,16 @@ var _ = Describe("Users on a real server", func() {
 		sys := SystemUsers(testPasswords, valkey.Version{})
 		loadFile(s, NewFile(sys, nil))
 		admin := s.Dial(GinkgoTB())
-		Expect(admin.ACLSetUser(testCtx(), "manual", "on", "nopass", "+ping")).To(Succeed())
+		Expect(admin.ACLSetUser(suite.Step(), "manual", "on", "nopass", "+ping")).To(Succeed())
 
 		dave := User{Name: "dave", Rules: []string{"on", "nopass", "+ping"}}
 		Expect(applyTo(r, s, NewFile(sys, []User{dave}))).To(HaveField("Applied", BeTrue()), "add")
 		_, err := dialAs(s, "dave", "x")
 		Expect(err).NotTo(HaveOccurred(), "dave after add")
 		Expect(applyTo(r, s, NewFile(sys, nil), "dave")).To(HaveField("Applied", BeTrue()), "delete")
-		_, err = admin.ACLGetUser(testCtx(), "dave")
+		_, err = admin.ACLGetUser(suite.Step(), "dave")
 		Expect(err).To(MatchError(valkey.ErrNoSuchUser), "dave after delete")
-		_, err = admin.ACLGetUser(testCtx(), "manual")
+		_, err = admin.ACLGetUser(suite.Step(), "manual")
 		Expect(err).NotTo(HaveOccurred(), "a user the file never defined was touched")
 	})
 
@@ -230,7 +231,7 @@ var _ = Describe("Users on a real server", func() {
 		good := NewFile(sys, []User{{Name: "a", Rules: []string{"on", "nopass", "+get"}}})
 		loadFile(s, good)
 		admin := s.Dial(GinkgoTB())
-		before, err := admin.ACLList(testCtx())
+		before, err := admin.ACLList(suite.Step())
 		Expect(err).NotTo(HaveOccurred())
 
 		bad := NewFile(sys, []User{{Name: "a", Rules: []string{"on", "nopass", "+set"}}, {Name: "b", Rules: []string{"on", "+bogus"}}})
@@ -238,7 +239,7 @@ var _ = Describe("Users on a real server", func() {
 		Expect(res.Applied).To(BeFalse(), "a refused user was applied: %+v", res)
 		Expect(res.Refused).To(HaveKeyWithValue("b", Not(BeEmpty())))
 		Expect(res.Refused["a"]).To(BeEmpty())
-		Expect(admin.ACLList(testCtx())).To(Equal(before), "the member changed")
+		Expect(admin.ACLList(suite.Step())).To(Equal(before), "the member changed")
 
 		// Isolation: flip 40 users between two rule sets while a reader lists them.
 		set := func(cmd string) File {
@@ -307,7 +308,7 @@ var _ = Describe("Users on a real server", func() {
 		DescribeTable("for the rules of the table",
 			func(rules []string, ok bool) {
 				u := User{Name: "u", Rules: rules}
-				ref, err := CheckLive(testCtx(), c, []User{u})
+				ref, err := CheckLive(suite.Step(), c, []User{u})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(ref["u"] == "").To(Equal(ok), "server accepted; the server says %q", ref["u"])
 				if s.Version == (valkey.Version{Major: 8, Minor: 0, Patch: 1}) && !ok {
@@ -318,7 +319,7 @@ var _ = Describe("Users on a real server", func() {
 		)
 
 		It("leaves no scratch user on the server", func() {
-			Expect(c.ACLUsers(testCtx())).NotTo(ContainElement(scratchUser))
+			Expect(c.ACLUsers(suite.Step())).NotTo(ContainElement(scratchUser))
 		})
 	})
 })

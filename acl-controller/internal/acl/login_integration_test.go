@@ -8,10 +8,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
 )
 
@@ -38,9 +36,7 @@ func lockOut(s *valkeytest.Server, rules ...string) {
 
 // loginCondition returns a member's OperatorLoginRefused.
 func (h *harness) loginCondition(g Gomega, name string) metav1.Condition {
-	var vn v1alpha1.ValkeyNode
-	g.Expect(h.c.Get(h.ctx(), types.NamespacedName{Namespace: h.ns, Name: name}, &vn)).To(Succeed())
-	c := conditions.Get(vn.Status.Conditions, v1alpha1.ConditionOperatorLoginRefused)
+	c := h.NodeCondition(g, name, v1alpha1.ConditionOperatorLoginRefused)
 	g.Expect(c).NotTo(BeNil(), "OperatorLoginRefused of %s", name)
 	return *c
 }
@@ -49,12 +45,12 @@ func (h *harness) loginCondition(g Gomega, name string) metav1.Condition {
 func (h *harness) statusTexts(cluster string, members ...string) []string {
 	GinkgoHelper()
 	var out []string
-	for _, c := range h.cluster(cluster).Status.Conditions {
+	for _, c := range h.Cluster(cluster).Status.Conditions {
 		out = append(out, c.Message)
 	}
 	for _, name := range members {
 		var vn v1alpha1.ValkeyNode
-		Expect(h.c.Get(h.ctx(), types.NamespacedName{Namespace: h.ns, Name: name}, &vn)).To(Succeed())
+		Expect(h.Client.Get(h.ctx(), h.Key(name), &vn)).To(Succeed())
 		for _, c := range vn.Status.Conditions {
 			out = append(out, c.Message)
 		}
@@ -70,13 +66,13 @@ func (h *harness) statusTexts(cluster string, members ...string) []string {
 // operator logs in again, and the events say that too. No password is in any of it.
 var _ = It("reports members that refuse the operator's login, and when they accept it again", func() {
 	h := newHarness()
-	Expect(h.c.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "lock"}})).To(Succeed())
+	Expect(h.Client.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "lock"}})).To(Succeed())
 	h.waitSettled("lock", v1alpha1.ReasonACLRendered)
 	a := h.member("lock", "lock-a")
 	b := h.member("lock", "lock-b")
 	h.member("lock", "lock-c")
 	h.waitSettled("lock", v1alpha1.ReasonACLRendered, "lock-a", "lock-b", "lock-c")
-	operatorPW := string(h.secret(v1alpha1.SystemUsersSecretName("lock")).Data[v1alpha1.UserOperator])
+	operatorPW := string(h.Secret(v1alpha1.SystemUsersSecretName("lock")).Data[v1alpha1.UserOperator])
 	Expect(operatorPW).NotTo(BeEmpty())
 	const tenantPW = "a-password-the-tenant-chose"
 
@@ -97,13 +93,13 @@ var _ = It("reports members that refuse the operator's login, and when they acce
 		cc := h.loginCondition(g, "lock-c")
 		g.Expect(cc.Status).To(Equal(metav1.ConditionFalse), "lock-c: %s", cc.Message)
 		g.Expect(cc.Reason).To(Equal(v1alpha1.ReasonLoginAccepted))
-		c := conditions.Get(h.cluster("lock").Status.Conditions, v1alpha1.ConditionOperatorLoginRefused)
+		c := h.ClusterCondition("lock", v1alpha1.ConditionOperatorLoginRefused)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonLoginRefused))
 		g.Expect(c.Message).To(HavePrefix("2 of 3 members refuse the operator's login (lock-a, lock-b)"))
 	}).WithTimeout(20*time.Second).Should(Succeed(), "the refusals reported")
-	Eventually(h.events).Should(ContainElements(
+	Eventually(h.Events).Should(ContainElements(
 		ContainSubstring("Warning OperatorLoginRefused member lock-a refuses the operator's login as _operator (WRONGPASS"),
 		ContainSubstring("Warning OperatorLoginRefused member lock-b refuses the operator's login as _operator (NOPERM"),
 	))
@@ -121,16 +117,16 @@ var _ = It("reports members that refuse the operator's login, and when they acce
 			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonLoginAccepted))
 			h.expectApplied(g, name, h.revision("lock"))
 		}
-		c := conditions.Get(h.cluster("lock").Status.Conditions, v1alpha1.ConditionOperatorLoginRefused)
+		c := h.ClusterCondition("lock", v1alpha1.ConditionOperatorLoginRefused)
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), c.Message)
 	}).WithTimeout(30*time.Second).Should(Succeed(), "the logins accepted again")
-	Eventually(h.events).Should(ContainElements(
+	Eventually(h.Events).Should(ContainElements(
 		"Normal OperatorLoginRecovered member lock-a accepts the operator's login as _operator again",
 		"Normal OperatorLoginRecovered member lock-b accepts the operator's login as _operator again",
 	))
 
 	By("no password in a condition or an event")
-	texts := append(h.statusTexts("lock", "lock-a", "lock-b", "lock-c"), h.events()...)
+	texts := append(h.statusTexts("lock", "lock-a", "lock-b", "lock-c"), h.Events()...)
 	for _, pw := range []string{operatorPW, tenantPW} {
 		for _, t := range texts {
 			Expect(strings.Contains(t, pw)).To(BeFalse(), fmt.Sprintf("a password in %q", t))

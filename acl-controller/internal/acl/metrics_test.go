@@ -6,10 +6,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/testsuite"
 )
 
 func TestCollector(t *testing.T) {
@@ -21,8 +20,7 @@ func TestCollector(t *testing.T) {
 		}
 		return vn
 	}
-	c := fake.NewClientBuilder().WithScheme(operator.Scheme()).
-		WithObjects(member("vk-a", 0, metav1.ConditionTrue), member("vk-b", 1, metav1.ConditionFalse), member("vk-new", 1, "")).Build()
+	c := testsuite.FakeClient(member("vk-a", 0, metav1.ConditionTrue), member("vk-b", 1, metav1.ConditionFalse), member("vk-new", 1, ""))
 	want := `
 # HELP valkey_operator_acl_revision_applied 1 when the member's server runs the cluster's current aclfile revision (its ACLApplied condition is True), 0 while the revision is not live there yet.
 # TYPE valkey_operator_acl_revision_applied gauge

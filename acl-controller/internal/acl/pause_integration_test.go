@@ -6,35 +6,17 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	. "github.com/onsi/gomega/gstruct"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/status"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
 )
-
-// setPaused writes the cluster's Paused condition as the cluster-controller does (its
-// field manager, its condition only), as if `kubectl valkey pause` or `resume` ran.
-func (h *harness) setPaused(cluster string, paused bool) {
-	GinkgoHelper()
-	st, reason := metav1.ConditionFalse, v1alpha1.ReasonNotPaused
-	if paused {
-		st, reason = metav1.ConditionTrue, v1alpha1.ReasonPaused
-	}
-	vc := h.cluster(cluster)
-	owned := struct {
-		Conditions []metav1.Condition `json:"conditions"`
-	}{[]metav1.Condition{{Type: v1alpha1.ConditionPaused, Status: st, Reason: reason, Message: "set by the test",
-		ObservedGeneration: vc.Generation, LastTransitionTime: metav1.Now()}}}
-	Expect(status.Apply(h.ctx(), h.c, "cluster-controller", vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), owned)).To(Succeed())
-}
 
 // liveUsers lists the users a member's server has.
 func liveUsers(s *valkeytest.Server) []string {
 	GinkgoHelper()
-	users, err := s.Dial(GinkgoTB()).ACLUsers(testCtx())
+	users, err := s.Dial(GinkgoTB()).ACLUsers(suite.Step())
 	Expect(err).NotTo(HaveOccurred())
 	return users
 }
@@ -50,7 +32,7 @@ var _ = Describe("The acl-controller on a paused cluster", Ordered, func() {
 	)
 	BeforeAll(func() {
 		h = newHarness()
-		Expect(h.c.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "held"},
+		Expect(h.Client.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "held"},
 			Spec: v1alpha1.ValkeyClusterSpec{Users: []v1alpha1.UserSpec{{Name: "bob", NoPass: true, Permissions: "+@all ~*"}}}})).To(Succeed())
 		h.waitSettled("held", v1alpha1.ReasonACLRendered)
 		a, b = h.member("held", "held-a"), h.member("held", "held-b")
@@ -58,7 +40,7 @@ var _ = Describe("The acl-controller on a paused cluster", Ordered, func() {
 	})
 
 	It("holds a changed user set while paused", func() {
-		h.setPaused("held", true)
+		h.SetPaused("held", true)
 		h.updateCluster("held", func(vc *v1alpha1.ValkeyCluster) {
 			vc.Spec.Users = append(vc.Spec.Users, v1alpha1.UserSpec{Name: "frank", NoPass: true, Commands: &v1alpha1.CommandsSpec{Allow: []string{"ping"}}})
 		})
@@ -70,10 +52,10 @@ var _ = Describe("The acl-controller on a paused cluster", Ordered, func() {
 			g.Expect(c.Message).To(And(ContainSubstring("the cluster is paused: aclfile revision"), ContainSubstring("users is held until it is resumed"),
 				ContainSubstring("members keep aclfile revision "+rev1)))
 		}).Should(Succeed(), "ACLReady False Paused")
-		Eventually(h.events).Should(ContainElement(And(HavePrefix("Normal RolloutHeld"), ContainSubstring("is held"))), "a RolloutHeld event")
+		Eventually(h.Events).Should(ContainElement(And(HavePrefix("Normal RolloutHeld"), ContainSubstring("is held"))), "a RolloutHeld event")
 		Consistently(func(g Gomega) {
 			g.Expect(h.revision("held")).To(Equal(rev1), "status.acl.revision")
-			g.Expect(h.secret(v1alpha1.ACLSecretName("held")).Annotations).To(HaveKeyWithValue(annotationRevision, rev1), "the published aclfile")
+			g.Expect(h.Secret(v1alpha1.ACLSecretName("held")).Annotations).To(HaveKeyWithValue(annotationRevision, rev1), "the published aclfile")
 			g.Expect(liveUsers(a)).NotTo(ContainElement("frank"), "held-a has the held user")
 			g.Expect(liveUsers(b)).NotTo(ContainElement("frank"), "held-b has the held user")
 			h.expectApplied(g, "held-a", rev1)
@@ -89,26 +71,26 @@ var _ = Describe("The acl-controller on a paused cluster", Ordered, func() {
 			Should(ContainSubstring("the requested rotation of the system users' passwords does not start"))
 		Consistently(func(g Gomega) {
 			g.Expect(h.rotation("held")).To(BeNil(), "status.acl.rotation")
-			g.Expect(h.secret(v1alpha1.SystemUsersSecretName("held")).Data).NotTo(HaveKey(v1alpha1.UserOperator+nextSuffix), "new passwords")
+			g.Expect(h.Secret(v1alpha1.SystemUsersSecretName("held")).Data).NotTo(HaveKey(v1alpha1.UserOperator+nextSuffix), "new passwords")
 		}).WithTimeout(3*time.Second).Should(Succeed(), "the rotation started")
 	})
 
 	It("still puts back a user changed on a server while paused", func() {
 		Expect(a.Dial(GinkgoTB()).ACLDelUser(h.ctx(), "bob")).To(Succeed())
 		Eventually(func() []string { return liveUsers(a) }).Should(ContainElement("bob"), "bob is put back on held-a")
-		Eventually(h.events).Should(ContainElement(And(HavePrefix("Warning ACLDriftCorrected"), ContainSubstring("held-a"))))
+		Eventually(h.Events).Should(ContainElement(And(HavePrefix("Warning ACLDriftCorrected"), ContainSubstring("held-a"))))
 		Expect(liveUsers(a)).NotTo(ContainElement("frank"), "the drift correction applied the held revision")
 	})
 
 	It("applies the held change and runs the rotation once resumed", func() {
-		h.setPaused("held", false)
+		h.SetPaused("held", false)
 		rev2 := h.waitSettled("held", v1alpha1.ReasonACLRendered, "held-a", "held-b")
 		Expect(rev2).NotTo(Equal(rev1))
 		for _, s := range []*valkeytest.Server{a, b} {
 			Expect(slices.Contains(liveUsers(s), "frank")).To(BeTrue(), "%s runs the change", s.Addr())
 		}
-		Eventually(h.rotation).WithArguments("held").WithTimeout(30*time.Second).Should(PointTo(MatchFields(IgnoreExtras, Fields{
-			"Phase": Equal(v1alpha1.RotationIdle), "CompletedRequest": Equal("2026-02-02T00:00:00Z"),
-		})), "the rotation completes")
+		Eventually(h.rotation).WithArguments("held").WithTimeout(30*time.Second).Should(And(
+			HaveField("Phase", Equal(v1alpha1.RotationIdle)), HaveField("CompletedRequest", Equal("2026-02-02T00:00:00Z")),
+		), "the rotation completes")
 	})
 })

@@ -22,7 +22,7 @@ import (
 var _ = It("reports a member whose ACL LIST is too large to read, and goes on", func() {
 	const budget = 64 << 10
 	h := newHarnessWith(budget)
-	Expect(h.c.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "big"},
+	Expect(h.Client.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "big"},
 		Spec: v1alpha1.ValkeyClusterSpec{Users: []v1alpha1.UserSpec{{Name: "bob", NoPass: true}}}})).To(Succeed())
 	h.waitSettled("big", v1alpha1.ReasonACLRendered)
 	s := h.member("big", "big-a")
@@ -46,7 +46,7 @@ var _ = It("reports a member whose ACL LIST is too large to read, and goes on", 
 	}).Should(Succeed(), "ACLReady ReplyTooLarge naming the member and the command")
 	tooLarge := func() []eventsv1.Event {
 		var list eventsv1.EventList
-		Expect(h.c.List(h.ctx(), &list, client.InNamespace(h.ns))).To(Succeed())
+		Expect(h.Client.List(h.ctx(), &list, client.InNamespace(h.Namespace))).To(Succeed())
 		var out []eventsv1.Event
 		for _, e := range list.Items {
 			if e.Reason == v1alpha1.ReasonReplyTooLarge {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/publish"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
 
@@ -103,7 +104,7 @@ func ownedMeta(s *corev1.Secret, vc *v1alpha1.ValkeyCluster, scheme *runtime.Sch
 func (r *Reconciler) ensureSystemUsers(ctx context.Context, vc *v1alpha1.ValkeyCluster) (_ *corev1.Secret, created bool, _ error) {
 	name := v1alpha1.SystemUsersSecretName(vc.Name)
 	var s corev1.Secret
-	err := r.ownSecrets().Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: name}, &s)
+	err := r.Secrets().Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
 		sec, err := r.createSystemUsers(ctx, vc, name)
 		return sec, err == nil, err
@@ -113,7 +114,7 @@ func (r *Reconciler) ensureSystemUsers(ctx context.Context, vc *v1alpha1.ValkeyC
 	}
 	if !metav1.IsControlledBy(&s, vc) {
 		// Never adopted: whoever created it would know the operator's passwords.
-		return nil, false, &NameConflictError{Name: name}
+		return nil, false, &publish.NameConflictError{Name: name}
 	}
 	if !s.DeletionTimestamp.IsZero() {
 		// Deleted by hand: the finalizer keeps it, and the running servers only know these
@@ -275,7 +276,7 @@ func (r *Reconciler) publishACL(ctx context.Context, vc *v1alpha1.ValkeyCluster,
 func (r *Reconciler) readACLSecret(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*corev1.Secret, error) {
 	var s corev1.Secret
 	name := v1alpha1.ACLSecretName(vc.Name)
-	err := r.ownSecrets().Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: name}, &s)
+	err := r.Secrets().Get(ctx, types.NamespacedName{Namespace: vc.Namespace, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -283,19 +284,9 @@ func (r *Reconciler) readACLSecret(ctx context.Context, vc *v1alpha1.ValkeyClust
 		return nil, fmt.Errorf("read Secret %s: %w", name, err)
 	}
 	if !metav1.IsControlledBy(&s, vc) {
-		return nil, &NameConflictError{Name: name}
+		return nil, &publish.NameConflictError{Name: name}
 	}
 	return &s, nil
-}
-
-// NameConflictError says that a Secret the controller would create for the cluster
-// exists and is not the cluster's. It is never taken over (a system users Secret
-// written by someone else would give them the operator's password): the cluster
-// reports ACLReady=False, NameConflict, until it is renamed or deleted.
-type NameConflictError struct{ Name string }
-
-func (e *NameConflictError) Error() string {
-	return fmt.Sprintf("Secret %s exists and is not this cluster's; the operator does not take it over: delete or rename it", e.Name)
 }
 
 // removedUsers are users an earlier revision defined, with the time they were removed.

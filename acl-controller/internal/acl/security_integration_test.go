@@ -19,7 +19,7 @@ import (
 // minute by default) puts both back and says so.
 var _ = It("puts back users changed on a member, with an event", func() {
 	h := newHarness()
-	Expect(h.c.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "drift"}})).To(Succeed())
+	Expect(h.Client.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "drift"}})).To(Succeed())
 	h.waitSettled("drift", v1alpha1.ReasonACLRendered)
 	s := h.member("drift", "drift-a")
 	// ACLApplied comes from the pass that applied the file to the new member and recorded
@@ -43,12 +43,12 @@ var _ = It("puts back users changed on a member, with an event", func() {
 	}).WithTimeout(15*time.Second).Should(Succeed(), "the exporter's user is put back")
 	Eventually(func(g Gomega) {
 		var found bool
-		for _, e := range h.events() {
+		for _, e := range h.Events() {
 			if strings.Contains(e, "ACLDriftCorrected") && strings.Contains(e, "default") && strings.Contains(e, v1alpha1.UserExporter) {
 				found = true
 			}
 		}
-		g.Expect(found).To(BeTrue(), "events: %v", h.events())
+		g.Expect(found).To(BeTrue(), "events: %v", h.Events())
 	}).WithTimeout(10 * time.Second).Should(Succeed())
 	Expect(admin.Do(h.ctx(), "ACL", "WHOAMI")).To(Equal(valkeytest.AdminUser), "users the file does not define are left alone")
 })
@@ -57,10 +57,10 @@ var _ = It("puts back users changed on a member, with an event", func() {
 // in it) is not adopted: ACLReady says NameConflict naming it, and it is left as it was.
 var _ = It("adopts no Secret of the cluster's names", func() {
 	h := newHarness()
-	squatter := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: v1alpha1.SystemUsersSecretName("nc")},
+	squatter := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: v1alpha1.SystemUsersSecretName("nc")},
 		Data: map[string][]byte{v1alpha1.UserOperator: []byte("a password its author knows")}}
-	Expect(h.c.Create(h.ctx(), squatter)).To(Succeed())
-	Expect(h.c.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "nc"}})).To(Succeed())
+	Expect(h.Client.Create(h.ctx(), squatter)).To(Succeed())
+	Expect(h.Client.Create(h.ctx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "nc"}})).To(Succeed())
 	Eventually(func(g Gomega) {
 		c := h.aclReady("nc")
 		g.Expect(c).NotTo(BeNil())
@@ -69,10 +69,10 @@ var _ = It("adopts no Secret of the cluster's names", func() {
 		g.Expect(c.Message).To(ContainSubstring("Secret nc-system-users exists and is not this cluster's"))
 	}).WithTimeout(15 * time.Second).Should(Succeed())
 	Consistently(func(g Gomega) {
-		s := h.secret("nc-system-users")
+		s := h.Secret("nc-system-users")
 		g.Expect(s.OwnerReferences).To(BeEmpty(), "adopted")
 		g.Expect(s.Data).To(HaveLen(1), "changed")
-		g.Expect(h.secret("nc-acl")).To(BeNil(), "an aclfile was published for the squatted passwords")
+		g.Expect(h.Secret("nc-acl")).To(BeNil(), "an aclfile was published for the squatted passwords")
 	}).WithTimeout(3 * time.Second).Should(Succeed())
-	Expect(h.events()).To(ContainElement(ContainSubstring("NameConflict")))
+	Expect(h.Events()).To(ContainElement(ContainSubstring("NameConflict")))
 })

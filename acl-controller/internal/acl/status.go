@@ -7,13 +7,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/publish"
 	"github.com/valkey-operator/valkey-operator/internal/status"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -97,59 +96,34 @@ func fallbackText(kept bool) string {
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
-// statusWriter writes what this controller owns: ACLReady and status.acl on clusters,
-// ACLApplied on members.
-func (r *Reconciler) statusWriter() status.Writer {
-	return status.Writer{Client: r.Client, FieldManager: FieldManager, Clock: r.Clock}
-}
-
-// writeClusterStatus applies the owned status of the cluster when it changed. acl nil
-// keeps no status.acl (nothing published yet). The cluster's OperatorLoginRefused, when
-// not among conds, keeps its current value (a pass that reached no member), or is
-// Unknown.
-func (r *Reconciler) writeClusterStatus(ctx context.Context, vc *v1alpha1.ValkeyCluster, acl *v1alpha1.ACLStatus, conds ...metav1.Condition) error {
-	if !slices.ContainsFunc(conds, func(c metav1.Condition) bool { return c.Type == v1alpha1.ConditionOperatorLoginRefused }) {
-		conds = append(conds, keepOrUnknown(vc, v1alpha1.ConditionOperatorLoginRefused, "no member was reached yet"))
+// status is what this controller owns: ACLReady, OperatorLoginRefused and status.acl on
+// clusters, ACLApplied and OperatorLoginRefused on members.
+func (r *Reconciler) status() publish.Status {
+	return publish.Status{
+		Writer:         status.Writer{Client: r.Client, FieldManager: FieldManager, Clock: r.Clock},
+		Field:          "acl",
+		Current:        func(vc *v1alpha1.ValkeyCluster) any { return vc.Status.ACL },
+		Conditions:     []string{v1alpha1.ConditionACLReady, v1alpha1.ConditionOperatorLoginRefused},
+		NodeConditions: []string{v1alpha1.ConditionACLApplied, v1alpha1.ConditionOperatorLoginRefused},
 	}
-	return r.statusWriter().Cluster(ctx, vc, &status.Field{Name: "acl", Before: vc.Status.ACL, After: acl}, conds...)
-}
-
-// writeNodeStatus applies ACLApplied and OperatorLoginRefused on a member when they
-// changed.
-func (r *Reconciler) writeNodeStatus(ctx context.Context, vn *v1alpha1.ValkeyNode, conds ...metav1.Condition) error {
-	return r.statusWriter().Node(ctx, vn, conds...)
-}
-
-// now returns the reconciler's clock.
-func (r *Reconciler) now() time.Time {
-	if r.Clock != nil {
-		return r.Clock()
-	}
-	return time.Now()
 }
 
 // report writes ACLReady and status.acl on the cluster and ACLApplied on each member,
 // and emits a Warning event when ACLReady turns to a new problem.
-func (r *Reconciler) report(ctx context.Context, s *scope) error {
-	vc, f := s.vc, s.file
+func (r *Reconciler) Report(ctx context.Context, s *scope) error {
+	vc, f := s.Cluster, s.file
 	ready := ACLReadyCondition(s.outcome, vc.Generation)
 	if ready.Status == metav1.ConditionTrue && s.hold.any() {
 		ready = heldCondition(s.hold, f, s.rotation, vc.Generation)
 	}
-	if old := conditions.Get(vc.Status.Conditions, v1alpha1.ConditionACLReady); ready.Status == metav1.ConditionFalse &&
-		(old == nil || old.Status != ready.Status || old.Message != ready.Message) {
-		if ready.Reason == v1alpha1.ReasonPaused {
-			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, "RolloutHeld", "Hold", "%s", ready.Message)
-		} else {
-			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ready.Reason, "Render", "%s", ready.Message)
-		}
-	}
+	publish.Announce(r.Recorder, vc, ready, "Render")
 	acl := &v1alpha1.ACLStatus{
 		SecretName:            v1alpha1.ACLSecretName(vc.Name),
 		SystemUsersSecretName: v1alpha1.SystemUsersSecretName(vc.Name),
 		Revision:              f.Revision,
 		Rotation:              s.rotation.status(),
 	}
+	st := r.status()
 	var errs []error
 	logins := make(map[string]metav1.Condition, len(s.nodes))
 	for i := range s.nodes {
@@ -161,7 +135,7 @@ func (r *Reconciler) report(ctx context.Context, s *scope) error {
 		prev := conditions.Get(vn.Status.Conditions, v1alpha1.ConditionOperatorLoginRefused)
 		login := OperatorLoginCondition(res, prev, vn.Generation)
 		logins[vn.Name] = login
-		if err := r.writeNodeStatus(ctx, vn, ACLAppliedCondition(res, f.Revision, vn.Generation), login); err != nil {
+		if err := st.WriteNode(ctx, vn, ACLAppliedCondition(res, f.Revision, vn.Generation), login); err != nil {
 			errs = append(errs, err)
 			continue // the next pass tells it
 		}
@@ -169,7 +143,7 @@ func (r *Reconciler) report(ctx context.Context, s *scope) error {
 			reportLogin(r.Recorder, vc, vn, prev, login, res.Login)
 		}
 	}
-	if err := r.writeClusterStatus(ctx, vc, acl, ready, ClusterLoginCondition(logins, vc.Generation)); err != nil {
+	if err := st.WriteCluster(ctx, vc, acl, ready, ClusterLoginCondition(logins, vc.Generation)); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -51,10 +51,9 @@ func TestACLReadyCondition(t *testing.T) {
 	}
 }
 
-// A member whose reply is too large is looked at again at the resync period, not at
-// the short retry of a member catching up.
+// A member whose reply is too large is looked at again at the resync period (no wait
+// of its own), not at the short retry of a member catching up.
 func TestRequeue(t *testing.T) {
-	r := &Reconciler{Resync: time.Minute}
 	tooLarge := MemberResult{Reachable: true, TooLarge: &valkey.ReplyTooLargeError{Command: "ACL LIST", Limit: 8 << 20}}
 	tests := []struct {
 		name    string
@@ -62,16 +61,17 @@ func TestRequeue(t *testing.T) {
 		rot     rotationResult
 		want    time.Duration
 	}{
-		{"all applied", map[string]MemberResult{"a": {Applied: true}}, rotationResult{}, time.Minute},
+		{"all applied", map[string]MemberResult{"a": {Applied: true}}, rotationResult{}, 0},
 		{"a member behind", map[string]MemberResult{"a": {Applied: true}, "b": {Message: "cannot reach"}}, rotationResult{}, retryPending},
-		{"a reply too large", map[string]MemberResult{"a": {Applied: true}, "b": tooLarge}, rotationResult{}, time.Minute},
+		{"a reply too large", map[string]MemberResult{"a": {Applied: true}, "b": tooLarge}, rotationResult{}, 0},
 		{"a reply too large and a member behind", map[string]MemberResult{"a": tooLarge, "b": {}}, rotationResult{}, retryPending},
-		{"the rotation's next step comes first", map[string]MemberResult{"a": tooLarge}, rotationResult{after: time.Second}, time.Second},
+		{"the rotation's next step comes first", map[string]MemberResult{"a": tooLarge, "b": {}}, rotationResult{after: time.Second}, time.Second},
+		{"a member behind comes before a later rotation step", map[string]MemberResult{"b": {}}, rotationResult{after: time.Minute}, retryPending},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &scope{results: tt.results}
-			if got := r.requeue(s.pending(), tt.rot).RequeueAfter; got != tt.want {
+			if got := requeue(s.pending(), tt.rot); got != tt.want {
 				t.Fatalf("requeue after %s, want %s", got, tt.want)
 			}
 		})

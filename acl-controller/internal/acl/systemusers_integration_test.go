@@ -24,7 +24,7 @@ func notNoPerm(what string, err error) {
 // aclLogUsers returns the users of the server's ACL LOG entries.
 func aclLogUsers(s *valkeytest.Server) []string {
 	GinkgoHelper()
-	v, err := s.Dial(GinkgoTB()).DoValue(testCtx(), "ACL", "LOG")
+	v, err := s.Dial(GinkgoTB()).DoValue(suite.Step(), "ACL", "LOG")
 	Expect(err).NotTo(HaveOccurred())
 	var out []string
 	entries, _ := v.([]any)
@@ -57,13 +57,13 @@ var _ = Describe("The system users", func() {
 		f := NewFile(SystemUsers(testPasswords, srv[0].Version), nil)
 		for _, s := range srv {
 			loadFile(s, f)
-			Expect(s.Dial(GinkgoTB()).ConfigSet(testCtx(), map[string]string{
+			Expect(s.Dial(GinkgoTB()).ConfigSet(suite.Step(), map[string]string{
 				"primaryuser": v1alpha1.UserReplication, "primaryauth": testPasswords[v1alpha1.UserReplication][0]})).To(Succeed())
-			_, err := s.Dial(GinkgoTB()).Do(testCtx(), "ACL", "LOG", "RESET")
+			_, err := s.Dial(GinkgoTB()).Do(suite.Step(), "ACL", "LOG", "RESET")
 			Expect(err).NotTo(HaveOccurred())
 		}
 		a, b, c := operatorClient(srv[0]), operatorClient(srv[1]), operatorClient(srv[2])
-		ctx := testCtx()
+		ctx := suite.Step()
 
 		Expect(a.Ping(ctx)).To(Succeed())
 		Expect(a.Info(ctx)).Error().NotTo(HaveOccurred())
@@ -155,7 +155,7 @@ var _ = Describe("The system users", func() {
 		// run cmd.
 		DescribeTable("refused by the server",
 			func(user string, cmd ...string) {
-				Expect(s.Dial(GinkgoTB()).Do(testCtx(), append([]string{"ACL", "DRYRUN", user}, cmd...)...)).
+				Expect(s.Dial(GinkgoTB()).Do(suite.Step(), append([]string{"ACL", "DRYRUN", user}, cmd...)...)).
 					To(ContainSubstring("no permissions"))
 			},
 			commandEntries(v1alpha1.UserOperator, [][]string{
@@ -183,7 +183,7 @@ var _ = Describe("The system users", func() {
 		It("lets _replication log in, ping and read the cluster's nodes", func() {
 			repl, err := dialAs(s, v1alpha1.UserReplication, testPasswords[v1alpha1.UserReplication][0])
 			Expect(err).NotTo(HaveOccurred())
-			Expect(repl.Ping(testCtx())).To(Succeed())
+			Expect(repl.Ping(suite.Step())).To(Succeed())
 			wantAllowed("_replication", repl, "CLUSTER", "NODES")
 		})
 
@@ -203,7 +203,7 @@ var _ = Describe("The system users", func() {
 			Expect(err).NotTo(HaveOccurred())
 			wantAllowed("_lifecycle", lc, "INFO", "replication")
 			wantAllowed("_lifecycle", lc, "CLIENT", "LIST")
-			Expect(s.Dial(GinkgoTB()).Do(testCtx(), "ACL", "DRYRUN", v1alpha1.UserLifecycle, "CLUSTER", "FAILOVER")).To(Equal("OK"))
+			Expect(s.Dial(GinkgoTB()).Do(suite.Step(), "ACL", "DRYRUN", v1alpha1.UserLifecycle, "CLUSTER", "FAILOVER")).To(Equal("OK"))
 		})
 
 		It("gives a user's channel patterns the pub/sub commands, unless its commands deny them", func() {
@@ -214,7 +214,7 @@ var _ = Describe("The system users", func() {
 			users := []User{RenderSpecUser(withChannels("alice"), nil), RenderSpecUser(withChannels("carol", "@pubsub"), nil)}
 			loadFile(s, NewFile(SystemUsers(testPasswords, s.Version), users))
 			dryRun := func(user string, cmd ...string) string {
-				out, err := s.Dial(GinkgoTB()).Do(testCtx(), append([]string{"ACL", "DRYRUN", user}, cmd...)...)
+				out, err := s.Dial(GinkgoTB()).Do(suite.Step(), append([]string{"ACL", "DRYRUN", user}, cmd...)...)
 				Expect(err).NotTo(HaveOccurred())
 				return out
 			}
@@ -255,7 +255,7 @@ func commandEntries(user string, cmds [][]string) []TableEntry {
 // to the target as _replication and replays the keys there.
 func atomicSlotMigration(src, admin *valkey.Client, target string) {
 	GinkgoHelper()
-	ctx := testCtx()
+	ctx := suite.Step()
 	for _, cmd := range [][]string{ // every type, in slot 2, one with a TTL
 		{"SET", "{0Sb}s", "v", "PX", "100000"}, {"RPUSH", "{0Sb}l", "a", "b"}, {"HSET", "{0Sb}h", "f", "v"},
 		{"SADD", "{0Sb}set", "m"}, {"ZADD", "{0Sb}z", "1", "m"}, {"XADD", "{0Sb}x", "*", "f", "v"}, {"PFADD", "{0Sb}hll", "a"},

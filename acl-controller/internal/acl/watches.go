@@ -1,14 +1,7 @@
 package acl
 
 import (
-	"context"
-
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/watches"
 )
 
@@ -26,15 +19,8 @@ func passwordSecretNames(vc *v1alpha1.ValkeyCluster) []string {
 	return out
 }
 
-// clustersOfSecret maps a Secret to the clusters whose users reference it.
-func (r *Reconciler) clustersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	return passwordSecrets.Clusters(ctx, r.Client, o)
-}
-
-// nodeChanged passes the member changes that matter to the ACL: a member appears or
-// goes, its pod IP or server version changes, or its pod restarts (PodReady flips).
-func nodeChanged() predicate.Predicate {
-	return membership.Changed(func(a, b *v1alpha1.ValkeyNode) bool {
-		return a.Status.Version != b.Status.Version
-	})
+// versionChanged passes the member changes that matter to the ACL besides a new pod IP
+// or a restart: its server's version changes.
+func versionChanged(a, b *v1alpha1.ValkeyNode) bool {
+	return a.Status.Version != b.Status.Version
 }

@@ -33,8 +33,8 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// FieldOwner is the field manager of everything this controller writes.
-const FieldOwner = "backup-controller"
+// FieldManager is the field manager of everything this controller writes.
+const FieldManager = "backup-controller"
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups,verbs=get;list;watch;create;delete;update;patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups/status,verbs=get;patch
@@ -82,8 +82,9 @@ type Env struct {
 	// StoreRetryDelay is the pause before a failed store Job is tried again (0:
 	// requeueStore; tests shorten it).
 	StoreRetryDelay time.Duration
-	// Now is the clock (tests replace it).
-	Now func() time.Time
+	// Clock returns the time (default time.Now; tests replace it). Every decision of
+	// the reconcilers reads the time from it.
+	Clock func() time.Time
 }
 
 func (e *Env) storeRetryDelay() time.Duration {
@@ -94,18 +95,20 @@ func (e *Env) storeRetryDelay() time.Duration {
 }
 
 func (e *Env) now() time.Time {
-	if e.Now != nil {
-		return e.Now()
+	if e.Clock != nil {
+		return e.Clock()
 	}
 	return time.Now()
 }
 
-func (e *Env) event(obj runtime.Object, warning bool, reason, action, format string, args ...any) {
-	typ := corev1.EventTypeNormal
-	if warning {
-		typ = corev1.EventTypeWarning
-	}
-	e.Recorder.Eventf(obj, nil, typ, reason, action, format, args...)
+// normal records a Normal event about obj.
+func (e *Env) normal(obj runtime.Object, reason, action, format string, args ...any) {
+	e.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, action, format, args...)
+}
+
+// warn records a Warning event about obj.
+func (e *Env) warn(obj runtime.Object, reason, action, format string, args ...any) {
+	e.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, action, format, args...)
 }
 
 // BackupReconciler runs ValkeyBackups.
@@ -370,12 +373,12 @@ func (r *BackupReconciler) transfers(ctx context.Context, s *backupScope) (time.
 		case actFail:
 			sh.Phase, sh.Message = v1alpha1.BackupFailed, d.message
 			s.fail(d.reason, "shard %d failed after %d attempts: %s", sh.Index, sh.Attempts, d.message)
-			r.event(s.vb, true, "Failed", "Backup", "shard %d: %s", sh.Index, d.message)
+			r.warn(s.vb, "Failed", "Backup", "shard %d: %s", sh.Index, d.message)
 			return 0, nil
 		case actStart:
 			if d.last != nil {
 				sh.Message = d.message
-				r.event(s.vb, true, "Retrying", "Backup", "shard %d attempt %d failed (%s: %s); trying another member", sh.Index, d.last.n, d.reason, d.message)
+				r.warn(s.vb, "Retrying", "Backup", "shard %d attempt %d failed (%s: %s); trying another member", sh.Index, d.last.n, d.reason, d.message)
 			}
 			started, note, err := r.startAttempt(ctx, s, sh, d)
 			if err != nil {
@@ -431,7 +434,7 @@ func (r *BackupReconciler) startAttempt(ctx context.Context, s *backupScope, sh 
 	sh.Attempts, sh.Source, sh.SourceRole = int32(d.next), src.node, string(src.role)
 	log.FromContext(ctx).Info("started a shard transfer", "shard", sh.Index, "attempt", d.next, "source", src.node, "role", src.role)
 	if fromPrimary {
-		r.event(s.vb, true, "BackupFromPrimary", "Backup",
+		r.warn(s.vb, "BackupFromPrimary", "Backup",
 			"shard %d has no replica: its snapshot is taken from primary %s, which forks and sends it while serving", sh.Index, src.node)
 	}
 	return true, "", nil
@@ -500,13 +503,13 @@ func (r *BackupReconciler) writeManifest(ctx context.Context, s *backupScope) (t
 		s.want.Phase, s.want.CompletionTime = v1alpha1.BackupCompleted, &done
 		s.want.Size, s.want.Keys, s.want.ValkeyVersion = sumSize(m), sumKeys(m), m.ValkeyVersion
 		s.message = fmt.Sprintf("%d shards, %d keys, %d bytes in %s", len(m.Shards), s.want.Keys, s.want.Size, s.want.Path)
-		r.event(s.vb, false, "Completed", "Backup", "backup of %s completed: %s", s.vb.Spec.ClusterName, s.message)
+		r.normal(s.vb, "Completed", "Backup", "backup of %s completed: %s", s.vb.Spec.ClusterName, s.message)
 		return 0, nil
 	case len(runs) > 0 && (last.n >= MaxManifestAttempts || last.reason == jobapi.ReasonEndpointRefused):
 		s.fail(failedReason(last.reason), "the snapshots are in the store, but the manifest could not be written (%d attempts): %s", last.n, last.message)
 		return 0, nil
 	case len(runs) > 0:
-		r.event(s.vb, true, "Retrying", "Backup", "writing the manifest failed (%s: %s); trying again", last.reason, last.message)
+		r.warn(s.vb, "Retrying", "Backup", "writing the manifest failed (%s: %s); trying again", last.reason, last.message)
 	}
 	if err := checkCredentials(ctx, r.APIReader, s.vb.Namespace, &s.vb.Spec.ObjectStore); err != nil {
 		return 0, s.failStore(err, "the snapshots are in the store, but the manifest cannot be written: ")
@@ -599,14 +602,14 @@ func (r *BackupReconciler) writeBackupStatus(ctx context.Context, s *backupScope
 	if st.Phase == v1alpha1.BackupFailed && st.CompletionTime == nil {
 		now := metav1.NewTime(r.now())
 		st.CompletionTime = &now
-		r.event(s.vb, true, "Failed", "Backup", "%s", s.message)
+		r.warn(s.vb, "Failed", "Backup", "%s", s.message)
 	}
 	st.ObservedGeneration = s.vb.Generation
 	st.Conditions = conditions.Resolve(s.vb.Status.Conditions, r.now(), backupConditions(st.Phase, s.reason, s.message, s.vb.Generation)...)
 	if status.Equal(s.vb.Status, st) {
 		return nil
 	}
-	return status.Apply(ctx, r.Client, FieldOwner, s.vb, v1alpha1.GroupVersion.WithKind("ValkeyBackup"), st)
+	return status.Apply(ctx, r.Client, FieldManager, s.vb, v1alpha1.GroupVersion.WithKind("ValkeyBackup"), st)
 }
 
 // finalize deletes a Delete-policy backup's objects through a Job, manifest first, then
@@ -653,33 +656,33 @@ func (r *BackupReconciler) deleteObjects(ctx context.Context, vb *v1alpha1.Valke
 	case last.job != nil && last.state == jobRunning:
 		return false, 0, nil
 	case last.job != nil && last.ok:
-		r.event(vb, false, "Deleted", "Delete", "the %d objects of %s were deleted", last.result.Objects, vb.Status.Path)
+		r.normal(vb, "Deleted", "Delete", "the %d objects of %s were deleted", last.result.Objects, vb.Status.Path)
 		return true, 0, nil
 	case last.job != nil && last.reason == jobapi.ReasonEndpointRefused:
-		r.event(vb, true, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted: %s: they stay in the store",
+		r.warn(vb, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted: %s: they stay in the store",
 			vb.Status.Path, endpointRefused(backupEndpointField, &vb.Spec.ObjectStore, last.message))
 		return true, 0, nil
 	case last.job != nil && last.n >= MaxDeleteAttempts:
-		r.event(vb, true, "ObjectsLeft", "Delete", "deleting the objects of %s failed %d times (%s: %s): they stay in the store", vb.Status.Path, last.n, last.reason, last.message)
+		r.warn(vb, "ObjectsLeft", "Delete", "deleting the objects of %s failed %d times (%s: %s): they stay in the store", vb.Status.Path, last.n, last.reason, last.message)
 		return true, 0, nil
 	}
 	if r.namespaceDeleted(ctx, vb.Namespace) {
 		// No Job starts in a namespace that goes (perhaps with the store): do not hold it.
-		r.event(vb, true, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted while the namespace goes: they stay in the store", vb.Status.Path)
+		r.warn(vb, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted while the namespace goes: they stay in the store", vb.Status.Path)
 		return true, 0, nil
 	}
 	if last.job != nil {
 		if w := retryIn(last, r.storeRetryDelay(), r.now()); w > 0 {
 			return false, w, nil
 		}
-		r.event(vb, true, "DeleteFailed", "Delete", "deleting the objects of %s failed (%s: %s); attempt %d of %d", vb.Status.Path, last.reason, last.message, last.n+1, MaxDeleteAttempts)
+		r.warn(vb, "DeleteFailed", "Delete", "deleting the objects of %s failed (%s: %s); attempt %d of %d", vb.Status.Path, last.reason, last.message, last.n+1, MaxDeleteAttempts)
 	}
 	if err := checkCredentials(ctx, r.APIReader, vb.Namespace, &vb.Spec.ObjectStore); err != nil {
 		var se *storeError
 		if !errors.As(err, &se) {
 			return false, 0, err
 		}
-		r.event(vb, true, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted (%s): they stay in the store", vb.Status.Path, se.Error())
+		r.warn(vb, "ObjectsLeft", "Delete", "the objects of %s cannot be deleted (%s): they stay in the store", vb.Status.Path, se.Error())
 		return true, 0, nil
 	}
 	var pullSecrets []corev1.LocalObjectReference

@@ -41,19 +41,19 @@ type jobsHarness struct {
 // Secret "s3"; the manager stops with the spec's container.
 func newJobsHarness() *jobsHarness {
 	GinkgoHelper()
-	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
+	c, err := client.New(suite.Config, client.Options{Scheme: operator.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
 	h := &jobsHarness{c: c, ns: fmt.Sprintf("bj-%d", time.Now().UnixNano()%1e9)}
-	Expect(c.Create(testCtx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})).To(Succeed())
-	Expect(c.Create(testCtx(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "s3"},
+	Expect(c.Create(suite.Step(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})).To(Succeed())
+	Expect(c.Create(suite.Step(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "s3"},
 		StringData: map[string]string{v1alpha1.DefaultAccessKeyIDKey: "AKIDEXAMPLE", v1alpha1.DefaultSecretAccessKeyKey: "secret-of-the-tenant"}})).To(Succeed())
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mgr, err := ctrl.NewManager(suite.Config, ctrl.Options{
 		Scheme: operator.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{h.ns: {}}},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	env := &Env{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldOwner),
+	env := &Env{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager),
 		Jobs: JobSettings{Image: "operator:test", DeadlineSeconds: 3600, StorePolicy: harnessPolicy}, StoreRetryDelay: 300 * time.Millisecond}
 	Expect((&BackupReconciler{Env: env}).SetupWithManager(mgr, 2)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -85,7 +85,7 @@ func (h *jobsHarness) cluster(name string, mutate func(*v1alpha1.ValkeyCluster))
 	if mutate != nil {
 		mutate(vc)
 	}
-	Expect(h.c.Create(testCtx(), vc)).To(Succeed())
+	Expect(h.c.Create(suite.Step(), vc)).To(Succeed())
 	now := metav1.Now()
 	cond := func(t string) metav1.Condition {
 		return metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "Test", LastTransitionTime: now, ObservedGeneration: vc.Generation}
@@ -93,11 +93,11 @@ func (h *jobsHarness) cluster(name string, mutate func(*v1alpha1.ValkeyCluster))
 	// Applied under field managers of their own, as the cluster- and acl-controllers do:
 	// the restore reconciler may already have applied its Restored condition, and a
 	// plain update would then fail on the changed resourceVersion.
-	Expect(status.Apply(testCtx(), h.c, "test-cluster-controller", vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), map[string]any{
+	Expect(status.Apply(suite.Step(), h.c, "test-cluster-controller", vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), map[string]any{
 		"shards":     []v1alpha1.ShardStatus{{Index: 0, Primary: name + "-a", Slots: []string{"0-16383"}}},
 		"conditions": []metav1.Condition{cond(v1alpha1.ConditionClusterFormed), cond(v1alpha1.ConditionSlotsAssigned)},
 	})).To(Succeed())
-	Expect(status.Apply(testCtx(), h.c, "test-acl-controller", vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), map[string]any{
+	Expect(status.Apply(suite.Step(), h.c, "test-acl-controller", vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), map[string]any{
 		"acl": &v1alpha1.ACLStatus{SecretName: v1alpha1.ACLSecretName(name), SystemUsersSecretName: v1alpha1.SystemUsersSecretName(name), Revision: "r1"},
 	})).To(Succeed())
 	vn := &v1alpha1.ValkeyNode{
@@ -106,22 +106,22 @@ func (h *jobsHarness) cluster(name string, mutate func(*v1alpha1.ValkeyCluster))
 		Spec: v1alpha1.ValkeyNodeSpec{ClusterName: name, Revision: 1, WorkloadType: v1alpha1.WorkloadStatefulSet,
 			Image: v1alpha1.DefaultImage, ACLSecretName: v1alpha1.ACLSecretName(name), SystemUsersSecretName: v1alpha1.SystemUsersSecretName(name)},
 	}
-	Expect(h.c.Create(testCtx(), vn)).To(Succeed())
+	Expect(h.c.Create(suite.Step(), vn)).To(Succeed())
 	vn.Status.PodIP, vn.Status.Role, vn.Status.Lifecycle, vn.Status.Version = "10.0.0.1", v1alpha1.RolePrimary, v1alpha1.LifecycleActive, "8.0.1"
 	vn.Status.Conditions = []metav1.Condition{cond(v1alpha1.ConditionPodReady), cond(v1alpha1.ConditionJoined), cond(v1alpha1.ConditionACLApplied)}
-	Expect(h.c.Status().Update(testCtx(), vn)).To(Succeed())
+	Expect(h.c.Status().Update(suite.Step(), vn)).To(Succeed())
 	return vc
 }
 
 func (h *jobsHarness) backup(name, cluster string, policy v1alpha1.BackupDeletionPolicy, store v1alpha1.ObjectStoreSpec) {
 	GinkgoHelper()
-	Expect(h.c.Create(testCtx(), &v1alpha1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name},
+	Expect(h.c.Create(suite.Step(), &v1alpha1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name},
 		Spec: v1alpha1.ValkeyBackupSpec{ClusterName: cluster, ObjectStore: store, DeletionPolicy: policy}})).To(Succeed())
 }
 
 func (h *jobsHarness) getBackup(g Gomega, name string) *v1alpha1.ValkeyBackup {
 	vb := &v1alpha1.ValkeyBackup{}
-	g.Expect(h.c.Get(testCtx(), client.ObjectKey{Namespace: h.ns, Name: name}, vb)).To(Succeed())
+	g.Expect(h.c.Get(suite.Step(), client.ObjectKey{Namespace: h.ns, Name: name}, vb)).To(Succeed())
 	return vb
 }
 
@@ -129,7 +129,7 @@ func (h *jobsHarness) getBackup(g Gomega, name string) *v1alpha1.ValkeyBackup {
 func (h *jobsHarness) job(name string) *batchv1.Job {
 	GinkgoHelper()
 	j := &batchv1.Job{}
-	Eventually(func() error { return h.c.Get(testCtx(), client.ObjectKey{Namespace: h.ns, Name: name}, j) }).
+	Eventually(func() error { return h.c.Get(suite.Step(), client.ObjectKey{Namespace: h.ns, Name: name}, j) }).
 		Should(Succeed(), "Job %s", name)
 	return j
 }
@@ -137,7 +137,7 @@ func (h *jobsHarness) job(name string) *batchv1.Job {
 // jobNames lists the Jobs with label = value.
 func (h *jobsHarness) jobNames(label, value string) []string {
 	var list batchv1.JobList
-	Expect(h.c.List(testCtx(), &list, client.InNamespace(h.ns), client.MatchingLabels{label: value})).To(Succeed())
+	Expect(h.c.List(suite.Step(), &list, client.InNamespace(h.ns), client.MatchingLabels{label: value})).To(Succeed())
 	var out []string
 	for _, j := range list.Items {
 		if j.DeletionTimestamp.IsZero() {
@@ -157,7 +157,7 @@ func (h *jobsHarness) finish(name string, succeeded bool, messages map[string]st
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(j, batchv1.SchemeGroupVersion.WithKind("Job"))}},
 		Spec: j.Spec.Template.Spec,
 	}
-	Expect(h.c.Create(testCtx(), pod)).To(Succeed())
+	Expect(h.c.Create(suite.Step(), pod)).To(Succeed())
 	now := metav1.Now()
 	terminated := func(c corev1.Container) corev1.ContainerStatus {
 		code := int32(0)
@@ -177,7 +177,7 @@ func (h *jobsHarness) finish(name string, succeeded bool, messages map[string]st
 	for _, c := range pod.Spec.Containers {
 		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, terminated(c))
 	}
-	Expect(h.c.Status().Update(testCtx(), pod)).To(Succeed())
+	Expect(h.c.Status().Update(suite.Step(), pod)).To(Succeed())
 	j.Status.StartTime = &now
 	if succeeded {
 		j.Status.Succeeded, j.Status.CompletionTime = 1, &now
@@ -190,7 +190,7 @@ func (h *jobsHarness) finish(name string, succeeded bool, messages map[string]st
 			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now, LastProbeTime: now},
 			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", Message: "Job has reached the specified backoff limit", LastTransitionTime: now, LastProbeTime: now}}
 	}
-	Expect(h.c.Status().Update(testCtx(), j)).To(Succeed())
+	Expect(h.c.Status().Update(suite.Step(), j)).To(Succeed())
 }
 
 // result is the termination message of r, as a Job's program writes it.
@@ -199,7 +199,7 @@ func result(r jobapi.Result) string { return string(r.Encode()) }
 // events returns the "Reason Note" of the events in the namespace.
 func (h *jobsHarness) events() []string {
 	var list eventsv1.EventList
-	Expect(h.c.List(testCtx(), &list, client.InNamespace(h.ns))).To(Succeed())
+	Expect(h.c.List(suite.Step(), &list, client.InNamespace(h.ns))).To(Succeed())
 	var out []string
 	for _, e := range list.Items {
 		out = append(out, e.Reason+" "+e.Note)
@@ -209,7 +209,7 @@ func (h *jobsHarness) events() []string {
 
 func (h *jobsHarness) gone(obj client.Object) func() bool {
 	return func() bool {
-		return apierrors.IsNotFound(h.c.Get(testCtx(), client.ObjectKeyFromObject(obj), obj))
+		return apierrors.IsNotFound(h.c.Get(suite.Step(), client.ObjectKeyFromObject(obj), obj))
 	}
 }
 

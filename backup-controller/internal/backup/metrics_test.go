@@ -7,10 +7,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/testsuite"
 )
 
 func TestCollector(t *testing.T) {
@@ -30,9 +29,9 @@ func TestCollector(t *testing.T) {
 	hourly.Status.LastBackup, hourly.Status.LastCompletedBackup = "b3", "b2"
 	fresh := &v1alpha1.ValkeyBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fresh", CreationTimestamp: metav1.NewTime(t0)}}
 	fresh.Spec.ClusterName, fresh.Spec.Schedule = "vk", "@every 20m"
-	c := fake.NewClientBuilder().WithScheme(operator.Scheme()).WithObjects(
+	c := testsuite.FakeClient(
 		backup("b1", v1alpha1.BackupCompleted, t0.Add(-2*time.Hour)), backup("b2", v1alpha1.BackupCompleted, t0.Add(-time.Hour)),
-		backup("b3", v1alpha1.BackupFailed, t0), backup("b4", "", time.Time{}), hourly, fresh).Build()
+		backup("b3", v1alpha1.BackupFailed, t0), backup("b4", "", time.Time{}), hourly, fresh)
 	want := `
 # HELP valkey_operator_backup_schedule_interval_seconds The time between the schedule's last run and the next one its cron expression gives.
 # TYPE valkey_operator_backup_schedule_interval_seconds gauge

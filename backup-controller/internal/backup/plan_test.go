@@ -125,22 +125,22 @@ func TestNextTick(t *testing.T) {
 	hourly, _ := validation.ParseSchedule("0 * * * *")
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	cases := []struct {
-		name               string
-		since, now         time.Time
-		running, suspended bool
-		create             string
-		skipped            bool
-		next               string
+		name       string
+		since, now time.Time
+		gate       gate
+		create     string
+		skipped    bool
+		next       string
 	}{
 		{name: "not due", since: t0, now: t0.Add(30 * time.Minute), next: "11:00"},
 		{name: "due", since: t0, now: t0.Add(61 * time.Minute), create: "11:00", next: "12:00"},
 		{name: "missed ticks: only the newest", since: t0, now: t0.Add(5*time.Hour + time.Minute), create: "15:00", next: "16:00"},
-		{name: "previous still runs: skipped", since: t0, now: t0.Add(61 * time.Minute), running: true, skipped: true, next: "12:00"},
-		{name: "suspended", since: t0, now: t0.Add(61 * time.Minute), suspended: true, next: "12:00"},
+		{name: "previous still runs: skipped", since: t0, now: t0.Add(61 * time.Minute), gate: busy, skipped: true, next: "12:00"},
+		{name: "suspended", since: t0, now: t0.Add(61 * time.Minute), gate: held, next: "12:00"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := nextTick(hourly, c.since, c.now, c.running, c.suspended)
+			got := nextTick(hourly, c.since, c.now, c.gate)
 			create := ""
 			if got.create != nil {
 				create = got.create.Format("15:04")
@@ -151,7 +151,7 @@ func TestNextTick(t *testing.T) {
 		})
 	}
 	every, _ := validation.ParseSchedule("@every 20s")
-	if got := nextTick(every, t0, t0.Add(45*time.Second), false, false); got.create == nil || !got.create.Equal(t0.Add(40*time.Second)) {
+	if got := nextTick(every, t0, t0.Add(45*time.Second), open); got.create == nil || !got.create.Equal(t0.Add(40*time.Second)) {
 		t.Errorf("@every 20s after 45 s: %+v", got)
 	}
 }
@@ -388,7 +388,7 @@ func TestScheduleDeferredWhilePaused(t *testing.T) {
 	hourly, _ := validation.ParseSchedule("0 * * * *")
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	vs := &v1alpha1.ValkeyBackupSchedule{Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "vk"}}
-	paused := nextTick(hourly, t0, t0.Add(61*time.Minute), false, true)
+	paused := nextTick(hourly, t0, t0.Add(61*time.Minute), held)
 	if paused.create != nil {
 		t.Fatalf("a backup is created while paused: %+v", paused)
 	}
@@ -397,12 +397,12 @@ func TestScheduleDeferredWhilePaused(t *testing.T) {
 		c.Message != "cluster vk is paused: the backup due at 2026-12-01T11:00:00Z is deferred until the cluster is resumed, then taken at once" {
 		t.Errorf("Scheduled while a tick is deferred: %s %s %q", c.Status, c.Reason, c.Message)
 	}
-	if c := deferredCondition(vs, t0, nextTick(hourly, t0, t0.Add(time.Minute), false, true)); c.Message !=
+	if c := deferredCondition(vs, t0, nextTick(hourly, t0, t0.Add(time.Minute), held)); c.Message !=
 		"cluster vk is paused: a backup that comes due (next at 2026-12-01T11:00:00Z) is deferred until the cluster is resumed, then taken at once" {
 		t.Errorf("Scheduled while paused before a tick: %q", c.Message)
 	}
 	// Resumed at 12:30: since stayed at t0, so the newest tick that came (12:00) is served.
-	resumed := nextTick(hourly, t0, t0.Add(150*time.Minute), false, false)
+	resumed := nextTick(hourly, t0, t0.Add(150*time.Minute), open)
 	if resumed.create == nil || resumed.create.Format("15:04") != "12:00" {
 		t.Errorf("after the resume: %+v, want the 12:00 backup created", resumed)
 	}

@@ -110,68 +110,148 @@ func (r *RestoreReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{RequeueAfter: st.wait}, nil
 }
 
-// pass decides the Restored condition and starts what is due.
+// restorePass is what one pass over a cluster with a data source read and decided.
+type restorePass struct {
+	vc *v1alpha1.ValkeyCluster
+	// store and dir locate the data source; jobs are the cluster's restore Jobs; sum
+	// is the manifest once read; nodes the cluster's members.
+	store *v1alpha1.ObjectStoreSpec
+	dir   string
+	jobs  clusterJobs
+	sum   layout.Summary
+	nodes []v1alpha1.ValkeyNode
+	// views are the shards' restore Jobs as this pass saw them.
+	views map[int32]restoreJobView
+}
+
+// restorePhase is one step of a restore pass: it returns the state to report when the
+// pass ends there (nil: go on).
+type restorePhase struct {
+	name string
+	run  func(context.Context, *restorePass) (*restoreState, error)
+}
+
+// restorePhases are the steps of a pass, in order.
+func (r *RestoreReconciler) restorePhases() []restorePhase {
+	return []restorePhase{
+		{"guard", r.guardRestore},
+		{"source", r.findSource},
+		{"manifest", r.driveManifest},
+		{"members", r.checkMembers},
+		{"shards", r.driveShards},
+		{"outcome", r.decideOutcome},
+	}
+}
+
+// pass decides the Restored condition and starts what is due: the first phase that
+// decides ends it.
 func (r *RestoreReconciler) pass(ctx context.Context, vc *v1alpha1.ValkeyCluster) (restoreState, error) {
+	p := &restorePass{vc: vc}
+	for _, ph := range r.restorePhases() {
+		st, err := ph.run(ctx, p)
+		if err != nil {
+			return restoreState{}, fmt.Errorf("%s: %w", ph.name, err)
+		}
+		if st != nil {
+			return *st, nil
+		}
+	}
+	return restoreState{}, errors.New("no phase decided the restore")
+}
+
+// guardRestore stops on an invalid spec, and on a data source added to a cluster that
+// already served.
+func (r *RestoreReconciler) guardRestore(_ context.Context, p *restorePass) (*restoreState, error) {
+	vc := p.vc
 	if g := guard.Check(vc); !g.Valid() {
-		return restoreState{reason: v1alpha1.ReasonInvalid, message: "the spec is invalid (see InvalidSpec): nothing is restored"}, nil
+		return &restoreState{reason: v1alpha1.ReasonInvalid, message: "the spec is invalid (see InvalidSpec): nothing is restored"}, nil
 	}
 	if conditions.Get(vc.Status.Conditions, v1alpha1.ConditionRestored) == nil && conditions.IsTrue(vc.Status.Conditions, v1alpha1.ConditionReady) {
-		return failed(v1alpha1.ReasonNotAtCreation, "the data source was added to a cluster that already served: a data source is restored only into a new cluster"), nil
+		st := failed(v1alpha1.ReasonNotAtCreation, "the data source was added to a cluster that already served: a data source is restored only into a new cluster")
+		return &st, nil
 	}
-	store, dir, st := r.resolveSource(ctx, vc)
-	if st != nil {
-		return *st, nil
+	return nil, nil
+}
+
+// findSource locates the data source and reads the cluster's restore Jobs.
+func (r *RestoreReconciler) findSource(ctx context.Context, p *restorePass) (*restoreState, error) {
+	var st *restoreState
+	if p.store, p.dir, st = r.resolveSource(ctx, p.vc); st != nil {
+		return st, nil
 	}
-	jobs, err := r.restoreJobs(ctx, vc)
-	if err != nil {
-		return restoreState{}, err
-	}
-	sum, st, err := r.readManifest(ctx, vc, store, dir, jobs)
+	var err error
+	p.jobs, err = r.restoreJobs(ctx, p.vc)
+	return nil, err
+}
+
+// driveManifest reads the data source's manifest through its Jobs.
+func (r *RestoreReconciler) driveManifest(ctx context.Context, p *restorePass) (*restoreState, error) {
+	sum, st, err := r.readManifest(ctx, p.vc, p.store, p.dir, p.jobs)
 	if err != nil || st != nil {
-		return namingEndpoint(deref(st), vc, store), err
+		out := namingEndpoint(deref(st), p.vc, p.store)
+		return &out, err
 	}
-	nodes, err := membership.Of(ctx, r.Client, vc)
-	if err != nil {
-		return restoreState{}, err
+	p.sum = sum
+	return nil, nil
+}
+
+// checkMembers waits for the cluster to be ready for the restore, and refuses data of
+// a version its members cannot load.
+func (r *RestoreReconciler) checkMembers(ctx context.Context, p *restorePass) (*restoreState, error) {
+	var err error
+	if p.nodes, err = membership.Of(ctx, r.Client, p.vc); err != nil {
+		return nil, err
 	}
-	if ok, msg := clusterReadyForRestore(vc, nodes); !ok {
-		return pending(v1alpha1.ReasonWaitingForCluster, "%s", msg), nil
+	if ok, msg := clusterReadyForRestore(p.vc, p.nodes); !ok {
+		st := pending(v1alpha1.ReasonWaitingForCluster, "%s", msg)
+		return &st, nil
 	}
-	if ok, msg := versionsLoad(sum, nodes); !ok {
-		return failed(v1alpha1.ReasonVersionTooNew, "%s", msg), nil
+	if ok, msg := versionsLoad(p.sum, p.nodes); !ok {
+		st := failed(v1alpha1.ReasonVersionTooNew, "%s", msg)
+		return &st, nil
 	}
-	views := map[int32]restoreJobView{}
-	for i := range sum.Shards {
-		j, ok := jobs.shards[i]
+	return nil, nil
+}
+
+// driveShards starts the restore Job of each backed-up shard that has none, and reads
+// the results of those that ended.
+func (r *RestoreReconciler) driveShards(ctx context.Context, p *restorePass) (*restoreState, error) {
+	p.views = map[int32]restoreJobView{}
+	for i := range p.sum.Shards {
+		j, ok := p.jobs.shards[i]
 		if !ok {
-			j = restoreJob(r.Jobs, vc, store, dir, i, sum)
-			if err := r.createJob(ctx, vc, j); err != nil {
-				return restoreState{}, err
+			if err := r.createJob(ctx, p.vc, restoreJob(r.Jobs, p.vc, p.store, p.dir, i, p.sum)); err != nil {
+				return nil, err
 			}
-			views[i] = restoreJobView{state: jobRunning}
+			p.views[i] = restoreJobView{state: jobRunning}
 			continue
 		}
 		v := restoreJobView{state: stateOf(j)}
 		if v.state != jobRunning {
 			pods, err := jobPods(ctx, r.APIReader, j)
 			if err != nil {
-				return restoreState{}, err
+				return nil, err
 			}
 			v.result, v.hasResult = resultOf(pods, containerFetch, containerLoad)
 			if !v.hasResult && v.state == jobFailed {
 				_, v.message = failureMessage(j)
 			}
 		}
-		views[i] = v
+		p.views[i] = v
 	}
-	out := namingEndpoint(restoreOutcome(sum, views, sourceName(vc), vc.Spec.ShardCount()), vc, store)
+	return nil, nil
+}
+
+// decideOutcome decides Restored from the shards' Jobs, with an event when it is final.
+func (r *RestoreReconciler) decideOutcome(_ context.Context, p *restorePass) (*restoreState, error) {
+	out := namingEndpoint(restoreOutcome(p.sum, p.views, sourceName(p.vc), p.vc.Spec.ShardCount()), p.vc, p.store)
 	switch {
 	case out.status:
-		r.event(vc, false, "Restored", "Restore", "%s", out.message)
+		r.normal(p.vc, "Restored", "Restore", "%s", out.message)
 	case out.final:
-		r.event(vc, true, out.reason, "Restore", "%s", out.message)
+		r.warn(p.vc, out.reason, "Restore", "%s", out.message)
 	}
-	return out, nil
+	return &out, nil
 }
 
 // resolveSource finds the store and folder of the data source.
@@ -478,5 +558,5 @@ func (r *RestoreReconciler) writeRestored(ctx context.Context, vc *v1alpha1.Valk
 	if !conditions.Changed(have, want.Conditions) {
 		return nil
 	}
-	return status.Apply(ctx, r.Client, FieldOwner, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want)
+	return status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want)
 }

@@ -63,10 +63,23 @@ type tick struct {
 	last, next time.Time
 }
 
+// gate is what stands before serving a tick that came.
+type gate int
+
+const (
+	// open: the tick is served (a backup is created).
+	open gate = iota
+	// held: the schedule is suspended or its cluster paused; the tick is neither served
+	// nor skipped.
+	held
+	// busy: a backup of the schedule still runs; the tick is skipped.
+	busy
+)
+
 // nextTick decides from the last tick served (or the schedule's creation), now, and
-// whether a backup of the schedule still runs. Missed ticks are not made up: only the
-// newest one that came is served.
-func nextTick(sched cron.Schedule, since, now time.Time, running, suspended bool) tick {
+// what stands before serving it. Missed ticks are not made up: only the newest one
+// that came is served.
+func nextTick(sched cron.Schedule, since, now time.Time, g gate) tick {
 	t := tick{last: since}
 	due := sched.Next(since)
 	for i := 0; !due.After(now) && i < 100000; i++ {
@@ -74,10 +87,10 @@ func nextTick(sched cron.Schedule, since, now time.Time, running, suspended bool
 		due = sched.Next(due)
 	}
 	t.next = due
-	if t.last.Equal(since) || suspended {
+	switch {
+	case t.last.Equal(since) || g == held:
 		return t
-	}
-	if running {
+	case g == busy:
 		t.skipped = true
 		return t
 	}
@@ -124,7 +137,38 @@ func retentionVictims(backups []v1alpha1.ValkeyBackup, r v1alpha1.BackupRetentio
 	return out
 }
 
-// Reconcile is one pass over a schedule: tick, retention, status.
+// schedulePass is what one pass over a schedule read and decided.
+type schedulePass struct {
+	vs   *v1alpha1.ValkeyBackupSchedule
+	now  time.Time
+	want v1alpha1.ValkeyBackupScheduleStatus
+	// backups are the schedule's backups; running says one of them still runs.
+	backups []v1alpha1.ValkeyBackup
+	running bool
+	// since is the last tick served (or the schedule's creation), t what is due now.
+	since time.Time
+	t     tick
+	// deferred: the schedule's cluster is paused, so the tick waits for the resume.
+	deferred bool
+}
+
+// schedulePhase is one step of a schedule pass.
+type schedulePhase struct {
+	name string
+	run  func(context.Context, *schedulePass) error
+}
+
+// schedulePhases are the steps of a pass over a valid schedule, in order.
+func (r *ScheduleReconciler) schedulePhases() []schedulePhase {
+	return []schedulePhase{
+		{"backups", r.readBackups},
+		{"tick", r.serveTick},
+		{"retention", r.applyRetention},
+		{"status", r.reportSchedule},
+	}
+}
+
+// Reconcile is one pass over a schedule: backups, tick, retention, status.
 func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	vs := &v1alpha1.ValkeyBackupSchedule{}
 	if err := r.Client.Get(ctx, req.NamespacedName, vs); err != nil {
@@ -134,81 +178,112 @@ func (r *ScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("schedule", req.NamespacedName.String()))
-	want := *vs.Status.DeepCopy()
-	want.ObservedGeneration = vs.Generation
+	p := &schedulePass{vs: vs, now: r.now(), want: *vs.Status.DeepCopy()}
+	p.want.ObservedGeneration = vs.Generation
 	if errs := validation.ValidateBackupSchedule(vs); len(errs) > 0 {
 		cond := conditions.New(v1alpha1.ConditionScheduled, false, v1alpha1.ReasonInvalidSchedule, errs.ToAggregate().Error(), vs.Generation)
-		return ctrl.Result{}, r.writeScheduleStatus(ctx, vs, want, cond)
+		return ctrl.Result{}, r.writeScheduleStatus(ctx, vs, p.want, cond)
 	}
-	sched, _ := validation.ParseSchedule(vs.Spec.Schedule)
+	for _, ph := range r.schedulePhases() {
+		if err := ph.run(ctx, p); err != nil {
+			return ctrl.Result{}, fmt.Errorf("%s: %w", ph.name, err)
+		}
+	}
+	return ctrl.Result{RequeueAfter: max(p.t.next.Sub(p.now), time.Second)}, nil
+}
+
+// readBackups lists the schedule's backups: the newest completed one, and whether one
+// still runs.
+func (r *ScheduleReconciler) readBackups(ctx context.Context, p *schedulePass) error {
 	var list v1alpha1.ValkeyBackupList
-	if err := r.Client.List(ctx, &list, client.InNamespace(vs.Namespace), client.MatchingLabels{v1alpha1.LabelSchedule: vs.Name}); err != nil {
-		return ctrl.Result{}, fmt.Errorf("list backups: %w", err)
+	if err := r.Client.List(ctx, &list, client.InNamespace(p.vs.Namespace), client.MatchingLabels{v1alpha1.LabelSchedule: p.vs.Name}); err != nil {
+		return fmt.Errorf("list backups: %w", err)
 	}
-	running := false
+	p.backups = list.Items
 	for _, b := range list.Items {
 		switch b.Status.Phase {
 		case v1alpha1.BackupCompleted:
-			if want.LastCompletedBackup == "" || newer(&b, list.Items, want.LastCompletedBackup) {
-				want.LastCompletedBackup = b.Name
+			if p.want.LastCompletedBackup == "" || newer(&b, list.Items, p.want.LastCompletedBackup) {
+				p.want.LastCompletedBackup = b.Name
 			}
 		case v1alpha1.BackupFailed:
 		default:
-			running = true
+			p.running = true
 		}
 	}
-	since := vs.CreationTimestamp.Time
-	if want.LastScheduleTime != nil {
-		since = want.LastScheduleTime.Time
+	return nil
+}
+
+// serveTick creates the backup of the newest tick that came, unless the schedule is
+// suspended, its cluster paused (the tick is deferred, and not recorded as served), or
+// a backup of it still runs (the tick is skipped).
+func (r *ScheduleReconciler) serveTick(ctx context.Context, p *schedulePass) error {
+	vs := p.vs
+	sched, _ := validation.ParseSchedule(vs.Spec.Schedule)
+	p.since = vs.CreationTimestamp.Time
+	if p.want.LastScheduleTime != nil {
+		p.since = p.want.LastScheduleTime.Time
 	}
-	now := r.now()
 	paused, err := r.clusterPaused(ctx, vs)
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
-	// A paused cluster defers the schedule's backups: no tick is served and none is
-	// recorded as served, so the newest one that came is served at the resume.
-	deferred := paused && !vs.Spec.Suspend
-	t := nextTick(sched, since, now, running, vs.Spec.Suspend || deferred)
-	if t.create != nil {
-		name, err := r.createBackup(ctx, vs, *t.create)
+	p.deferred = paused && !vs.Spec.Suspend
+	g := open
+	switch {
+	case vs.Spec.Suspend || p.deferred:
+		g = held
+	case p.running:
+		g = busy
+	}
+	p.t = nextTick(sched, p.since, p.now, g)
+	if p.t.create != nil {
+		name, err := r.createBackup(ctx, vs, *p.t.create)
 		if err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
-		want.LastBackup = name
+		p.want.LastBackup = name
 	}
-	if t.skipped {
-		r.event(vs, true, "Skipped", "Schedule", "the backup due at %s was skipped: the previous one still runs", t.last.UTC().Format(time.RFC3339))
+	if p.t.skipped {
+		r.warn(vs, "Skipped", "Schedule", "the backup due at %s was skipped: the previous one still runs", p.t.last.UTC().Format(time.RFC3339))
 	}
-	if !t.last.Equal(since) && !deferred {
-		last := metav1.NewTime(t.last)
-		want.LastScheduleTime = &last
+	if !p.t.last.Equal(p.since) && !p.deferred {
+		last := metav1.NewTime(p.t.last)
+		p.want.LastScheduleTime = &last
 	}
-	next := metav1.NewTime(t.next)
-	want.NextScheduleTime = &next
-	for _, victim := range retentionVictims(list.Items, vs.Spec.Retention, now) {
+	next := metav1.NewTime(p.t.next)
+	p.want.NextScheduleTime = &next
+	return nil
+}
+
+// applyRetention deletes the backups the schedule's retention no longer keeps.
+func (r *ScheduleReconciler) applyRetention(ctx context.Context, p *schedulePass) error {
+	for _, victim := range retentionVictims(p.backups, p.vs.Spec.Retention, p.now) {
 		b := &v1alpha1.ValkeyBackup{}
-		b.Namespace, b.Name = vs.Namespace, victim
+		b.Namespace, b.Name = p.vs.Namespace, victim
 		if err := r.Client.Delete(ctx, b); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, fmt.Errorf("delete backup %s: %w", victim, err)
+			return fmt.Errorf("delete backup %s: %w", victim, err)
 		}
 		log.FromContext(ctx).Info("retention deleted a backup", "backup", victim)
-		r.event(vs, false, "Retention", "Delete", "ValkeyBackup %s deleted by retention", victim)
+		r.normal(p.vs, "Retention", "Delete", "ValkeyBackup %s deleted by retention", victim)
 	}
-	cond := conditions.New(v1alpha1.ConditionScheduled, true, v1alpha1.ReasonScheduleValid, "next backup at "+t.next.UTC().Format(time.RFC3339), vs.Generation)
+	return nil
+}
+
+// reportSchedule writes Scheduled and the schedule's status.
+func (r *ScheduleReconciler) reportSchedule(ctx context.Context, p *schedulePass) error {
+	vs := p.vs
+	cond := conditions.New(v1alpha1.ConditionScheduled, true, v1alpha1.ReasonScheduleValid, "next backup at "+p.t.next.UTC().Format(time.RFC3339), vs.Generation)
 	if vs.Spec.Suspend {
 		cond = conditions.New(v1alpha1.ConditionScheduled, false, v1alpha1.ReasonSuspended, "suspended: no backup is created", vs.Generation)
 	}
-	if deferred {
-		cond = deferredCondition(vs, since, t)
-		if old := conditions.Get(vs.Status.Conditions, v1alpha1.ConditionScheduled); !t.last.Equal(since) && (old == nil || old.Message != cond.Message) {
-			r.event(vs, false, "Deferred", "Schedule", "%s", cond.Message)
+	if p.deferred {
+		cond = deferredCondition(vs, p.since, p.t)
+		if old := conditions.Get(vs.Status.Conditions, v1alpha1.ConditionScheduled); !p.t.last.Equal(p.since) && (old == nil || old.Message != cond.Message) {
+			r.normal(vs, "Deferred", "Schedule", "%s", cond.Message)
 		}
 	}
-	if err := r.writeScheduleStatus(ctx, vs, want, cond); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: max(time.Until(t.next), time.Second)}, nil
+	return r.writeScheduleStatus(ctx, vs, p.want, cond)
 }
 
 // deferredCondition is Scheduled while the schedule's cluster is paused (pure): False,
@@ -278,7 +353,7 @@ func (r *ScheduleReconciler) createBackup(ctx context.Context, vs *v1alpha1.Valk
 	if err != nil {
 		return "", fmt.Errorf("create backup %s: %w", name, err)
 	}
-	r.event(vs, false, "Created", "Schedule", "ValkeyBackup %s created", name)
+	r.normal(vs, "Created", "Schedule", "ValkeyBackup %s created", name)
 	return name, nil
 }
 
@@ -287,5 +362,5 @@ func (r *ScheduleReconciler) writeScheduleStatus(ctx context.Context, vs *v1alph
 	if status.Equal(vs.Status, want) {
 		return nil
 	}
-	return status.Apply(ctx, r.Client, FieldOwner, vs, v1alpha1.GroupVersion.WithKind("ValkeyBackupSchedule"), want)
+	return status.Apply(ctx, r.Client, FieldManager, vs, v1alpha1.GroupVersion.WithKind("ValkeyBackupSchedule"), want)
 }

@@ -30,7 +30,7 @@ var _ = Describe("The schedule of a paused cluster", Ordered, func() {
 	)
 	backups := func() []string {
 		var list v1alpha1.ValkeyBackupList
-		Expect(c.List(testCtx(), &list, client.InNamespace(ns))).To(Succeed())
+		Expect(c.List(suite.Step(), &list, client.InNamespace(ns))).To(Succeed())
 		var out []string
 		for _, b := range list.Items {
 			out = append(out, b.Name)
@@ -39,7 +39,7 @@ var _ = Describe("The schedule of a paused cluster", Ordered, func() {
 	}
 	scheduled := func() *metav1.Condition {
 		var vs v1alpha1.ValkeyBackupSchedule
-		Expect(c.Get(testCtx(), client.ObjectKey{Namespace: ns, Name: "nightly"}, &vs)).To(Succeed())
+		Expect(c.Get(suite.Step(), client.ObjectKey{Namespace: ns, Name: "nightly"}, &vs)).To(Succeed())
 		return conditions.Get(vs.Status.Conditions, v1alpha1.ConditionScheduled)
 	}
 	setPaused := func(paused bool) {
@@ -48,12 +48,12 @@ var _ = Describe("The schedule of a paused cluster", Ordered, func() {
 			st, reason = metav1.ConditionTrue, v1alpha1.ReasonPaused
 		}
 		vc := &v1alpha1.ValkeyCluster{}
-		Expect(c.Get(testCtx(), client.ObjectKey{Namespace: ns, Name: "vk"}, vc)).To(Succeed())
+		Expect(c.Get(suite.Step(), client.ObjectKey{Namespace: ns, Name: "vk"}, vc)).To(Succeed())
 		owned := struct {
 			Conditions []metav1.Condition `json:"conditions"`
 		}{[]metav1.Condition{{Type: v1alpha1.ConditionPaused, Status: st, Reason: reason, Message: "set by the test",
 			ObservedGeneration: vc.Generation, LastTransitionTime: metav1.Now()}}}
-		Expect(status.Apply(testCtx(), c, "cluster-controller", vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), owned)).To(Succeed())
+		Expect(status.Apply(suite.Step(), c, "cluster-controller", vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), owned)).To(Succeed())
 	}
 	BeforeAll(func() {
 		// A backup every 6 s keeps the spec short; the operator's policy allows one
@@ -62,15 +62,15 @@ var _ = Describe("The schedule of a paused cluster", Ordered, func() {
 		validation.SetPolicy(validation.Policy{MinBackupInterval: time.Second})
 		DeferCleanup(validation.SetPolicy, prev)
 		var err error
-		c, err = client.New(cfg, client.Options{Scheme: operator.Scheme()})
+		c, err = client.New(suite.Config, client.Options{Scheme: operator.Scheme()})
 		Expect(err).NotTo(HaveOccurred())
 		ns = fmt.Sprintf("bk-%d", time.Now().UnixNano()%1e9)
-		Expect(c.Create(testCtx(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		Expect(c.Create(testCtx(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vk"}})).To(Succeed())
+		Expect(c.Create(suite.Step(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(c.Create(suite.Step(), &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vk"}})).To(Succeed())
 		setPaused(true)
-		mgr, err := testsuite.Manager(cfg, ns)
+		mgr, err := testsuite.Manager(suite.Config, ns)
 		Expect(err).NotTo(HaveOccurred())
-		env := &Env{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldOwner)}
+		env := &Env{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager)}
 		Expect((&ScheduleReconciler{Env: env}).SetupWithManager(mgr, 1)).To(Succeed())
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
@@ -79,7 +79,7 @@ var _ = Describe("The schedule of a paused cluster", Ordered, func() {
 			cancel()
 			Expect(<-done).To(Succeed())
 		})
-		Expect(c.Create(testCtx(), &v1alpha1.ValkeyBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
+		Expect(c.Create(suite.Step(), &v1alpha1.ValkeyBackupSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
 			Spec: v1alpha1.ValkeyBackupScheduleSpec{ClusterName: "vk", Schedule: "@every 6s", ObjectStore: v1alpha1.ObjectStoreSpec{
 				S3: &v1alpha1.S3Spec{Bucket: "backups", Credentials: v1alpha1.S3Credentials{SecretName: "s3"}}}}})).To(Succeed())
 	})
@@ -94,7 +94,7 @@ var _ = Describe("The schedule of a paused cluster", Ordered, func() {
 		}).Should(Succeed(), "Scheduled=False Paused naming the deferred backup")
 		Eventually(func() []string {
 			var list eventsv1.EventList
-			Expect(c.List(testCtx(), &list, client.InNamespace(ns))).To(Succeed())
+			Expect(c.List(suite.Step(), &list, client.InNamespace(ns))).To(Succeed())
 			var out []string
 			for _, e := range list.Items {
 				out = append(out, e.Reason+" "+e.Note)

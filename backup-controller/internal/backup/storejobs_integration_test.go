@@ -70,7 +70,7 @@ var _ = Describe("A backup's store Jobs", Ordered, func() {
 		w := h.job(manifestJobName("b1", 1))
 		Expect(w.Spec.Template.Spec.Containers[0].Args).To(ContainElements("manifest-write", "--dir="+path, "--manifest-file=/var/run/valkey/manifest/manifest.json"))
 		cm := &corev1.ConfigMap{}
-		Expect(h.c.Get(testCtx(), client.ObjectKey{Namespace: h.ns, Name: manifestConfigMapName(h.getBackup(Default, "b1"))}, cm)).To(Succeed())
+		Expect(h.c.Get(suite.Step(), client.ObjectKey{Namespace: h.ns, Name: manifestConfigMapName(h.getBackup(Default, "b1"))}, cm)).To(Succeed())
 		Expect(cm.Name).To(MatchRegexp("^b1-manifest-[0-9a-f]{8}$"))
 		Expect(*cm.Immutable).To(BeTrue())
 		Expect(metav1.IsControlledBy(cm, h.getBackup(Default, "b1"))).To(BeTrue())
@@ -96,7 +96,7 @@ var _ = Describe("A backup's store Jobs", Ordered, func() {
 	It("holds the finalizer while the deletion Job runs, tries again, and lets go once the objects are deleted", func() {
 		vb := h.getBackup(Default, "b1")
 		path := vb.Status.Path
-		Expect(h.c.Delete(testCtx(), vb)).To(Succeed())
+		Expect(h.c.Delete(suite.Step(), vb)).To(Succeed())
 		d := h.job(deleteJobName("b1", 1))
 		Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("store-delete", "--dir="+path))
 		Consistently(h.gone(vb)).WithTimeout(time.Second).Should(BeFalse(), "the backup went while its objects were being deleted")
@@ -116,7 +116,7 @@ var _ = Describe("A backup's store Jobs", Ordered, func() {
 		h.finish(manifestJobName("b2", 1), true, map[string]string{containerStore: result(jobapi.Result{})})
 		Eventually(func(g Gomega) { g.Expect(h.getBackup(g, "b2").Status.Phase).To(Equal(v1alpha1.BackupCompleted)) }).Should(Succeed())
 		vb := h.getBackup(Default, "b2")
-		Expect(h.c.Delete(testCtx(), vb)).To(Succeed())
+		Expect(h.c.Delete(suite.Step(), vb)).To(Succeed())
 		for n := 1; n <= MaxDeleteAttempts; n++ {
 			h.finish(deleteJobName("b2", n), false, map[string]string{containerStore: result(jobapi.Result{Reason: jobapi.ReasonStoreUnreachable, Message: "no route to host"})})
 		}
@@ -175,7 +175,7 @@ var _ = Describe("A backup's store Jobs", Ordered, func() {
 		}).Should(Succeed())
 		vb := h.getBackup(Default, "b6")
 		Expect(h.jobNames(v1alpha1.LabelBackup, "b6")).NotTo(ContainElement(manifestJobName("b6", 2)))
-		Expect(h.c.Delete(testCtx(), vb)).To(Succeed())
+		Expect(h.c.Delete(suite.Step(), vb)).To(Succeed())
 		h.finish(deleteJobName("b6", 1), false, refused)
 		Eventually(h.gone(vb)).Should(BeTrue())
 		Expect(h.events()).To(ContainElement("ObjectsLeft the objects of " + vb.Status.Path + " cannot be deleted: " + refusedMessage + ": they stay in the store"))
@@ -209,7 +209,7 @@ var _ = Describe("A restore's manifest Job", Ordered, func() {
 	}
 	restored := func(g Gomega, name string) metav1.Condition {
 		vc := &v1alpha1.ValkeyCluster{}
-		g.Expect(h.c.Get(testCtx(), client.ObjectKey{Namespace: h.ns, Name: name}, vc)).To(Succeed())
+		g.Expect(h.c.Get(suite.Step(), client.ObjectKey{Namespace: h.ns, Name: name}, vc)).To(Succeed())
 		return condition(vc.Status.Conditions, v1alpha1.ConditionRestored)
 	}
 	manifestJobs := func(cluster string) []string {

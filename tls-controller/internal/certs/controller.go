@@ -10,33 +10,19 @@
 package certs
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/conditions"
-	"github.com/valkey-operator/valkey-operator/internal/guard"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
-	"github.com/valkey-operator/valkey-operator/internal/operator"
-	"github.com/valkey-operator/valkey-operator/internal/status"
-	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
-	"github.com/valkey-operator/valkey-operator/internal/watches"
+	"github.com/valkey-operator/valkey-operator/internal/publish"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -66,47 +52,26 @@ const (
 	retryPending = 5 * time.Second
 )
 
-// Reconciler reconciles the certificates of ValkeyClusters.
+// Reconciler reconciles the certificates of ValkeyClusters: its steps run in the frame
+// of internal/publish.
 type Reconciler struct {
-	Client client.Client
-	// Namespaces are the namespaces watched (all when empty).
-	Namespaces []string
-	// APIReader reads the users' certificate Secrets (and a Secret of the copy's name
-	// that the label-selected cache does not hold) from the API server; nil: Client.
-	APIReader client.Reader
-	Scheme    *runtime.Scheme
-	Recorder  events.EventRecorder
-	Pool      *valkeyconn.Pool
+	publish.Base
 	// ExpiryWarning is how long before its end a certificate is reported as expiring
 	// (default DefaultExpiryWarning).
 	ExpiryWarning time.Duration
-	// PropagationDelay is how long mounted Secrets may lag (default
-	// operator.DefaultSecretPropagationDelay).
-	PropagationDelay time.Duration
-	// Resync is the requeue of a settled cluster (default DefaultResync).
-	Resync time.Duration
 	// ClusterDomain completes the client names (default DefaultClusterDomain).
 	ClusterDomain string
 	// ProbeTimeout bounds each handshake with a member (default DefaultProbeTimeout).
 	ProbeTimeout time.Duration
-	// Addr returns the client address of a member (default: its pod IP, port 6379).
-	Addr func(*v1alpha1.ValkeyNode) string
 	// Files returns a member's certificate file paths (default DefaultFiles).
 	Files func(*v1alpha1.ValkeyNode) valkey.TLSFiles
-	// Clock returns the time (default time.Now).
-	Clock func() time.Time
 
 	// reloads remembers, by ValkeyNode UID, the revision this process reloaded a member
 	// for after the revision's reloadAfter time.
 	reloads sync.Map
 }
 
-func (r *Reconciler) addr(vn *v1alpha1.ValkeyNode) string {
-	if r.Addr != nil {
-		return r.Addr(vn)
-	}
-	return valkeyconn.Addr(vn.Status.PodIP)
-}
+var _ publish.Steps[*scope] = (*Reconciler)(nil)
 
 func (r *Reconciler) files(vn *v1alpha1.ValkeyNode) valkey.TLSFiles {
 	if r.Files != nil {
@@ -115,69 +80,47 @@ func (r *Reconciler) files(vn *v1alpha1.ValkeyNode) valkey.TLSFiles {
 	return DefaultFiles(vn)
 }
 
-func (r *Reconciler) now() time.Time {
-	if r.Clock != nil {
-		return r.Clock()
-	}
-	return time.Now()
-}
-
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // The settings, with their defaults.
-func (r *Reconciler) delay() time.Duration {
-	return orDefault(r.PropagationDelay, operator.DefaultSecretPropagationDelay)
-}
-
-func (r *Reconciler) resync() time.Duration {
-	return orDefault(r.Resync, DefaultResync)
-}
-
 func (r *Reconciler) expiryWarning() time.Duration {
-	return orDefault(r.ExpiryWarning, DefaultExpiryWarning)
+	return cmp.Or(r.ExpiryWarning, DefaultExpiryWarning)
 }
 
 func (r *Reconciler) dialTimeout() time.Duration {
-	return orDefault(r.ProbeTimeout, DefaultProbeTimeout)
+	return cmp.Or(r.ProbeTimeout, DefaultProbeTimeout)
 }
 
 func (r *Reconciler) clusterDomain() string {
-	return orDefault(r.ClusterDomain, DefaultClusterDomain)
+	return cmp.Or(r.ClusterDomain, DefaultClusterDomain)
+}
+
+// frame is the controller in the frame: its steps, status and watches. A cluster
+// without TLS is none of its business: what it wrote there is removed.
+func (r *Reconciler) frame() *publish.Frame[*scope] {
+	st := r.status()
+	return &publish.Frame[*scope]{
+		Base:          &r.Base,
+		Steps:         r,
+		Status:        st,
+		DefaultResync: DefaultResync,
+		Wants:         func(vc *v1alpha1.ValkeyCluster) bool { return vc.Spec.TLS != nil },
+		Watches: publish.Watches{
+			Name:            "tls",
+			Cluster:         clusterChanged(st.Owns),
+			SecretRefs:      certificateSecrets,
+			OperatorSecrets: []func(string) string{v1alpha1.TLSSecretName, v1alpha1.SystemUsersSecretName},
+			Member:          tlsSecretChanged,
+		},
+	}
 }
 
 // SetupWithManager registers the controller, its field indexes and watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, maxConcurrent int) error {
-	if err := certificateSecrets.Register(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	// Users' Secrets are watched by name only, in a cache of their own.
-	secrets, err := operator.SecretNames(mgr, r.Namespaces, handler.TypedEnqueueRequestsFromMapFunc(
-		func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
-			return r.clustersOfSecret(ctx, o)
-		}))
-	if err != nil {
-		return err
-	}
-	return builder.ControllerManagedBy(mgr).
-		Named("tls").
-		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(clusterChanged(), watches.PausedChanged()))).
-		WatchesRawSource(secrets).
-		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),
-			builder.WithPredicates(nodeChanged())).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
-		Complete(r)
+	return r.frame().SetupWithManager(ctx, mgr, maxConcurrent)
 }
 
 // scope holds what one pass read and decided.
 type scope struct {
-	vc  *v1alpha1.ValkeyCluster
-	now time.Time
+	*publish.Pass
 	// names are the client names the certificate should cover.
 	names []string
 	// source is the user's Secret (nil when missing or in conflict).
@@ -189,15 +132,6 @@ type scope struct {
 	results map[string]memberResult
 	// held is the accepted certificate a paused cluster holds (nil: none held).
 	held *Certificate
-	// after is the shortest requeue asked for (0: none).
-	after time.Duration
-}
-
-// requeue keeps the shortest positive wait.
-func (s *scope) requeue(d time.Duration) {
-	if d > 0 && (s.after == 0 || d < s.after) {
-		s.after = d
-	}
 }
 
 // servedCert is the certificate members serve, nil when none was accepted.
@@ -208,131 +142,96 @@ func (s *scope) servedCert() *Certificate {
 	return s.served.cert
 }
 
-// Reconcile is one pass over a cluster: guard, read, publish the accepted certificate,
-// roll it out to the members, report.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var vc v1alpha1.ValkeyCluster
-	if err := r.Client.Get(ctx, req.NamespacedName, &vc); err != nil {
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+// accepted reports whether the user's certificate passed every check and its copy may
+// be written.
+func (s *scope) accepted() bool {
+	return s.outcome.Conflict == "" && s.outcome.Verdict.Accepted()
+}
+
+// Read reads the members, the client names the certificate should cover, and the
+// operator's copy.
+func (r *Reconciler) Read(ctx context.Context, p *publish.Pass) (*scope, error) {
+	vc := p.Cluster
+	s := &scope{Pass: p}
+	nodes, err := membership.Of(ctx, r.Client, vc)
+	if err != nil {
+		return nil, err
 	}
-	if !vc.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil // the owner reference deletes the copy
-	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", vc.Name, "namespace", vc.Namespace))
-	if vc.Spec.TLS == nil {
-		return reconcile.Result{}, r.forget(ctx, &vc)
-	}
-	if g := guard.Check(&vc); !g.Valid() {
-		log.FromContext(ctx).Info("not acting on an invalid spec", "errors", len(g.Errs))
-		return reconcile.Result{}, r.writeUnknown(ctx, &vc, vc.Status.TLS, "the spec is invalid (see InvalidSpec)", g.Condition)
-	}
-	names := ClientNames(vc.Name, vc.Namespace, r.clusterDomain())
+	s.nodes = nodes
+	s.names = ClientNames(vc.Name, vc.Namespace, r.clusterDomain())
 	if vc.Spec.ExternalAccess != nil && vc.Spec.ExternalAccess.HostnameTemplate != "" {
-		nodes, err := membership.Of(ctx, r.Client, &vc)
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		names = append(names, ExternalNames(&vc, nodes)...)
+		s.names = append(s.names, ExternalNames(vc, nodes)...)
 	}
-	s := &scope{vc: &vc, now: r.now(), names: names}
-	res, err := r.pass(ctx, s)
+	served, conflict, err := r.readServed(ctx, vc, s.Now)
 	if err != nil {
-		why := "the controller could not complete its pass: " + err.Error()
-		tls := vc.Status.TLS
-		if s.servedCert() != nil {
-			tls = tlsStatus(s.served, s.names) // a copy this pass wrote keeps its rollout's state
-		}
-		return reconcile.Result{}, errors.Join(err, r.writeUnknown(ctx, &vc, tls, why))
+		return nil, err
 	}
-	return res, nil
+	s.served, s.outcome.Conflict = served, conflict
+	return s, r.dropLegacyAnnotations(ctx, s)
 }
 
-// pass does the work of a valid cluster with TLS.
-func (r *Reconciler) pass(ctx context.Context, s *scope) (reconcile.Result, error) {
-	if err := r.load(ctx, s); err != nil {
-		return reconcile.Result{}, err
-	}
-	v := s.outcome.Verdict
-	if s.outcome.Conflict == "" && v.Accepted() {
-		switch decideHold(v1alpha1.Paused(s.vc), s.servedCert(), v.Cert, s.now, r.expiryWarning()) {
-		case holdNew:
-			s.held = v.Cert
-		case rollOutExpiring:
-			// Once: the next pass finds the new certificate served.
-			r.Recorder.Eventf(s.vc, nil, corev1.EventTypeNormal, "RolloutNotHeld", "Rollout",
-				"the cluster is paused, but the certificate the members serve expires on %s (within %s): the new certificate (fingerprint %s) is rolled out now",
-				formatTime(s.servedCert().Leaf.NotAfter), r.expiryWarning(), v.Cert.Fingerprint)
-		}
-		if s.held == nil {
-			if err := r.publish(ctx, s); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-	}
-	if v.Refusal != nil && v.Refusal.Reason == v1alpha1.ReasonNotYetValid && v.Cert != nil {
-		s.requeue(untilAfter(s.now, v.Cert.Leaf.NotBefore))
-	}
-	if s.servedCert() != nil {
-		if err := r.roll(ctx, s); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	if err := r.report(ctx, s); err != nil {
-		return reconcile.Result{}, err
-	}
-	s.requeue(r.resync())
-	return reconcile.Result{RequeueAfter: s.after}, nil
-}
-
-// load reads the operator's copy, the user's Secret (and checks it) and the members.
-func (r *Reconciler) load(ctx context.Context, s *scope) error {
-	vc := s.vc
-	served, conflict, err := r.readServed(ctx, vc, s.now)
-	if err != nil {
-		return err
-	}
-	s.served = served
-	if err := r.dropLegacyAnnotations(ctx, s); err != nil {
-		return err
-	}
+// Render reads the user's Secret and checks it; a certificate not valid yet is looked
+// at again when it becomes valid.
+func (r *Reconciler) Render(ctx context.Context, s *scope) error {
+	vc := s.Cluster
 	s.outcome.Source = vc.Spec.TLS.Certificate.SecretName
 	if s.outcome.Source == v1alpha1.TLSSecretName(vc.Name) {
-		conflict = fmt.Sprintf("spec.tls.certificate.secretName names %s, which is the name of the operator's own copy of the accepted certificate; "+
+		s.outcome.Conflict = fmt.Sprintf("spec.tls.certificate.secretName names %s, which is the name of the operator's own copy of the accepted certificate; "+
 			"give the certificate Secret another name", s.outcome.Source)
 	}
-	s.outcome.Conflict = conflict
-	if conflict == "" {
-		if err := r.checkSource(ctx, s); err != nil {
-			return err
-		}
-	}
-	s.nodes, err = membership.Of(ctx, r.Client, vc)
-	return err
-}
-
-// checkSource reads the user's Secret and runs the checks on it.
-func (r *Reconciler) checkSource(ctx context.Context, s *scope) error {
-	src, err := r.readSecret(ctx, s.vc.Namespace, s.outcome.Source)
-	if err != nil {
-		return err
-	}
-	if src == nil {
-		s.outcome.Missing = true
+	if s.outcome.Conflict != "" {
 		return nil
 	}
-	s.source = src
-	s.outcome.Verdict = Check(src.Data, s.names, s.now)
-	if ref := s.outcome.Verdict.Refusal; ref != nil {
-		log.FromContext(ctx).Info("certificate refused", "secret", src.Name, "reason", ref.Reason)
+	if err := r.checkSource(ctx, s); err != nil {
+		return err
+	}
+	if v := s.outcome.Verdict; v.Refusal != nil && v.Refusal.Reason == v1alpha1.ReasonNotYetValid && v.Cert != nil {
+		s.Requeue(untilAfter(s.Now, v.Cert.Leaf.NotBefore))
 	}
 	return nil
 }
 
-// roll brings the members to the copy's revision and records a completed rollout.
-func (r *Reconciler) roll(ctx context.Context, s *scope) error {
+// Hold holds, on a paused cluster, a new accepted certificate, unless the one members
+// serve expires soon (see pause.go).
+func (r *Reconciler) Hold(_ context.Context, s *scope) bool {
+	if !s.accepted() {
+		return false
+	}
+	v := s.outcome.Verdict
+	switch decideHold(s.Paused, s.servedCert(), v.Cert, s.Now, r.expiryWarning()) {
+	case holdNew:
+		s.held = v.Cert
+		return true
+	case rollOutExpiring:
+		// Once: the next pass finds the new certificate served.
+		r.Recorder.Eventf(s.Cluster, nil, corev1.EventTypeNormal, "RolloutNotHeld", "Rollout",
+			"the cluster is paused, but the certificate the members serve expires on %s (within %s): the new certificate (fingerprint %s) is rolled out now",
+			formatTime(s.servedCert().Leaf.NotAfter), r.expiryWarning(), v.Cert.Fingerprint)
+	}
+	return false
+}
+
+// Publish writes an accepted certificate into the operator's copy.
+func (r *Reconciler) Publish(ctx context.Context, s *scope) error {
+	if !s.accepted() {
+		return nil
+	}
+	return r.publish(ctx, s)
+}
+
+// Apply brings the members to the copy's revision.
+func (r *Reconciler) Apply(ctx context.Context, s *scope) error {
+	if s.servedCert() == nil {
+		return nil
+	}
 	s.results = r.rollout(ctx, s)
-	s.requeue(nextRetry(s.results, s.now, retryPending))
-	if !complete(s.results) || s.served.rolledOut() {
+	s.Requeue(nextRetry(s.results, s.Now, retryPending))
+	return nil
+}
+
+// Settle records a rollout every member completed.
+func (r *Reconciler) Settle(ctx context.Context, s *scope) error {
+	if s.servedCert() == nil || !complete(s.results) || s.served.rolledOut() {
 		return nil
 	}
 	if err := r.markRolledOut(ctx, s); err != nil {
@@ -342,46 +241,34 @@ func (r *Reconciler) roll(ctx context.Context, s *scope) error {
 		r.reloads.Delete(s.nodes[i].UID)
 	}
 	log.FromContext(ctx).Info("every member serves the certificate", "revision", s.served.revision(), "members", len(s.nodes))
-	r.Recorder.Eventf(s.vc, nil, corev1.EventTypeNormal, "CertificateRolledOut", "Rollout",
+	r.Recorder.Eventf(s.Cluster, nil, corev1.EventTypeNormal, "CertificateRolledOut", "Rollout",
 		"every member (%d) serves certificate revision %s (fingerprint %s)", len(s.nodes), s.served.revision(), s.served.cert.Fingerprint)
 	return nil
 }
 
-// writeUnknown keeps TLSReady and CertificateExpiring as they are, or sets them Unknown
-// when they were never set, with extra conditions (the guard's), and status.tls as tls.
-func (r *Reconciler) writeUnknown(ctx context.Context, vc *v1alpha1.ValkeyCluster, tls *v1alpha1.TLSStatus, why string, extra ...metav1.Condition) error {
-	conds := make([]metav1.Condition, 0, len(ownedClusterConditions)+len(extra))
-	for _, t := range ownedClusterConditions {
-		if cur := conditions.Get(vc.Status.Conditions, t); cur != nil {
-			conds = append(conds, *cur)
-		} else {
-			conds = append(conds, conditions.Unknown(t, v1alpha1.ReasonUnknown, why, vc.Generation))
-		}
+// Field is status.tls as a pass that stops leaves it: a copy this pass read or wrote
+// keeps its rollout's state.
+func (r *Reconciler) Field(s *scope) any {
+	if s.servedCert() != nil {
+		return tlsStatus(s.served, s.names)
 	}
-	for _, c := range extra {
-		// Another controller may have reported the same guard result already.
-		if cur := conditions.Get(vc.Status.Conditions, c.Type); cur == nil || cur.Status != c.Status {
-			conds = append(conds, c)
-		}
-	}
-	return r.writeClusterStatus(ctx, vc, tls, conds...)
+	return s.Cluster.Status.TLS
 }
 
-// forget removes what this controller wrote on a cluster without TLS (and its
-// members): such clusters carry no TLS condition.
-func (r *Reconciler) forget(ctx context.Context, vc *v1alpha1.ValkeyCluster) error {
-	var errs []error
-	if hasOwnedStatus(vc) {
-		errs = append(errs, status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), clusterStatus{}))
-	}
-	nodes, err := membership.Of(ctx, r.Client, vc)
+// checkSource reads the user's Secret and runs the checks on it.
+func (r *Reconciler) checkSource(ctx context.Context, s *scope) error {
+	src, err := r.readSecret(ctx, s.Cluster.Namespace, s.outcome.Source)
 	if err != nil {
-		return errors.Join(append(errs, err)...)
+		return err
 	}
-	for i := range nodes {
-		if conditions.Get(nodes[i].Status.Conditions, v1alpha1.ConditionTLSApplied) != nil {
-			errs = append(errs, status.Apply(ctx, r.Client, FieldManager, &nodes[i], v1alpha1.GroupVersion.WithKind("ValkeyNode"), nodeStatus{}))
-		}
+	if src == nil {
+		s.outcome.Missing = true
+		return nil
 	}
-	return errors.Join(errs...)
+	s.source = src
+	s.outcome.Verdict = Check(src.Data, s.names, s.Now)
+	if ref := s.outcome.Verdict.Refusal; ref != nil {
+		log.FromContext(ctx).Info("certificate refused", "secret", src.Name, "reason", ref.Reason)
+	}
+	return nil
 }

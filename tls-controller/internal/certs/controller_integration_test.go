@@ -3,7 +3,6 @@ package certs
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -13,15 +12,11 @@ import (
 	gomegatypes "github.com/onsi/gomega/types"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/conditions"
-	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/publish"
 	"github.com/valkey-operator/valkey-operator/internal/testsuite"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
@@ -31,37 +26,17 @@ import (
 // servers from valkeytest stand in for the pods, and a fake kubelet copies the
 // operator's Secret into their files, each member with its own lag.
 
-// syncBuffer collects the controller's logs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // harness is a running controller against the API server and real Valkey servers.
 type harness struct {
-	c    client.Client
-	ns   string
+	*testsuite.Tenant
 	lc   *liveCluster
-	logs *syncBuffer
+	logs *testsuite.Logs
 
 	mu     sync.Mutex
 	byNode map[string]int // ValkeyNode name -> server index
 	free   int            // next unused server
 
-	stop context.CancelFunc
-	done chan error
+	mgr *testsuite.Running
 	// cleanup stops what the harness started for its whole life (the kubelet).
 	cleanup []func()
 }
@@ -77,14 +52,10 @@ const (
 // when the node that called newHarness ends (BeforeAll: its container).
 func newHarness(servers int, boot map[string][]byte, cas ...*testCA) *harness {
 	GinkgoHelper()
-	c, err := client.New(cfg, client.Options{Scheme: operator.Scheme()})
-	Expect(err).NotTo(HaveOccurred())
-	h := &harness{c: c, logs: suiteLogs, byNode: map[string]int{}}
-	h.ns = fmt.Sprintf("tls-%d", time.Now().UnixNano()%1e9)
-	Expect(c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}})).To(Succeed())
+	h := &harness{Tenant: testsuite.NewTenant(suite.Config, "tls"), logs: suite.Logs, byNode: map[string]int{}}
 	h.lc = startLive(servers, boot, cas...)
 	for _, vc := range h.lc.clients {
-		Expect(vc.ACLSetUser(testCtx(), v1alpha1.UserOperator, "on", ">"+operatorPW, "~*", "+@all")).To(Succeed())
+		Expect(vc.ACLSetUser(suite.Step(), v1alpha1.UserOperator, "on", ">"+operatorPW, "~*", "+@all")).To(Succeed())
 	}
 	h.start()
 	DeferCleanup(func() {
@@ -99,39 +70,30 @@ func newHarness(servers int, boot map[string][]byte, cas ...*testCA) *harness {
 // start runs a manager with the reconciler.
 func (h *harness) start() {
 	GinkgoHelper()
-	mgr, err := testsuite.Manager(cfg, h.ns)
+	mgr, err := testsuite.Manager(suite.Config, h.Namespace)
 	Expect(err).NotTo(HaveOccurred())
 	pool := &valkeyconn.Pool{DialTimeout: time.Second}
 	r := &Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespaces: []string{h.ns}, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager),
-		Pool: pool, PropagationDelay: testDelay, Resync: time.Minute,
-		Addr: func(vn *v1alpha1.ValkeyNode) string {
-			if i, ok := h.server(vn.Name); ok {
-				return h.lc.servers[i].Addr()
-			}
-			return valkeyconn.Addr(vn.Status.PodIP)
+		Base: publish.Base{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespaces: []string{h.Namespace}, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager),
+			Pool: pool, PropagationDelay: testDelay, Resync: time.Minute,
+			Addr: func(vn *v1alpha1.ValkeyNode) string {
+				if i, ok := h.server(vn.Name); ok {
+					return h.lc.servers[i].Addr()
+				}
+				return valkeyconn.Addr(vn.Status.PodIP)
+			},
 		},
 		Files: func(vn *v1alpha1.ValkeyNode) valkey.TLSFiles {
 			i, _ := h.server(vn.Name)
 			return h.lc.files(i)
 		},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	Expect(r.SetupWithManager(ctx, mgr, 2)).To(Succeed())
-	h.stop, h.done = cancel, make(chan error, 1)
-	go func() {
-		defer pool.Close()
-		h.done <- mgr.Start(ctx)
-	}()
+	h.mgr, err = testsuite.StartManager(mgr, func(ctx context.Context) error { return r.SetupWithManager(ctx, mgr, 2) }, pool.Close)
+	Expect(err).NotTo(HaveOccurred())
 }
 
-func (h *harness) stopManager() {
-	if h.stop != nil {
-		h.stop()
-		Expect(<-h.done).To(Succeed(), "the manager")
-		h.stop = nil
-	}
-}
+func (h *harness) stopManager() { Expect(h.mgr.Stop()).To(Succeed(), "the manager") }
 
 func (h *harness) server(node string) (int, bool) {
 	h.mu.Lock()
@@ -157,7 +119,7 @@ func (h *harness) kubelet(cluster string) {
 		for ctx.Err() == nil {
 			time.Sleep(100 * time.Millisecond)
 			var s corev1.Secret
-			if err := h.c.Get(ctx, types.NamespacedName{Namespace: h.ns, Name: v1alpha1.TLSSecretName(cluster)}, &s); err != nil {
+			if err := h.Client.Get(ctx, h.Key(v1alpha1.TLSSecretName(cluster)), &s); err != nil {
 				continue
 			}
 			if rev := Revision(s.Data); rev != seen {
@@ -179,57 +141,28 @@ func (h *harness) kubelet(cluster string) {
 // current copy as a pod starting would be, and publishes its pod IP.
 func (h *harness) member(cluster, name string) int {
 	GinkgoHelper()
-	copyData := h.secret(v1alpha1.TLSSecretName(cluster)).Data
+	copyData := h.Secret(v1alpha1.TLSSecretName(cluster)).Data
 	h.mu.Lock()
 	i := h.free
 	h.free++
 	h.lc.write(i, copyData)
 	h.byNode[name] = i
 	h.mu.Unlock()
-	Expect(Reload(testCtx(), h.lc.clients[i], h.lc.files(i))).To(Succeed())
-	// A member as the cluster-controller makes it: labelled, controlled by its cluster.
-	vc := h.cluster(cluster)
-	vn := &v1alpha1.ValkeyNode{
-		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name, Labels: v1alpha1.ClusterLabels(cluster),
-			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"))}},
-		Spec: v1alpha1.ValkeyNodeSpec{ClusterName: cluster, Revision: 1, WorkloadType: v1alpha1.WorkloadStatefulSet,
-			Image: v1alpha1.DefaultImage, ACLSecretName: v1alpha1.ACLSecretName(cluster),
-			SystemUsersSecretName: v1alpha1.SystemUsersSecretName(cluster), TLSSecretName: v1alpha1.TLSSecretName(cluster)},
-	}
-	Expect(h.c.Create(testCtx(), vn)).To(Succeed())
-	patch := client.MergeFrom(vn.DeepCopy())
-	vn.Status.PodIP = "127.0.0.1"
-	Expect(h.c.Status().Patch(testCtx(), vn, patch)).To(Succeed())
+	Expect(Reload(suite.Step(), h.lc.clients[i], h.lc.files(i))).To(Succeed())
+	h.Member(cluster, name, func(spec *v1alpha1.ValkeyNodeSpec) { spec.TLSSecretName = v1alpha1.TLSSecretName(cluster) })
 	return i
-}
-
-func (h *harness) cluster(name string) *v1alpha1.ValkeyCluster {
-	GinkgoHelper()
-	var vc v1alpha1.ValkeyCluster
-	Expect(h.c.Get(testCtx(), types.NamespacedName{Namespace: h.ns, Name: name}, &vc)).To(Succeed())
-	return &vc
-}
-
-func (h *harness) secret(name string) *corev1.Secret {
-	GinkgoHelper()
-	var s corev1.Secret
-	if err := h.c.Get(testCtx(), types.NamespacedName{Namespace: h.ns, Name: name}, &s); err != nil {
-		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "read Secret %s: %v", name, err)
-		return nil
-	}
-	return &s
 }
 
 // putSecret creates or replaces a Secret's data.
 func (h *harness) putSecret(name string, data map[string][]byte) {
 	GinkgoHelper()
-	s := h.secret(name)
+	s := h.Secret(name)
 	if s == nil {
-		Expect(h.c.Create(testCtx(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}, Data: data})).To(Succeed())
+		Expect(h.Client.Create(suite.Step(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: name}, Data: data})).To(Succeed())
 		return
 	}
 	s.Data = data
-	Expect(h.c.Update(testCtx(), s)).To(Succeed())
+	Expect(h.Client.Update(suite.Step(), s)).To(Succeed())
 }
 
 // createCluster creates the system users' Secret and names it in status.acl (the
@@ -239,16 +172,16 @@ func (h *harness) createCluster(name, secret string) {
 	GinkgoHelper()
 	// Labelled as the acl-controller makes it: the controller caches only the operator's
 	// own Secrets.
-	Expect(h.c.Create(testCtx(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: v1alpha1.SystemUsersSecretName(name),
+	Expect(h.Client.Create(suite.Step(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: v1alpha1.SystemUsersSecretName(name),
 		Labels: v1alpha1.ClusterLabels(name)}, Data: map[string][]byte{v1alpha1.UserOperator: []byte(operatorPW)}})).To(Succeed())
-	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: name}}
+	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: name}}
 	if secret != "" {
 		vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: secret}}
 	}
-	Expect(h.c.Create(testCtx(), vc)).To(Succeed())
+	Expect(h.Client.Create(suite.Step(), vc)).To(Succeed())
 	patch := client.MergeFrom(vc.DeepCopy())
 	vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: v1alpha1.ACLSecretName(name), SystemUsersSecretName: v1alpha1.SystemUsersSecretName(name), Revision: "r1"}
-	Expect(h.c.Status().Patch(testCtx(), vc, patch)).To(Succeed())
+	Expect(h.Client.Status().Patch(suite.Step(), vc, patch)).To(Succeed())
 }
 
 // waitCondition waits until the cluster's condition typ has status and reason and its
@@ -256,7 +189,7 @@ func (h *harness) createCluster(name, secret string) {
 func (h *harness) waitCondition(cluster, typ string, status metav1.ConditionStatus, reason, msg string) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
-		c := conditions.Get(h.cluster(cluster).Status.Conditions, typ)
+		c := h.ClusterCondition(cluster, typ)
 		g.Expect(c).NotTo(BeNil(), typ)
 		g.Expect(c.Status).To(Equal(status), "%s: %s %s", typ, c.Reason, c.Message)
 		g.Expect(c.Reason).To(Equal(reason), "%s: %s", typ, c.Message)
@@ -267,25 +200,11 @@ func (h *harness) waitCondition(cluster, typ string, status metav1.ConditionStat
 // expectApplied checks that every node's TLSApplied is True for revision.
 func (h *harness) expectApplied(g Gomega, revision string, nodes ...string) {
 	for _, n := range nodes {
-		var vn v1alpha1.ValkeyNode
-		g.Expect(h.c.Get(testCtx(), types.NamespacedName{Namespace: h.ns, Name: n}, &vn)).To(Succeed())
-		c := conditions.Get(vn.Status.Conditions, v1alpha1.ConditionTLSApplied)
+		c := h.NodeCondition(g, n, v1alpha1.ConditionTLSApplied)
 		g.Expect(c).NotTo(BeNil(), "TLSApplied of %s", n)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "TLSApplied of %s: %s", n, c.Message)
 		g.Expect(c.Message).To(ContainSubstring("revision "+revision), "TLSApplied of %s", n)
 	}
-}
-
-// events returns "type reason note" of the namespace's events.
-func (h *harness) events() []string {
-	GinkgoHelper()
-	var list eventsv1.EventList
-	Expect(h.c.List(testCtx(), &list, client.InNamespace(h.ns))).To(Succeed())
-	var out []string
-	for _, e := range list.Items {
-		out = append(out, e.Type+" "+e.Reason+" "+e.Note)
-	}
-	return out
 }
 
 // waitEvent waits for an event whose "type reason note" contains every part.
@@ -295,12 +214,12 @@ func (h *harness) waitEvent(parts ...string) {
 	for _, p := range parts {
 		all = append(all, ContainSubstring(p))
 	}
-	Eventually(h.events).Should(ContainElement(And(all...)), "event %s", strings.Join(parts, " "))
+	Eventually(h.Events).Should(ContainElement(And(all...)), "event %s", strings.Join(parts, " "))
 }
 
 // copyData returns the data of the operator's copy.
 func (h *harness) copyData(cluster string) map[string][]byte {
-	s := h.secret(v1alpha1.TLSSecretName(cluster))
+	s := h.Secret(v1alpha1.TLSSecretName(cluster))
 	if s == nil {
 		return nil
 	}

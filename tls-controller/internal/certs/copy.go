@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/operator"
 )
 
 // The operator's copy of a certificate ({cluster}-tls-accepted) holds the three keys the
@@ -136,13 +135,8 @@ func (s *served) trust() *x509.CertPool {
 // exist.
 func (r *Reconciler) readSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	var s corev1.Secret
-	// Users' Secrets are not cached (only the operator's own are): read them from the
-	// API server, and the operator's own from the cache first.
-	var reader client.Reader = operator.CacheFirst{Primary: r.Client, Secondary: r.APIReader}
-	if r.APIReader == nil {
-		reader = r.Client
-	}
-	if err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
+	// Users' Secrets are not cached (only the operator's own are).
+	if err := r.Secrets().Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -187,7 +181,7 @@ func (r *Reconciler) readServed(ctx context.Context, vc *v1alpha1.ValkeyCluster,
 	}
 	log.FromContext(ctx).Info("the cluster's status does not describe the copy's revision; its rollout starts over", "revision", out.rev)
 	out.source = vc.Spec.TLS.Certificate.SecretName
-	out.reloadAfter = ceilSecond(now.Add(r.delay()))
+	out.reloadAfter = ceilSecond(now.Add(r.Delay()))
 	return out, "", nil
 }
 
@@ -272,9 +266,9 @@ func previousCAs(old *corev1.Secret, rolledOut bool, newCA []byte) []byte {
 // takes the rollout's state that goes with it.
 func (r *Reconciler) publish(ctx context.Context, s *scope) error {
 	accepted := s.outcome.Verdict.Cert
-	want := nextCopy(s.served, accepted, s.source.Data, s.source.Name, s.now, r.delay())
+	want := nextCopy(s.served, accepted, s.source.Data, s.source.Name, s.Now, r.Delay())
 	if s.served == nil || !copyUpToDate(s.served.secret, want) {
-		sec, err := r.writeCopy(ctx, s.vc, s.served, want)
+		sec, err := r.writeCopy(ctx, s.Cluster, s.served, want)
 		if err != nil {
 			return err
 		}
@@ -334,7 +328,7 @@ func (r *Reconciler) writeCopy(ctx context.Context, vc *v1alpha1.ValkeyCluster, 
 // dropLegacyAnnotations removes the legacy annotations from the copy once the cluster's
 // status holds its rollout.
 func (r *Reconciler) dropLegacyAnnotations(ctx context.Context, s *scope) error {
-	if s.served == nil || !hasLegacyAnnotations(s.served.secret) || !rolloutFrom(s.vc.Status.TLS, &served{rev: s.served.rev}) {
+	if s.served == nil || !hasLegacyAnnotations(s.served.secret) || !rolloutFrom(s.Cluster.Status.TLS, &served{rev: s.served.rev}) {
 		return nil
 	}
 	sec := s.served.secret.DeepCopy()
@@ -356,18 +350,18 @@ func (r *Reconciler) announce(ctx context.Context, s *scope) {
 	c := s.outcome.Verdict.Cert
 	log.FromContext(ctx).Info("certificate accepted", "secret", s.source.Name, "revision", c.Revision,
 		"fingerprint", c.Fingerprint, "notAfter", formatTime(c.Leaf.NotAfter))
-	r.Recorder.Eventf(s.vc, nil, corev1.EventTypeNormal, "CertificateAccepted", "Accept",
+	r.Recorder.Eventf(s.Cluster, nil, corev1.EventTypeNormal, "CertificateAccepted", "Accept",
 		"certificate from Secret %s accepted (revision %s, fingerprint %s, expires %s); Secret %s updated, members reload it live",
-		s.source.Name, c.Revision, c.Fingerprint, formatTime(c.Leaf.NotAfter), v1alpha1.TLSSecretName(s.vc.Name))
+		s.source.Name, c.Revision, c.Fingerprint, formatTime(c.Leaf.NotAfter), v1alpha1.TLSSecretName(s.Cluster.Name))
 	if s.served == nil || s.served.cert == nil {
 		return
 	}
 	old := s.served.cert
-	if trusts(c.Roots, old, s.now) && trusts(old.Roots, c, s.now) {
+	if trusts(c.Roots, old, s.Now) && trusts(old.Roots, c, s.Now) {
 		return
 	}
 	log.FromContext(ctx).Info("the CA changed without a transition bundle", "secret", s.source.Name, "revision", c.Revision)
-	r.Recorder.Eventf(s.vc, nil, corev1.EventTypeWarning, "CAChangedWithoutBundle", "Accept",
+	r.Recorder.Eventf(s.Cluster, nil, corev1.EventTypeWarning, "CAChangedWithoutBundle", "Accept",
 		"the new ca.crt and the previous one do not trust each other's certificate: until every member serves revision %s, "+
 			"new cluster bus and replication links between members that reloaded and members that did not are refused (existing links stay up); "+
 			"change a CA in steps with both CAs in ca.crt", c.Revision)

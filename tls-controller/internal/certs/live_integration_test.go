@@ -50,14 +50,14 @@ func (lc *liveCluster) add(s *valkeytest.Server, data map[string][]byte) int {
 	GinkgoHelper()
 	o := s.Options()
 	o.TLS = valkey.VerifyChainOnly(lc.trust)
-	c, err := valkey.Dial(testCtx(), o)
+	c, err := valkey.Dial(suite.Step(), o)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(c.Close)
 	lc.servers = append(lc.servers, s)
 	lc.clients = append(lc.clients, c)
 	i := len(lc.servers) - 1
 	lc.write(i, data)
-	Expect(Reload(testCtx(), c, lc.files(i))).To(Succeed())
+	Expect(Reload(suite.Step(), c, lc.files(i))).To(Succeed())
 	return i
 }
 
@@ -79,7 +79,7 @@ func (lc *liveCluster) write(i int, data map[string][]byte) {
 // form meets the first n servers and gives each an even share of the slots.
 func (lc *liveCluster) form(n int) {
 	GinkgoHelper()
-	ctx := testCtx()
+	ctx := suite.Step()
 	for _, s := range lc.servers[1:n] {
 		Expect(lc.clients[0].Meet(ctx, s.Host, s.Port, 0)).To(Succeed())
 	}
@@ -94,9 +94,9 @@ func (lc *liveCluster) form(n int) {
 func (lc *liveCluster) join(i int, data map[string][]byte) {
 	GinkgoHelper()
 	lc.write(i, data)
-	Expect(Reload(testCtx(), lc.clients[i], lc.files(i))).To(Succeed())
+	Expect(Reload(suite.Step(), lc.clients[i], lc.files(i))).To(Succeed())
 	s := lc.servers[i]
-	Expect(lc.clients[0].Meet(testCtx(), s.Host, s.Port, 0)).To(Succeed())
+	Expect(lc.clients[0].Meet(suite.Step(), s.Host, s.Port, 0)).To(Succeed())
 	lc.waitConnected(i + 1)
 }
 
@@ -130,7 +130,7 @@ func expectConnected(g Gomega, c *valkey.Client, n, i int) {
 // probe returns the fingerprint a new handshake with server i shows.
 func (lc *liveCluster) probe(i int) string {
 	GinkgoHelper()
-	leaf, err := valkey.ServedCertificate(testCtx(), lc.servers[i].Addr(), valkey.VerifyChainOnly(lc.trust), 2*time.Second)
+	leaf, err := valkey.ServedCertificate(suite.Step(), lc.servers[i].Addr(), valkey.VerifyChainOnly(lc.trust), 2*time.Second)
 	Expect(err).NotTo(HaveOccurred())
 	return valkey.Fingerprint(leaf)
 }
@@ -138,7 +138,7 @@ func (lc *liveCluster) probe(i int) string {
 // links returns the cluster bus links of server i with their creation times.
 func (lc *liveCluster) links(i int) map[string]int64 {
 	GinkgoHelper()
-	v, err := lc.clients[i].DoValue(testCtx(), "CLUSTER", "LINKS")
+	v, err := lc.clients[i].DoValue(suite.Step(), "CLUSTER", "LINKS")
 	Expect(err).NotTo(HaveOccurred())
 	out := map[string]int64{}
 	list, _ := v.([]any)
@@ -274,9 +274,9 @@ var _ = Describe("A live reload of the certificate", Ordered, func() {
 		for i := range members {
 			lc.write(i, second)
 			Expect(lc.probe(i)).To(Equal(fp(first)), "server %d before any reload serves the old certificate", i)
-			Expect(Reload(testCtx(), lc.clients[i], lc.files(i))).To(Succeed())
+			Expect(Reload(suite.Step(), lc.clients[i], lc.files(i))).To(Succeed())
 			Expect(lc.probe(i)).To(Equal(fp(second)), "server %d after the reload", i)
-			Expect(lc.clients[i].Ping(testCtx())).To(Succeed(), "the connection opened before is still usable")
+			Expect(lc.clients[i].Ping(suite.Step())).To(Succeed(), "the connection opened before is still usable")
 		}
 		Expect(sameLinks(linksBefore, lc.links(0))).To(BeTrue(), "cluster bus links were re-established by the reload")
 	})
@@ -284,10 +284,10 @@ var _ = Describe("A live reload of the certificate", Ordered, func() {
 	It("is used by new bus and replication links", func() {
 		const i = members
 		lc.join(i, second)
-		primaryID, err := lc.clients[0].MyID(testCtx())
+		primaryID, err := lc.clients[0].MyID(suite.Step())
 		Expect(err).NotTo(HaveOccurred())
-		Expect(lc.clients[i].Replicate(testCtx(), primaryID)).To(Succeed())
-		Eventually(func() (valkey.Replication, error) { return lc.clients[i].ReplicationInfo(testCtx()) }).
+		Expect(lc.clients[i].Replicate(suite.Step(), primaryID)).To(Succeed())
+		Eventually(func() (valkey.Replication, error) { return lc.clients[i].ReplicationInfo(suite.Step()) }).
 			Should(HaveField("LinkUp", BeTrue()), "replication over TLS with the new certificate")
 	})
 
@@ -295,12 +295,12 @@ var _ = Describe("A live reload of the certificate", Ordered, func() {
 		third := issue(ca, ca.PEM)
 		bad := secretData(ca.PEM, third[KeyCert], second[KeyKey])
 		lc.write(0, bad)
-		err := Reload(testCtx(), lc.clients[0], lc.files(0))
+		err := Reload(suite.Step(), lc.clients[0], lc.files(0))
 		_, isServerError := valkey.ServerMessage(err)
 		Expect(isServerError).To(BeTrue(), "reload of a mismatched pair: %v, want a server error", err)
 		Expect(lc.probe(0)).To(Equal(fp(second)), "the server after a refused reload")
 		lc.write(0, second)
-		Expect(Reload(testCtx(), lc.clients[0], lc.files(0))).To(Succeed())
+		Expect(Reload(suite.Step(), lc.clients[0], lc.files(0))).To(Succeed())
 	})
 
 	It("changes the CA in steps with a bundle", func() {
@@ -318,7 +318,7 @@ var _ = Describe("A live reload of the certificate", Ordered, func() {
 		for n, st := range steps {
 			for i := range joined {
 				lc.write(i, st.data)
-				Expect(Reload(testCtx(), lc.clients[i], lc.files(i))).To(Succeed())
+				Expect(Reload(suite.Step(), lc.clients[i], lc.files(i))).To(Succeed())
 				if i == 0 && n < 2 {
 					// A member joins while the others still run the previous step:
 					// its new bus links are accepted both ways.

@@ -7,7 +7,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/statemetrics"
 )
 
@@ -17,7 +16,7 @@ var (
 		"namespace", "cluster")
 	descApplied = statemetrics.Desc("tls_certificate_applied",
 		"1 when the member serves the cluster's current certificate revision (its TLSApplied condition is True).",
-		"namespace", "cluster", "shard", "member")
+		statemetrics.MemberLabels...)
 )
 
 // NewCollector returns the tls-controller's metrics, read from the status it wrote.
@@ -38,16 +37,7 @@ func gather(ctx context.Context, r client.Reader, emit statemetrics.Emit) error 
 		tlsOn[vc.Namespace+"/"+vc.Name] = true
 		emit(descExpiry, statemetrics.Timestamp(vc.Status.TLS.NotAfter.Time), vc.Namespace, vc.Name)
 	}
-	var vns v1alpha1.ValkeyNodeList
-	if err := r.List(ctx, &vns); err != nil {
-		return err
-	}
-	for _, vn := range vns.Items {
-		if !tlsOn[vn.Namespace+"/"+vn.Spec.ClusterName] {
-			continue
-		}
-		emit(descApplied, statemetrics.Bool(conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionTLSApplied)),
-			vn.Namespace, vn.Spec.ClusterName, statemetrics.Shard(vn.Spec.ShardIndex), vn.Name)
-	}
-	return nil
+	return statemetrics.MemberCondition(ctx, r, emit, descApplied, v1alpha1.ConditionTLSApplied, func(vn *v1alpha1.ValkeyNode) bool {
+		return tlsOn[vn.Namespace+"/"+vn.Spec.ClusterName]
+	})
 }

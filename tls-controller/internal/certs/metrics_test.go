@@ -7,10 +7,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/operator"
+	"github.com/valkey-operator/valkey-operator/internal/testsuite"
 )
 
 func TestCollector(t *testing.T) {
@@ -25,9 +24,8 @@ func TestCollector(t *testing.T) {
 		vn.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionTLSApplied, Status: applied}}
 		return vn
 	}
-	c := fake.NewClientBuilder().WithScheme(operator.Scheme()).
-		WithObjects(withTLS, plain, member("tls-a", "tls", metav1.ConditionTrue), member("tls-b", "tls", metav1.ConditionFalse),
-			member("plain-a", "plain", metav1.ConditionTrue)).Build()
+	c := testsuite.FakeClient(withTLS, plain, member("tls-a", "tls", metav1.ConditionTrue), member("tls-b", "tls", metav1.ConditionFalse),
+		member("plain-a", "plain", metav1.ConditionTrue))
 	want := `
 # HELP valkey_operator_tls_certificate_applied 1 when the member serves the cluster's current certificate revision (its TLSApplied condition is True).
 # TYPE valkey_operator_tls_certificate_applied gauge

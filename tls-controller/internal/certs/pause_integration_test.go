@@ -9,24 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/status"
 )
-
-// setPaused writes the cluster's Paused condition as the cluster-controller does (its
-// field manager, its condition only), as if `kubectl valkey pause` or `resume` ran.
-func (h *harness) setPaused(cluster string, paused bool) {
-	GinkgoHelper()
-	st, reason := metav1.ConditionFalse, v1alpha1.ReasonNotPaused
-	if paused {
-		st, reason = metav1.ConditionTrue, v1alpha1.ReasonPaused
-	}
-	vc := h.cluster(cluster)
-	owned := struct {
-		Conditions []metav1.Condition `json:"conditions"`
-	}{[]metav1.Condition{{Type: v1alpha1.ConditionPaused, Status: st, Reason: reason, Message: "set by the test",
-		ObservedGeneration: vc.Generation, LastTransitionTime: metav1.Now()}}}
-	Expect(status.Apply(testCtx(), h.c, "cluster-controller", vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), owned)).To(Succeed())
-}
 
 // A paused cluster: a renewed certificate is held (the copy and the members keep the
 // served one, TLSReady says so) and rolled out by itself at the resume; a renewal of a
@@ -45,7 +28,7 @@ var _ = Describe("The tls-controller on a paused cluster", Ordered, func() {
 		boot, bootKey := ca.issue(GinkgoTB(), leafOpts{})
 		h = newHarness(2, secretData(ca.PEM, boot, bootKey), ca)
 		issue = func(o leafOpts) map[string][]byte {
-			o.dns = append(ClientNames("vk", h.ns, DefaultClusterDomain), "*.vk-nodes."+h.ns+".svc")
+			o.dns = append(ClientNames("vk", h.Namespace, DefaultClusterDomain), "*.vk-nodes."+h.Namespace+".svc")
 			c, k := ca.issue(GinkgoTB(), o)
 			return secretData(ca.PEM, c, k)
 		}
@@ -61,7 +44,7 @@ var _ = Describe("The tls-controller on a paused cluster", Ordered, func() {
 	})
 
 	It("holds a renewed certificate while paused, and rolls it out at the resume", func() {
-		h.setPaused("vk", true)
+		h.SetPaused("vk", true)
 		renewed := issue(leafOpts{})
 		h.putSecret("certs", renewed)
 		h.waitCondition("vk", v1alpha1.ConditionTLSReady, metav1.ConditionFalse, v1alpha1.ReasonPaused,
@@ -73,10 +56,10 @@ var _ = Describe("The tls-controller on a paused cluster", Ordered, func() {
 			for i := range nodes {
 				g.Expect(h.lc.probe(i)).To(Equal(fp(good)), "member %d serves another certificate", i)
 			}
-			g.Expect(h.cluster("vk").Status.TLS.Fingerprint).To(Equal(fp(good)), "status.tls")
+			g.Expect(h.Cluster("vk").Status.TLS.Fingerprint).To(Equal(fp(good)), "status.tls")
 		}).WithTimeout(4*time.Second).Should(Succeed(), "the members keep the served certificate")
 
-		h.setPaused("vk", false)
+		h.SetPaused("vk", false)
 		h.rollTo("vk", renewed, nodes)
 		h.waitCondition("vk", v1alpha1.ConditionTLSReady, metav1.ConditionTrue, v1alpha1.ReasonCertificateValid, fp(renewed))
 	})
@@ -84,10 +67,10 @@ var _ = Describe("The tls-controller on a paused cluster", Ordered, func() {
 	It("does not hold the renewal of a certificate that expires within the warning window", func() {
 		soon := issue(leafOpts{notAfter: time.Now().Add(10 * 24 * time.Hour)})
 		h.rollTo("vk", soon, nodes)
-		h.setPaused("vk", true)
+		h.SetPaused("vk", true)
 		renewed := issue(leafOpts{})
 		h.rollTo("vk", renewed, nodes)
 		h.waitEvent("Normal", "RolloutNotHeld", "the new certificate (fingerprint "+fp(renewed)+") is rolled out now")
-		h.setPaused("vk", false)
+		h.SetPaused("vk", false)
 	})
 })

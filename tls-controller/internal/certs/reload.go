@@ -81,7 +81,7 @@ func Reload(ctx context.Context, c *valkey.Client, files valkey.TLSFiles) error 
 // timeouts, so a dead pod costs one bounded handshake.
 func (r *Reconciler) rollout(ctx context.Context, s *scope) map[string]memberResult {
 	t := newTarget(s.served)
-	cred, credErr := r.credentials(ctx, s.vc, t)
+	cred, credErr := r.credentials(ctx, s.Cluster, t)
 	results := make(map[string]memberResult, len(s.nodes))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -92,7 +92,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) map[string]memberRes
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			res := r.rollMember(ctx, vn, t, cred, credErr, s.now)
+			res := r.rollMember(ctx, vn, t, cred, credErr, s.Now)
 			mu.Lock()
 			results[vn.Name] = res
 			mu.Unlock()
@@ -122,7 +122,7 @@ func (r *Reconciler) rollMember(ctx context.Context, vn *v1alpha1.ValkeyNode, t 
 	if why := r.unreachableReason(vn); why != "" {
 		return memberResult{Message: why, RetryAt: now.Add(retryUnreachable)}
 	}
-	addr := r.addr(vn)
+	addr := r.MemberAddr(vn)
 	before, err := valkey.ServedCertificate(ctx, addr, t.tls, r.dialTimeout())
 	if err != nil {
 		return memberResult{Message: redact.Text(err.Error()), RetryAt: now.Add(retryUnreachable)}

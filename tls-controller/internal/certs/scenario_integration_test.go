@@ -11,9 +11,6 @@ import (
 	. "github.com/onsi/gomega/gstruct"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
@@ -41,9 +38,9 @@ var _ = Describe("The tls-controller through a TLS cluster's life", Ordered, fun
 		ca, next, other = newTestCA(GinkgoTB(), "ca"), newTestCA(GinkgoTB(), "next"), newTestCA(GinkgoTB(), "other")
 		boot, bootKey := ca.issue(GinkgoTB(), leafOpts{})
 		h = newHarness(3, secretData(ca.PEM, boot, bootKey), ca, next, other)
-		clientNames := ClientNames("vk", h.ns, DefaultClusterDomain)
+		clientNames := ClientNames("vk", h.Namespace, DefaultClusterDomain)
 		issue = func(by *testCA, caPEM []byte, o leafOpts) map[string][]byte {
-			o.dns = append(clientNames, "*.vk-nodes."+h.ns+".svc")
+			o.dns = append(clientNames, "*.vk-nodes."+h.Namespace+".svc")
 			c, k := by.issue(GinkgoTB(), o)
 			keys = append(keys, k)
 			return secretData(caPEM, c, k)
@@ -61,16 +58,11 @@ var _ = Describe("The tls-controller through a TLS cluster's life", Ordered, fun
 		h.createCluster("vk", "certs")
 		h.waitCondition("vk", v1alpha1.ConditionTLSReady, metav1.ConditionTrue, v1alpha1.ReasonCertificateValid, fp(good))
 		h.waitCondition("vk", v1alpha1.ConditionCertificateExpiring, metav1.ConditionFalse, v1alpha1.ReasonNotExpiring, "expires on")
-		vc := h.cluster("vk")
-		cp := h.secret(v1alpha1.TLSSecretName("vk"))
+		vc := h.Cluster("vk")
+		cp := h.Secret(v1alpha1.TLSSecretName("vk"))
 		Expect(sameCertificate(cp.Data, good)).To(BeTrue(), "the copy does not hold the accepted certificate")
 		Expect(string(cp.Type)).To(Equal("kubernetes.io/tls"))
-		for k, v := range v1alpha1.ClusterLabels("vk") {
-			Expect(cp.Labels).To(HaveKeyWithValue(k, v), "copy label")
-		}
-		Expect(cp.OwnerReferences).To(HaveLen(1), "copy owners")
-		Expect(cp.OwnerReferences[0].UID).To(Equal(vc.UID), "copy owner")
-		Expect(ptr.Deref(cp.OwnerReferences[0].Controller, false)).To(BeTrue(), "copy owner")
+		h.ExpectOwned(cp, vc)
 		st := vc.Status.TLS
 		Expect(st).NotTo(BeNil())
 		Expect(st.SecretName).To(Equal("certs"))
@@ -128,14 +120,14 @@ var _ = Describe("The tls-controller through a TLS cluster's life", Ordered, fun
 		changed := time.Now()
 		h.putSecret("certs", step1)
 		Eventually(func(g Gomega) {
-			st := h.cluster("vk").Status.TLS
+			st := h.Cluster("vk").Status.TLS
 			g.Expect(st.Revision).To(Equal(Revision(step1)))
 			g.Expect(st.Rollout).To(PointTo(MatchFields(IgnoreExtras, Fields{
 				"Phase": Equal(v1alpha1.TLSRollingOut), "ReloadAfter": Not(BeNil()),
 			})))
 		}).Should(Succeed(), "status.tls.rollout names the time members reload the bundle from")
 		h.rollTo("vk", step1, nodes)
-		cp := h.secret(v1alpha1.TLSSecretName("vk"))
+		cp := h.Secret(v1alpha1.TLSSecretName("vk"))
 		Expect(cp.Data[KeyPreviousCA]).To(BeEmpty(), "after the rollout the copy still trusts earlier CAs")
 		Expect(time.Since(changed)).To(BeNumerically(">=", testDelay), "a CA-only change was confirmed before the propagation delay")
 		step2 := issue(next, bundle, leafOpts{})
@@ -165,21 +157,20 @@ var _ = Describe("The tls-controller through a TLS cluster's life", Ordered, fun
 		h.stopManager()
 		rev := Revision(soon)
 		reloadAfter := time.Now().Add(testDelay).UTC().Truncate(time.Second).Add(time.Second)
-		cp := h.secret(v1alpha1.TLSSecretName("vk"))
+		cp := h.Secret(v1alpha1.TLSSecretName("vk"))
 		cp.Annotations = map[string]string{legacySource: "certs", legacyRevision: rev, legacyReloadAfter: reloadAfter.Format(time.RFC3339)}
-		Expect(h.c.Update(testCtx(), cp)).To(Succeed())
-		vc := h.cluster("vk")
-		Expect(h.c.Status().Patch(testCtx(), vc, client.RawPatch(types.MergePatchType, []byte(`{"status":{"tls":{"rollout":null}}}`)))).To(Succeed())
-		Expect(h.cluster("vk").Status.TLS.Rollout).To(BeNil())
+		Expect(h.Client.Update(suite.Step(), cp)).To(Succeed())
+		h.MergeStatus("vk", `{"tls":{"rollout":null}}`)
+		Expect(h.Cluster("vk").Status.TLS.Rollout).To(BeNil())
 
 		h.start()
 		Eventually(func(g Gomega) {
-			st := h.cluster("vk").Status.TLS
+			st := h.Cluster("vk").Status.TLS
 			g.Expect(st.Rollout).NotTo(BeNil())
-			g.Expect(hasLegacyAnnotations(h.secret(v1alpha1.TLSSecretName("vk")))).To(BeFalse(), "the old annotations are removed")
+			g.Expect(hasLegacyAnnotations(h.Secret(v1alpha1.TLSSecretName("vk")))).To(BeFalse(), "the old annotations are removed")
 		}).Should(Succeed(), "the status holds the rollout")
 		Eventually(func(g Gomega) {
-			st := h.cluster("vk").Status.TLS
+			st := h.Cluster("vk").Status.TLS
 			g.Expect(st.SecretName).To(Equal("certs"))
 			g.Expect(st.Revision).To(Equal(rev))
 			g.Expect(st.Rollout).To(Equal(&v1alpha1.TLSRolloutStatus{Phase: v1alpha1.TLSRolledOut}))
@@ -189,7 +180,7 @@ var _ = Describe("The tls-controller through a TLS cluster's life", Ordered, fun
 	})
 
 	It("reports a deleted Secret and keeps the copy", func() {
-		Expect(h.c.Delete(testCtx(), h.secret("certs"))).To(Succeed())
+		Expect(h.Client.Delete(suite.Step(), h.Secret("certs"))).To(Succeed())
 		h.waitCondition("vk", v1alpha1.ConditionTLSReady, metav1.ConditionFalse, v1alpha1.ReasonSecretMissing, "does not exist")
 		Expect(sameCertificate(h.copyData("vk"), soon)).To(BeTrue(), "the copy changed when the Secret was deleted")
 		h.expectApplied(Default, Revision(soon), nodes...)
@@ -209,9 +200,9 @@ func (h *harness) rollTo(cluster string, d map[string][]byte, nodes []string) {
 	rev := Revision(d)
 	Eventually(func(g Gomega) {
 		g.Expect(sameCertificate(h.copyData(cluster), d)).To(BeTrue(), "the copy does not hold the new certificate: %v",
-			conditions.Get(h.cluster(cluster).Status.Conditions, v1alpha1.ConditionTLSReady))
+			h.ClusterCondition(cluster, v1alpha1.ConditionTLSReady))
 		h.expectApplied(g, rev, nodes...)
-		st := h.cluster(cluster).Status.TLS
+		st := h.Cluster(cluster).Status.TLS
 		g.Expect(st.Revision).To(Equal(rev), "status.tls.revision")
 		g.Expect(st.Rollout).To(Equal(&v1alpha1.TLSRolloutStatus{Phase: v1alpha1.TLSRolledOut}), "the rollout is recorded")
 	}).WithTimeout(30*time.Second).Should(Succeed(), "members to serve revision %s", rev)
@@ -219,7 +210,7 @@ func (h *harness) rollTo(cluster string, d map[string][]byte, nodes []string) {
 	for i := range nodes {
 		Expect(h.lc.probe(i)).To(Equal(want.Fingerprint), "member %d serves", i)
 	}
-	st := h.cluster(cluster).Status.TLS
+	st := h.Cluster(cluster).Status.TLS
 	Expect(st).NotTo(BeNil())
 	Expect(st.Revision).To(Equal(rev), "status.tls.revision")
 	Expect(st.Fingerprint).To(Equal(want.Fingerprint), "status.tls.fingerprint")
@@ -231,10 +222,10 @@ func (h *harness) checkNoKeyMaterial(keys [][]byte) {
 	GinkgoHelper()
 	var all strings.Builder
 	all.WriteString(h.logs.String())
-	for _, e := range h.events() {
+	for _, e := range h.Events() {
 		all.WriteString(e)
 	}
-	for _, c := range h.cluster("vk").Status.Conditions {
+	for _, c := range h.Cluster("vk").Status.Conditions {
 		all.WriteString(c.Message)
 	}
 	text := all.String()
@@ -268,7 +259,7 @@ var _ = Describe("The tls-controller at the edges", Ordered, func() {
 		h.createCluster("clash", clash)
 		h.waitCondition("clash", v1alpha1.ConditionTLSReady, metav1.ConditionFalse, v1alpha1.ReasonSecretNameConflict, "name of the operator's own copy")
 		h.waitCondition("clash", v1alpha1.ConditionCertificateExpiring, metav1.ConditionUnknown, v1alpha1.ReasonUnknown, "no certificate")
-		s := h.secret(clash)
+		s := h.Secret(clash)
 		Expect(s.OwnerReferences).To(BeEmpty(), "the user's Secret was taken over")
 		Expect(s.Labels).To(BeEmpty(), "the user's Secret was taken over")
 	})
@@ -279,22 +270,22 @@ var _ = Describe("The tls-controller at the edges", Ordered, func() {
 		h.createCluster("later", "later-certs")
 		h.waitCondition("later", v1alpha1.ConditionTLSReady, metav1.ConditionFalse, v1alpha1.ReasonNotYetValid, "no certificate was accepted before")
 		h.waitCondition("later", v1alpha1.ConditionTLSReady, metav1.ConditionTrue, v1alpha1.ReasonNamesMissing, "does not cover")
-		st := h.cluster("later").Status.TLS
+		st := h.Cluster("later").Status.TLS
 		Expect(st).NotTo(BeNil())
 		Expect(st.MissingNames).To(HaveLen(2), "status.tls.missingNames")
 	})
 
 	// A reserved user name; the webhook would refuse it.
 	It("reports an invalid spec and does not act on it", func() {
-		bad := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: "bad"}, Spec: v1alpha1.ValkeyClusterSpec{
+		bad := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "bad"}, Spec: v1alpha1.ValkeyClusterSpec{
 			TLS:   &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "later-certs"}},
 			Users: []v1alpha1.UserSpec{{Name: "_evil", NoPass: true}},
 		}}
-		Expect(h.c.Create(testCtx(), bad)).To(Succeed())
+		Expect(h.Client.Create(suite.Step(), bad)).To(Succeed())
 		h.waitCondition("bad", v1alpha1.ConditionInvalidSpec, metav1.ConditionTrue, v1alpha1.ReasonInvalid, "")
 		h.waitCondition("bad", v1alpha1.ConditionTLSReady, metav1.ConditionUnknown, v1alpha1.ReasonUnknown, "the spec is invalid")
 		h.waitCondition("bad", v1alpha1.ConditionCertificateExpiring, metav1.ConditionUnknown, v1alpha1.ReasonUnknown, "the spec is invalid")
-		Expect(h.secret("bad-tls")).To(BeNil(), "a copy was made for an invalid spec")
+		Expect(h.Secret("bad-tls")).To(BeNil(), "a copy was made for an invalid spec")
 	})
 
 	It("gives a cluster without TLS no TLS status and no copy", func() {
@@ -302,9 +293,9 @@ var _ = Describe("The tls-controller at the edges", Ordered, func() {
 		h.member("later", "later-a") // a member of another cluster, so the controller is busy
 		Eventually(func(g Gomega) { h.expectApplied(g, Revision(secretData(ca.PEM, later, laterKey)), "later-a") }).
 			Should(Succeed(), "the member of the TLS cluster to be reported")
-		plain := h.cluster("plain")
+		plain := h.Cluster("plain")
 		Expect(conditions.Owned(plain.Status.Conditions, ownedClusterConditions...)).To(BeEmpty(), "a cluster without TLS got TLS conditions")
 		Expect(plain.Status.TLS).To(BeNil(), "a cluster without TLS got status.tls")
-		Expect(h.secret("plain-tls")).To(BeNil(), "a cluster without TLS got a copy")
+		Expect(h.Secret("plain-tls")).To(BeNil(), "a cluster without TLS got a copy")
 	})
 })

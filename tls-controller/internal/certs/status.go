@@ -10,22 +10,12 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/internal/publish"
 	"github.com/valkey-operator/valkey-operator/internal/status"
 )
 
 // FieldManager is the field manager of everything this controller writes.
 const FieldManager = "tls-controller"
-
-// clusterStatus holds the ValkeyCluster status fields this controller owns.
-type clusterStatus struct {
-	TLS        *v1alpha1.TLSStatus `json:"tls,omitempty"`
-	Conditions []metav1.Condition  `json:"conditions,omitempty"`
-}
-
-// nodeStatus holds the ValkeyNode status fields this controller owns.
-type nodeStatus struct {
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-}
 
 // checkOutcome is what the pass learnt about the user's certificate Secret.
 type checkOutcome struct {
@@ -111,20 +101,22 @@ func tlsStatus(s *served, names []string) *v1alpha1.TLSStatus {
 
 // report writes TLSReady, CertificateExpiring and status.tls on the cluster and
 // TLSApplied on each member, with the events of what changed.
-func (r *Reconciler) report(ctx context.Context, s *scope) error {
-	vc := s.vc
+func (r *Reconciler) Report(ctx context.Context, s *scope) error {
+	vc := s.Cluster
 	ready := ReadyCondition(s.outcome, s.servedCert(), vc.Generation)
 	if s.held != nil {
 		ready = heldCondition(s.outcome.Source, s.held, s.servedCert(), r.expiryWarning(), vc.Generation)
 	}
 	expiring := r.expiringCondition(s)
-	r.clusterEvents(vc, ready, expiring)
+	publish.Announce(r.Recorder, vc, ready, "Check")
+	r.expiryEvent(vc, expiring)
+	st := r.status()
 	var errs []error
-	if err := r.writeClusterStatus(ctx, vc, tlsStatus(s.served, s.names), ready, expiring); err != nil {
+	if err := st.WriteCluster(ctx, vc, tlsStatus(s.served, s.names), ready, expiring); err != nil {
 		errs = append(errs, err)
 	}
 	for i := range s.nodes {
-		if err := r.reportNode(ctx, s, &s.nodes[i]); err != nil {
+		if err := r.reportNode(ctx, st, s, &s.nodes[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -136,22 +128,15 @@ func (r *Reconciler) report(ctx context.Context, s *scope) error {
 func (r *Reconciler) expiringCondition(s *scope) metav1.Condition {
 	cert := s.servedCert()
 	if cert == nil {
-		return conditions.Unknown(v1alpha1.ConditionCertificateExpiring, v1alpha1.ReasonUnknown, "no certificate has been accepted yet", s.vc.Generation)
+		return conditions.Unknown(v1alpha1.ConditionCertificateExpiring, v1alpha1.ReasonUnknown, "no certificate has been accepted yet", s.Cluster.Generation)
 	}
-	c, next := ExpiringCondition(cert.Leaf.NotAfter, s.now, r.expiryWarning(), s.vc.Generation)
-	s.requeue(next)
+	c, next := ExpiringCondition(cert.Leaf.NotAfter, s.Now, r.expiryWarning(), s.Cluster.Generation)
+	s.Requeue(next)
 	return c
 }
 
-// clusterEvents records a refusal and an expiry warning when they are new.
-func (r *Reconciler) clusterEvents(vc *v1alpha1.ValkeyCluster, ready, expiring metav1.Condition) {
-	if old := conditions.Get(vc.Status.Conditions, ready.Type); ready.Status == metav1.ConditionFalse && (old == nil || old.Message != ready.Message) {
-		if ready.Reason == v1alpha1.ReasonPaused {
-			r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, "RolloutHeld", "Hold", "%s", ready.Message)
-		} else {
-			r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, ready.Reason, "Check", "%s", ready.Message)
-		}
-	}
+// expiryEvent records an expiry warning when it is new.
+func (r *Reconciler) expiryEvent(vc *v1alpha1.ValkeyCluster, expiring metav1.Condition) {
 	if old := conditions.Get(vc.Status.Conditions, expiring.Type); expiring.Status == metav1.ConditionTrue && (old == nil || old.Reason != expiring.Reason) {
 		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, "CertificateExpiring", "Check", "%s", expiring.Message)
 	}
@@ -159,7 +144,7 @@ func (r *Reconciler) clusterEvents(vc *v1alpha1.ValkeyCluster, ready, expiring m
 
 // reportNode writes TLSApplied of one member, with an event when a reload made it serve
 // the revision or when the server refused a reload.
-func (r *Reconciler) reportNode(ctx context.Context, s *scope, vn *v1alpha1.ValkeyNode) error {
+func (r *Reconciler) reportNode(ctx context.Context, st publish.Status, s *scope, vn *v1alpha1.ValkeyNode) error {
 	var cond metav1.Condition
 	res, ok := s.results[vn.Name]
 	if s.servedCert() == nil || !ok {
@@ -178,29 +163,20 @@ func (r *Reconciler) reportNode(ctx context.Context, s *scope, vn *v1alpha1.Valk
 				"the server refused to reload its certificate files and keeps the certificate it had: %s", res.RefusedByServer)
 		}
 	}
-	return r.writeNodeStatus(ctx, vn, cond)
-}
-
-// statusWriter writes what this controller owns: TLSReady, CertificateExpiring and
-// status.tls on clusters, TLSApplied on members.
-func (r *Reconciler) statusWriter() status.Writer {
-	return status.Writer{Client: r.Client, FieldManager: FieldManager, Clock: r.Clock}
-}
-
-// writeClusterStatus applies the owned status of the cluster when it changed.
-func (r *Reconciler) writeClusterStatus(ctx context.Context, vc *v1alpha1.ValkeyCluster, tls *v1alpha1.TLSStatus, conds ...metav1.Condition) error {
-	return r.statusWriter().Cluster(ctx, vc, &status.Field{Name: "tls", Before: vc.Status.TLS, After: tls}, conds...)
-}
-
-// writeNodeStatus applies TLSApplied on a member when it changed.
-func (r *Reconciler) writeNodeStatus(ctx context.Context, vn *v1alpha1.ValkeyNode, cond metav1.Condition) error {
-	return r.statusWriter().Node(ctx, vn, cond)
+	return st.WriteNode(ctx, vn, cond)
 }
 
 // ownedClusterConditions are the condition types this controller writes on a cluster.
 var ownedClusterConditions = []string{v1alpha1.ConditionTLSReady, v1alpha1.ConditionCertificateExpiring}
 
-// hasOwnedStatus reports whether a cluster carries anything this controller writes.
-func hasOwnedStatus(vc *v1alpha1.ValkeyCluster) bool {
-	return vc.Status.TLS != nil || len(conditions.Owned(vc.Status.Conditions, ownedClusterConditions...)) > 0
+// status is what this controller owns: TLSReady, CertificateExpiring and status.tls on
+// clusters, TLSApplied on members.
+func (r *Reconciler) status() publish.Status {
+	return publish.Status{
+		Writer:         status.Writer{Client: r.Client, FieldManager: FieldManager, Clock: r.Clock},
+		Field:          "tls",
+		Current:        func(vc *v1alpha1.ValkeyCluster) any { return vc.Status.TLS },
+		Conditions:     ownedClusterConditions,
+		NodeConditions: []string{v1alpha1.ConditionTLSApplied},
+	}
 }

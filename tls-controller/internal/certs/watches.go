@@ -1,15 +1,11 @@
 package certs
 
 import (
-	"context"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/watches"
 )
 
@@ -30,18 +26,12 @@ func certificateSecretName(vc *v1alpha1.ValkeyCluster) []string {
 	return out
 }
 
-// clustersOfSecret maps a Secret to the clusters it matters to: those naming it as
-// their certificate Secret or system users' Secret, and the cluster whose copy it is.
-func (r *Reconciler) clustersOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
-	return append(certificateSecrets.Clusters(ctx, r.Client, o), watches.OperatorSecretOf(o, v1alpha1.TLSSecretName)...)
-}
-
 // clusterChanged passes the cluster events that matter: a cluster with TLS (or with
-// TLS status left over) appears, or its spec changes.
-func clusterChanged() predicate.Predicate {
+// TLS status left over, as owns says) appears, or its spec changes.
+func clusterChanged(owns func(*v1alpha1.ValkeyCluster) bool) predicate.Predicate {
 	relevant := func(o client.Object) bool {
 		vc, ok := o.(*v1alpha1.ValkeyCluster)
-		return ok && (vc.Spec.TLS != nil || hasOwnedStatus(vc))
+		return ok && (vc.Spec.TLS != nil || owns(vc))
 	}
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return relevant(e.Object) },
@@ -53,11 +43,8 @@ func clusterChanged() predicate.Predicate {
 	}
 }
 
-// nodeChanged passes the member changes that matter to the certificate: a member
-// appears or goes, its pod IP or mounted Secret changes, or its pod restarts (PodReady
-// flips).
-func nodeChanged() predicate.Predicate {
-	return membership.Changed(func(a, b *v1alpha1.ValkeyNode) bool {
-		return a.Spec.TLSSecretName != b.Spec.TLSSecretName
-	})
+// tlsSecretChanged passes the member changes that matter to the certificate besides a
+// new pod IP or a restart: the Secret it mounts changes.
+func tlsSecretChanged(a, b *v1alpha1.ValkeyNode) bool {
+	return a.Spec.TLSSecretName != b.Spec.TLSSecretName
 }
