@@ -107,7 +107,7 @@ func (r *Reconciler) frame() *publish.Frame[*scope] {
 			Name:            "tls",
 			Cluster:         clusterChanged(st.Owns),
 			SecretRefs:      certificateSecrets,
-			OperatorSecrets: []func(string) string{v1alpha1.TLSSecretName, v1alpha1.SystemUsersSecretName},
+			OperatorSecrets: []func(string) string{v1alpha1.TLSSecretName},
 			Member:          tlsSecretChanged,
 		},
 	}
