@@ -47,8 +47,9 @@ var clusterScoped = map[string]bool{"CustomResourceDefinition": true, "Namespace
 type Manifest struct {
 	// Commit is the imported commit (third_party/valkey-operator/COMMIT).
 	Commit string
-	// Namespace holds the manager; Deployment is its name.
-	Namespace, Deployment string
+	// Namespace holds the manager; Deployment is its name and ServiceAccount the account
+	// it runs as.
+	Namespace, Deployment, ServiceAccount string
 	// Image is the manager's image, as make bench-peer-image tags it.
 	Image string
 	// Objects are in the order they are applied: CRDs, the namespace, RBAC, Deployment.
@@ -103,6 +104,7 @@ func Render(root string) (Manifest, error) {
 		}
 		if o.GetKind() == "Deployment" {
 			m.Deployment = o.GetName()
+			m.ServiceAccount, _, _ = unstructured.NestedString(o.Object, "spec", "template", "spec", "serviceAccountName")
 		}
 	}
 	if m.Deployment == "" {

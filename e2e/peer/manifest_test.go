@@ -82,7 +82,7 @@ func TestRenderTheImportedInstall(t *testing.T) {
 	}
 	d := byKind["Deployment"][0]
 	sa, _, _ := unstructured.NestedString(d.Object, "spec", "template", "spec", "serviceAccountName")
-	if !names["ServiceAccount/"+sa] {
+	if !names["ServiceAccount/"+sa] || sa != m.ServiceAccount {
 		t.Errorf("the manager runs as %q, which the install lacks", sa)
 	}
 	label, _, _ := unstructured.NestedString(d.Object, "spec", "template", "metadata", "labels", "app.kubernetes.io/component")
