@@ -264,7 +264,7 @@ e2e-ci: deps ## The e2e suites that fit CI (see docs/testing.md)
 
 .PHONY: bench
 bench: deps local-build $(if $(filter 1,$(BENCH_PEER)),peer-build) images ## Measure the operator on the local Kubernetes: one table of medians (BENCH_REPS=3, BENCH_ONLY=items), also in bench/results.json; BENCH_PEER=1 adds the official valkey-io operator measured side by side
-	cd e2e && flock $(E2E_LOCK) env GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-90m} ./bench/
+	cd e2e && flock $(E2E_LOCK) env GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-$(if $(filter 1,$(BENCH_PEER)),180m,90m)} ./bench/
 
 .PHONY: peer-build
 peer-build: deps-demo $(LOCALKUBE)
