@@ -71,8 +71,8 @@ func benchPeer(ctx context.Context, t *testing.T, k *framework.Cluster, ns strin
 	t.Logf("comparison:\n%s", cmp.Markdown())
 }
 
-// swapInPeer removes ours and installs the peer, with the run-wide sampler paused (ours is
-// gone, and its reinstall is not the run's work). It returns the function that removes
+// swapInPeer removes ours and installs the peer, with the run-wide sampler paused until
+// ours is back (its pods then count from their start). It returns the function that removes
 // the peer, installs ours again and checks that the Kubernetes is as it was found; the
 // function also runs at the step's end if the step stops before it.
 func swapInPeer(ctx context.Context, t *testing.T, k *framework.Cluster, m peer.Manifest, cmp *perf.Comparison) func() {
