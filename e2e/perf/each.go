@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// EachCluster runs op on every cluster, workers at a time (at least one), and returns
-// one message per failed cluster ("namespace/name: error"), in no particular order.
-func EachCluster(vcs []*v1alpha1.ValkeyCluster, workers int, op func(*v1alpha1.ValkeyCluster) error) []string {
-	work := make(chan *v1alpha1.ValkeyCluster)
+// EachCluster runs op on every cluster (ours or the peer's), workers at a time (at least
+// one), and returns one message per failed cluster ("namespace/name: error"), in no
+// particular order.
+func EachCluster[T client.Object](vcs []T, workers int, op func(T) error) []string {
+	work := make(chan T)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -23,7 +24,7 @@ func EachCluster(vcs []*v1alpha1.ValkeyCluster, workers int, op func(*v1alpha1.V
 			for vc := range work {
 				if err := op(vc); err != nil {
 					mu.Lock()
-					errs = append(errs, fmt.Sprintf("%s/%s: %v", vc.Namespace, vc.Name, err))
+					errs = append(errs, fmt.Sprintf("%s/%s: %v", vc.GetNamespace(), vc.GetName(), err))
 					mu.Unlock()
 				}
 			}
