@@ -201,6 +201,24 @@ func (r *cmpRun) create(ctx context.Context, name string, shards, replicas int32
 	return c, start, nil
 }
 
+// withConverged creates a 3x1 cluster named name on the compared Valkey image, waits
+// until it converged, runs f on it and removes it (the first error is returned).
+func (r *cmpRun) withConverged(ctx context.Context, name string, f func(c *cmpCluster) error) (err error) {
+	c, start, err := r.create(ctx, name, 3, 1, r.valkey.Ref)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if rerr := r.remove(ctx, c); err == nil {
+			err = rerr
+		}
+	}()
+	if _, _, err := r.waitConverged(ctx, c, start, cmpTimeout); err != nil {
+		return err
+	}
+	return f(c)
+}
+
 // remove deletes a cluster and waits until it and its pods are gone.
 func (r *cmpRun) remove(ctx context.Context, c *cmpCluster) error {
 	if err := r.side.delete(ctx, r.k.Client, c.obj); err != nil {
@@ -411,44 +429,34 @@ func (r *cmpRun) roll(ctx context.Context, t *testing.T) error {
 	return nil
 }
 
-func (r *cmpRun) rollOnce(ctx context.Context, t *testing.T, rep int, to string) (err error) {
-	c, start, err := r.create(ctx, fmt.Sprintf("roll-%d", rep), 3, 1, r.valkey.Ref)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if rerr := r.remove(ctx, c); err == nil {
-			err = rerr
+func (r *cmpRun) rollOnce(ctx context.Context, t *testing.T, rep int, to string) error {
+	return r.withConverged(ctx, fmt.Sprintf("roll-%d", rep), func(c *cmpCluster) error {
+		ch, err := r.startChecker(ctx, c, rollWriteInterval)
+		if err != nil {
+			return err
 		}
-	}()
-	if _, _, err := r.waitConverged(ctx, c, start, cmpTimeout); err != nil {
-		return err
-	}
-	ch, err := r.startChecker(ctx, c, rollWriteInterval)
-	if err != nil {
-		return err
-	}
-	start = time.Now()
-	if err := r.update(ctx, c, func(obj client.Object) error { return r.side.setImage(obj, to) }); err != nil {
-		_, _ = ch.Stop(ctx)
-		return fmt.Errorf("change the image of %s: %w", c.obj.GetName(), err)
-	}
-	c.shape.Image = to
-	d, tl, werr := r.waitConverged(ctx, c, start, cmpChangeTimeout)
-	time.Sleep(500 * time.Millisecond)
-	rp, err := ch.Stop(ctx)
-	if err != nil {
-		return fmt.Errorf("write-checker: %w", err)
-	}
-	t.Logf("%s: roll of %s: %.2fs (%v); %s; timeline %s", r.side.key, c.obj.GetName(), secs(d), werr, rp, tl)
-	if werr != nil {
-		return werr
-	}
-	r.fig.add("roll_duration", secs(d))
-	r.fig.add("roll_failed", float64(rp.Errors))
-	r.fig.add("roll_lost", float64(rp.Lost))
-	r.fig.add("roll_gap", secs(rp.MaxGap()))
-	return nil
+		start := time.Now()
+		if err := r.update(ctx, c, func(obj client.Object) error { return r.side.setImage(obj, to) }); err != nil {
+			_, _ = ch.Stop(ctx)
+			return fmt.Errorf("change the image of %s: %w", c.obj.GetName(), err)
+		}
+		c.shape.Image = to
+		d, tl, werr := r.waitConverged(ctx, c, start, cmpChangeTimeout)
+		time.Sleep(500 * time.Millisecond)
+		rp, err := ch.Stop(ctx)
+		if err != nil {
+			return fmt.Errorf("write-checker: %w", err)
+		}
+		t.Logf("%s: roll of %s: %.2fs (%v); %s; timeline %s", r.side.key, c.obj.GetName(), secs(d), werr, rp, tl)
+		if werr != nil {
+			return werr
+		}
+		r.fig.add("roll_duration", secs(d))
+		r.fig.add("roll_failed", float64(rp.Errors))
+		r.fig.add("roll_lost", float64(rp.Lost))
+		r.fig.add("roll_gap", secs(rp.MaxGap()))
+		return nil
+	})
 }
 
 // cmpKills are the ways the comparison takes a primary down.
@@ -489,25 +497,15 @@ func (r *cmpRun) kills(ctx context.Context, t *testing.T) error {
 	return nil
 }
 
-func (r *cmpRun) killMode(ctx context.Context, t *testing.T, mode killMode) (err error) {
-	c, start, err := r.create(ctx, "kill-"+mode.key, 3, 1, r.valkey.Ref)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if rerr := r.remove(ctx, c); err == nil {
-			err = rerr
+func (r *cmpRun) killMode(ctx context.Context, t *testing.T, mode killMode) error {
+	return r.withConverged(ctx, "kill-"+mode.key, func(c *cmpCluster) error {
+		for rep := 0; rep < reps; rep++ {
+			if err := r.killOnce(ctx, t, c, rep, mode); err != nil {
+				return err
+			}
 		}
-	}()
-	if _, _, err := r.waitConverged(ctx, c, start, cmpTimeout); err != nil {
-		return err
-	}
-	for rep := 0; rep < reps; rep++ {
-		if err := r.killOnce(ctx, t, c, rep, mode); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // killOnce takes the primary of one shard down under the write-checker and measures its
@@ -568,57 +566,47 @@ func (r *cmpRun) scale(ctx context.Context, t *testing.T) error {
 	return nil
 }
 
-func (r *cmpRun) scaleOnce(ctx context.Context, t *testing.T, rep int) (err error) {
-	c, start, err := r.create(ctx, fmt.Sprintf("scale-%d", rep), 3, 1, r.valkey.Ref)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if rerr := r.remove(ctx, c); err == nil {
-			err = rerr
+func (r *cmpRun) scaleOnce(ctx context.Context, t *testing.T, rep int) error {
+	return r.withConverged(ctx, fmt.Sprintf("scale-%d", rep), func(c *cmpCluster) error {
+		addrs, err := r.addrs(ctx, c)
+		if err != nil {
+			return err
 		}
-	}()
-	if _, _, err := r.waitConverged(ctx, c, start, cmpTimeout); err != nil {
-		return err
-	}
-	addrs, err := r.addrs(ctx, c)
-	if err != nil {
-		return err
-	}
-	kc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, Username: framework.TestUser, Password: "any", DisableCache: true})
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", c.obj.GetName(), err)
-	}
-	defer kc.Close()
-	if err := storeKeys(ctx, kc); err != nil {
-		return err
-	}
-	ch, err := r.startChecker(ctx, c, 0)
-	if err != nil {
-		return err
-	}
-	start = time.Now()
-	if err := r.update(ctx, c, func(obj client.Object) error { return r.side.setShards(obj, 4) }); err != nil {
-		_, _ = ch.Stop(ctx)
-		return fmt.Errorf("scale %s: %w", c.obj.GetName(), err)
-	}
-	c.shape.Shards = 4
-	d, tl, werr := r.waitConverged(ctx, c, start, cmpChangeTimeout)
-	rp, err := ch.Stop(ctx)
-	if err != nil {
-		return fmt.Errorf("write-checker: %w", err)
-	}
-	missing := missingKeys(ctx, kc)
-	t.Logf("%s: scale of %s: %.2fs (%v), %d of %d keys missing; %s; timeline %s", r.side.key, c.obj.GetName(), secs(d), werr, missing, scaleKeys, rp, tl)
-	if werr != nil {
-		return werr
-	}
-	r.fig.add("scale_duration", secs(d))
-	r.fig.add("scale_gap", secs(rp.MaxGap()))
-	r.fig.add("scale_failed", float64(rp.Errors))
-	r.fig.add("scale_lost", float64(rp.Lost))
-	r.fig.add("scale_missing", float64(missing))
-	return nil
+		kc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, Username: framework.TestUser, Password: "any", DisableCache: true})
+		if err != nil {
+			return fmt.Errorf("connect to %s: %w", c.obj.GetName(), err)
+		}
+		defer kc.Close()
+		if err := storeKeys(ctx, kc); err != nil {
+			return err
+		}
+		ch, err := r.startChecker(ctx, c, 0)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := r.update(ctx, c, func(obj client.Object) error { return r.side.setShards(obj, 4) }); err != nil {
+			_, _ = ch.Stop(ctx)
+			return fmt.Errorf("scale %s: %w", c.obj.GetName(), err)
+		}
+		c.shape.Shards = 4
+		d, tl, werr := r.waitConverged(ctx, c, start, cmpChangeTimeout)
+		rp, err := ch.Stop(ctx)
+		if err != nil {
+			return fmt.Errorf("write-checker: %w", err)
+		}
+		missing := missingKeys(ctx, kc)
+		t.Logf("%s: scale of %s: %.2fs (%v), %d of %d keys missing; %s; timeline %s", r.side.key, c.obj.GetName(), secs(d), werr, missing, scaleKeys, rp, tl)
+		if werr != nil {
+			return werr
+		}
+		r.fig.add("scale_duration", secs(d))
+		r.fig.add("scale_gap", secs(rp.MaxGap()))
+		r.fig.add("scale_failed", float64(rp.Errors))
+		r.fig.add("scale_lost", float64(rp.Lost))
+		r.fig.add("scale_missing", float64(missing))
+		return nil
+	})
 }
 
 // restKeys are the row keys of the rest windows.
