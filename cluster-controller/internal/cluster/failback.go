@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 )
 
@@ -70,12 +71,12 @@ func (r *Reconciler) observePlacement(ctx context.Context, s *scope) *placementV
 	key := s.vc.Spec.PlacementTopologyKey()
 	zones := map[string]string{}
 	var unread []string
-	for _, m := range s.topo.members {
-		n := m.node.Status.NodeName
-		if _, done := zones[n]; done || n == "" || !m.reachable {
+	for _, m := range s.topo.Members {
+		n := m.Node.Status.NodeName
+		if _, done := zones[n]; done || n == "" || !m.Reachable {
 			continue
 		}
-		zone, err := r.zoneOf(ctx, n, key, s.topo.now)
+		zone, err := r.zoneOf(ctx, n, key, s.topo.Now)
 		zones[n] = zone
 		if err != "" {
 			unread = append(unread, fmt.Sprintf("%s (%s)", n, err))
@@ -107,15 +108,15 @@ func (r *Reconciler) primaryAges(s *scope) map[int32]time.Duration {
 	seen := map[int32]primarySeen{}
 	ages := map[int32]time.Duration{}
 	for sh := int32(0); sh < s.shards(); sh++ {
-		p := s.topo.primaryOf(sh)
+		p := s.topo.PrimaryOf(sh)
 		if p == nil {
 			continue
 		}
-		ps := primarySeen{name: p.name(), since: s.topo.now}
+		ps := primarySeen{name: p.Name(), since: s.topo.Now}
 		if old, ok := prev[sh]; ok && old.name == ps.name {
 			ps = old
 		}
-		seen[sh], ages[sh] = ps, s.topo.now.Sub(ps.since)
+		seen[sh], ages[sh] = ps, s.topo.Now.Sub(ps.since)
 	}
 	r.primariesSeen.Store(s.vc.UID, seen)
 	return ages
@@ -170,19 +171,19 @@ func (r *Reconciler) zoneOf(ctx context.Context, name, key string, now time.Time
 func (s *scope) placedShards(zones map[string]string) []placedShard {
 	var out []placedShard
 	for sh := int32(0); sh < s.shards(); sh++ {
-		p := s.topo.primaryOf(sh)
+		p := s.topo.PrimaryOf(sh)
 		ps := placedShard{index: sh}
 		for _, m := range s.active(sh) {
-			pm := placed{name: m.name(), primary: m == p, inSync: m == p || synced(m, p)}
-			if m.reachable {
-				pm.node = m.node.Status.NodeName
+			pm := placed{name: m.Name(), primary: m == p, inSync: m == p || plan.Synced(m, p)}
+			if m.Reachable {
+				pm.node = m.Node.Status.NodeName
 				pm.zone = zones[pm.node]
 			}
 			if pm.primary {
-				pm.epoch = m.self.ConfigEpoch
+				pm.epoch = m.Self.ConfigEpoch
 			}
-			if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionSynced); pm.inSync && c != nil && c.Status == metav1.ConditionTrue {
-				pm.syncedFor = s.topo.now.Sub(c.LastTransitionTime.Time)
+			if c := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionSynced); pm.inSync && c != nil && c.Status == metav1.ConditionTrue {
+				pm.syncedFor = s.topo.Now.Sub(c.LastTransitionTime.Time)
 			}
 			ps.members = append(ps.members, pm)
 		}
@@ -193,7 +194,7 @@ func (s *scope) placedShards(zones map[string]string) []placedShard {
 
 // spreadChoice picks, among candidates of shard sh in the caller's order of preference,
 // the one whose node and zone keep the primaries spread (the first with policy None).
-func (s *scope) spreadChoice(sh int32, candidates []*member) *member {
+func (s *scope) spreadChoice(sh int32, candidates []*plan.Member) *plan.Member {
 	if len(candidates) == 0 {
 		return nil
 	}
@@ -202,11 +203,11 @@ func (s *scope) spreadChoice(sh int32, candidates []*member) *member {
 	}
 	names := make([]string, len(candidates))
 	for i, m := range candidates {
-		names[i] = m.name()
+		names[i] = m.Name()
 	}
 	pick := bestForSpread(s.place.shards, sh, names)
 	for _, m := range candidates {
-		if m.name() == pick {
+		if m.Name() == pick {
 			return m
 		}
 	}
@@ -214,21 +215,21 @@ func (s *scope) spreadChoice(sh int32, candidates []*member) *member {
 }
 
 // byOffset orders replicas from the most caught up, keeping the order of equals.
-func byOffset(ms []*member) []*member {
-	out := append([]*member(nil), ms...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].repl.Offset > out[j].repl.Offset })
+func byOffset(ms []*plan.Member) []*plan.Member {
+	out := append([]*plan.Member(nil), ms...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Repl.Offset > out[j].Repl.Offset })
 	return out
 }
 
 // mostCaughtUpAll returns the replicas with the highest offset.
-func mostCaughtUpAll(ms []*member) []*member {
+func mostCaughtUpAll(ms []*plan.Member) []*plan.Member {
 	best := mostCaughtUp(ms)
 	if best == nil {
 		return nil
 	}
-	var out []*member
+	var out []*plan.Member
 	for _, m := range ms {
-		if m.repl.Offset == best.repl.Offset {
+		if m.Repl.Offset == best.Repl.Offset {
 			out = append(out, m)
 		}
 	}
@@ -254,7 +255,7 @@ func (s *scope) failbackBusy() string {
 	}
 	for sh := int32(0); sh < s.shards(); sh++ {
 		if m := s.failoverPending(sh); m != nil {
-			return fmt.Sprintf("waiting for %s to complete its takeover of shard %d", m.name(), sh)
+			return fmt.Sprintf("waiting for %s to complete its takeover of shard %d", m.Name(), sh)
 		}
 	}
 	return ""
@@ -279,9 +280,9 @@ func (r *Reconciler) reconcilePlacement(ctx context.Context, s *scope) (time.Dur
 		return 0, nil
 	}
 	mv := f.move
-	var to *member
+	var to *plan.Member
 	for _, m := range s.active(mv.shard) {
-		if m.name() == mv.to.name {
+		if m.Name() == mv.to.name {
 			to = m
 		}
 	}
@@ -294,7 +295,7 @@ func (r *Reconciler) reconcilePlacement(ctx context.Context, s *scope) (time.Dur
 	}
 	s.place.step = what
 	s.progress(v1alpha1.ReasonRestoringPlacement, "%s", what)
-	r.event(s.vc, to.node, eventNormal, v1alpha1.ReasonRestoringPlacement, "Failover", "%s", what)
+	r.event(s.vc, to.Node, eventNormal, v1alpha1.ReasonRestoringPlacement, "Failover", "%s", what)
 	if err := r.failoverAs(ctx, s, to, "restoring the primaries' spread", v1alpha1.FailoverPlacement); err != nil {
 		return 0, err
 	}
@@ -349,7 +350,7 @@ func placementCondition(s *scope, gen int64) metav1.Condition {
 		suffix = "; the labels of nodes " + strings.Join(s.place.unread, ", ") + " cannot be read: their zones are not known"
 	}
 	switch {
-	case s.credErr != nil || clusterEmpty(s.topo):
+	case s.credErr != nil || plan.Empty(s.topo):
 		return conditions.Unknown(v1alpha1.ConditionPrimariesSpread, v1alpha1.ReasonWaiting, "the cluster is being created", gen)
 	case len(noPrimary) > 0:
 		return conditions.Unknown(v1alpha1.ConditionPrimariesSpread, v1alpha1.ReasonUnknown,

@@ -8,40 +8,42 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
 // onNodes puts the members of fms on Kubernetes nodes: nodes maps a member to its node.
-func onNodes(fms []fakeMember, nodes map[string]string) []fakeMember {
-	out := append([]fakeMember(nil), fms...)
+func onNodes(fms []plantest.FakeMember, nodes map[string]string) []plantest.FakeMember {
+	out := append([]plantest.FakeMember(nil), fms...)
 	for i := range out {
-		out[i].node = nodes[out[i].name]
+		out[i].Node = nodes[out[i].Name]
 	}
 	return out
 }
 
 // spreadThreeByOne is healthyThreeByOne on three nodes, one primary each, every replica
 // on another node than its primary.
-func spreadThreeByOne() []fakeMember {
-	return onNodes(healthyThreeByOne(), map[string]string{"a": "n1", "b": "n2", "c": "n3", "a2": "n2", "b2": "n3", "c2": "n1"})
+func spreadThreeByOne() []plantest.FakeMember {
+	return onNodes(plantest.HealthyThreeByOne(), map[string]string{"a": "n1", "b": "n2", "c": "n3", "a2": "n2", "b2": "n3", "c2": "n1"})
 }
 
 // failedOver is fms after shard 0's replica a2 took over from a (a back as its replica,
 // in sync): a2's config epoch is the newest.
-func failedOver(fms []fakeMember) []fakeMember {
-	fms = with(fms, "a", func(f *fakeMember) { f.primary, f.slots, f.linkUp = "A2", "", true })
-	return with(fms, "a2", func(f *fakeMember) { f.primary, f.slots, f.linkUp, f.epoch = "", "0-5461", false, 9 })
+func failedOver(fms []plantest.FakeMember) []plantest.FakeMember {
+	fms = plantest.With(fms, "a", func(f *plantest.FakeMember) { f.Primary, f.Slots, f.LinkUp = "A2", "", true })
+	return plantest.With(fms, "a2", func(f *plantest.FakeMember) { f.Primary, f.Slots, f.LinkUp, f.Epoch = "", "0-5461", false, 9 })
 }
 
 var threeZones = map[string]string{"n1": "z1", "n2": "z2", "n3": "z3"}
 
 // placedScope is the scope of a pass over a 3x1 cluster whose members are fms, with the
 // placement read from zones; every member has been in sync for a minute.
-func placedScope(t *testing.T, fms []fakeMember, zones map[string]string) *scope {
+func placedScope(t *testing.T, fms []plantest.FakeMember, zones map[string]string) *scope {
 	t.Helper()
 	s := scopeFor(t, cluster(nil), fms)
-	for _, m := range s.topo.members {
-		m.node.Status.Conditions = append(m.node.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSynced,
-			Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced, LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute))})
+	for _, m := range s.topo.Members {
+		m.Node.Status.Conditions = append(m.Node.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSynced,
+			Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced, LastTransitionTime: metav1.NewTime(plantest.T0.Add(-time.Minute))})
 	}
 	s.place = newPlacementView(s, v1alpha1.DefaultPlacementTopologyKey, zones, nil)
 	servedLong(s)
@@ -58,7 +60,7 @@ func servedLong(s *scope) {
 func TestPlacementCondition(t *testing.T) {
 	cases := []struct {
 		name  string
-		fms   []fakeMember
+		fms   []plantest.FakeMember
 		zones map[string]string
 		mod   func(*scope)
 		want  string
@@ -88,12 +90,12 @@ func TestPlacementCondition(t *testing.T) {
 		},
 		{
 			name: "every member on two nodes: the best they allow",
-			fms:  onNodes(healthyThreeByOne(), map[string]string{"a": "n1", "b": "n2", "c": "n1", "a2": "n2", "b2": "n1", "c2": "n2"}),
+			fms:  onNodes(plantest.HealthyThreeByOne(), map[string]string{"a": "n1", "b": "n2", "c": "n1", "a2": "n2", "b2": "n1", "c2": "n2"}),
 			want: "True BestPossible: as evenly as the nodes the members run on allow: node n1 holds the primaries of shards 0, 2",
 		},
 		{
 			name: "a primary whose node is not known yet",
-			fms:  with(spreadThreeByOne(), "b", func(f *fakeMember) { f.node = "" }),
+			fms:  plantest.With(spreadThreeByOne(), "b", func(f *plantest.FakeMember) { f.Node = "" }),
 			want: "Unknown Unknown: the node of the primary of shard 1 is not known yet",
 		},
 		{
@@ -126,7 +128,7 @@ func TestPlacementCondition(t *testing.T) {
 func TestFailbackWaitsForTheCluster(t *testing.T) {
 	cases := []struct {
 		name string
-		fms  []fakeMember
+		fms  []plantest.FakeMember
 		mod  func(*scope)
 		// want is the move ("shard:from>to") or why it waits.
 		want string
@@ -140,7 +142,7 @@ func TestFailbackWaitsForTheCluster(t *testing.T) {
 		},
 		{
 			name: "a replica of another shard not in sync",
-			fms:  with(failedOver(spreadThreeByOne()), "c2", func(f *fakeMember) { f.linkUp = false }),
+			fms:  plantest.With(failedOver(spreadThreeByOne()), "c2", func(f *plantest.FakeMember) { f.LinkUp = false }),
 			want: "waiting for the cluster to be Ready, every replica in sync",
 		},
 		{
@@ -153,7 +155,7 @@ func TestFailbackWaitsForTheCluster(t *testing.T) {
 			name: "a takeover in flight",
 			fms:  failedOver(spreadThreeByOne()),
 			mod: func(s *scope) {
-				memberNamed(t, s.topo, "c2").node.Status.Failover = &v1alpha1.MemberFailover{Kind: v1alpha1.FailoverForced, RequestedAt: metav1.NewMicroTime(t0.Add(-time.Second))}
+				plantest.MemberNamed(t, s.topo, "c2").Node.Status.Failover = &v1alpha1.MemberFailover{Kind: v1alpha1.FailoverForced, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-time.Second))}
 			},
 			want: "waiting for c2 to complete its takeover of shard 2",
 		},
@@ -161,8 +163,8 @@ func TestFailbackWaitsForTheCluster(t *testing.T) {
 			name: "the member back in sync for 4 s only",
 			fms:  failedOver(spreadThreeByOne()),
 			mod: func(s *scope) {
-				a := memberNamed(t, s.topo, "a")
-				a.node.Status.Conditions[len(a.node.Status.Conditions)-1].LastTransitionTime = metav1.NewTime(t0.Add(-4 * time.Second))
+				a := plantest.MemberNamed(t, s.topo, "a")
+				a.Node.Status.Conditions[len(a.Node.Status.Conditions)-1].LastTransitionTime = metav1.NewTime(plantest.T0.Add(-4 * time.Second))
 				s.place = newPlacementView(s, v1alpha1.DefaultPlacementTopologyKey, nil, nil)
 				servedLong(s)
 			},
@@ -200,36 +202,40 @@ func TestFailbackWaitsForTheCluster(t *testing.T) {
 func TestPromotionsKeepTheSpread(t *testing.T) {
 	// Shard 0 has two replicas, on n2 (beside shard 1's primary) and on n3 (alone).
 	fms := append(spreadThreeByOne(),
-		fakeMember{name: "a3", shard: 0, ip: "10.0.0.7", id: "A3", primary: "A", offset: 100, linkUp: true, node: "n3"})
-	fms = with(fms, "c", func(f *fakeMember) { f.node = "n1" })
-	fms = with(fms, "c2", func(f *fakeMember) { f.node = "n2" })
+		plantest.FakeMember{Name: "a3", Shard: 0, IP: "10.0.0.7", ID: "A3", Primary: "A", Offset: 100, LinkUp: true, Node: "n3"})
+	fms = plantest.With(fms, "c", func(f *plantest.FakeMember) { f.Node = "n1" })
+	fms = plantest.With(fms, "c2", func(f *plantest.FakeMember) { f.Node = "n2" })
 
 	t.Run("a lost primary: of its replicas equally caught up, the one on the free node", func(t *testing.T) {
-		s := placedScope(t, with(fms, "a", func(f *fakeMember) { f.down, f.silent, f.unflagged, f.serverDown = true, time.Second, true, true }), nil)
+		s := placedScope(t, plantest.With(fms, "a", func(f *plantest.FakeMember) {
+			f.Down, f.Silent, f.Unflagged, f.ServerDown = true, time.Second, true, true
+		}), nil)
 		ts := s.planTakeovers()
-		if len(ts) != 1 || ts[0].by == nil || ts[0].by.name() != "a3" {
+		if len(ts) != 1 || ts[0].by == nil || ts[0].by.Name() != "a3" {
 			t.Fatalf("takeovers %+v, want a3", ts)
 		}
 	})
 	t.Run("a lost primary: the most caught up replica comes first, wherever it runs", func(t *testing.T) {
-		s := placedScope(t, with(with(fms, "a", func(f *fakeMember) { f.down, f.silent, f.unflagged, f.serverDown = true, time.Second, true, true }),
-			"a2", func(f *fakeMember) { f.offset = 120 }), nil)
+		s := placedScope(t, plantest.With(plantest.With(fms, "a", func(f *plantest.FakeMember) {
+			f.Down, f.Silent, f.Unflagged, f.ServerDown = true, time.Second, true, true
+		}),
+			"a2", func(f *plantest.FakeMember) { f.Offset = 120 }), nil)
 		ts := s.planTakeovers()
-		if len(ts) != 1 || ts[0].by == nil || ts[0].by.name() != "a2" {
+		if len(ts) != 1 || ts[0].by == nil || ts[0].by.Name() != "a2" {
 			t.Fatalf("takeovers %+v, want a2", ts)
 		}
 	})
 	t.Run("a planned failover (roll, request, leaving primary): the replica in sync on the free node", func(t *testing.T) {
 		s := placedScope(t, fms, nil)
-		if got := s.spreadChoice(0, byOffset([]*member{memberNamed(t, s.topo, "a2"), memberNamed(t, s.topo, "a3")})); got.name() != "a3" {
-			t.Errorf("got %s, want a3", got.name())
+		if got := s.spreadChoice(0, byOffset([]*plan.Member{plantest.MemberNamed(t, s.topo, "a2"), plantest.MemberNamed(t, s.topo, "a3")})); got.Name() != "a3" {
+			t.Errorf("got %s, want a3", got.Name())
 		}
 	})
 	t.Run("policy None: the most caught up, as before", func(t *testing.T) {
 		s := placedScope(t, fms, nil)
 		s.place = nil
-		if got := s.spreadChoice(0, byOffset([]*member{memberNamed(t, s.topo, "a2"), memberNamed(t, s.topo, "a3")})); got.name() != "a2" {
-			t.Errorf("got %s, want a2", got.name())
+		if got := s.spreadChoice(0, byOffset([]*plan.Member{plantest.MemberNamed(t, s.topo, "a2"), plantest.MemberNamed(t, s.topo, "a3")})); got.Name() != "a2" {
+			t.Errorf("got %s, want a2", got.Name())
 		}
 	})
 }

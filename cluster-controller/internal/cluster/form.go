@@ -10,46 +10,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-const slotCount = valkey.SlotCount
-
-// gone reports whether a member's pod is dead for good: with workloadType Pod nothing
-// restarts it, so the member is replaced. Other workloads bring their pod back.
-func gone(m *member) bool {
-	c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady)
-	return m.node.Spec.WorkloadType == v1alpha1.WorkloadPod && c != nil && c.Status == "False" &&
-		(c.Reason == v1alpha1.ReasonPodTerminated || c.Reason == v1alpha1.ReasonPodMissing)
-}
-
-// blockingReasons are the PodReady and StorageReady reasons of a member that cannot run
-// until someone fixes something: waiting more changes nothing.
-var blockingReasons = map[string]bool{
-	v1alpha1.ReasonPodUnschedulable: true, v1alpha1.ReasonImagePullBackOff: true, v1alpha1.ReasonCrashLoop: true,
-	v1alpha1.ReasonPodTerminated: true, v1alpha1.ReasonPriorityClassNotFound: true, v1alpha1.ReasonFailedCreate: true,
-	v1alpha1.ReasonStorageClassNotFound: true, v1alpha1.ReasonNameConflict: true, v1alpha1.ReasonUnsupportedServer: true,
-}
-
-// cannotRun returns the condition saying why a member's server cannot run, or nil.
-func (m *member) cannotRun() *metav1.Condition {
-	for _, typ := range []string{v1alpha1.ConditionStorageReady, v1alpha1.ConditionPodReady} {
-		if c := conditions.Get(m.node.Status.Conditions, typ); c != nil && c.Status != metav1.ConditionTrue && blockingReasons[c.Reason] {
-			return c
-		}
-	}
-	return nil
-}
-
 // stuckCause names what keeps members from starting, from their own conditions: the
 // reason most of them share, how many, and the first one's message. ok is false when
 // none is blocked.
-func stuckCause(members []*member) (reason, message string, ok bool) {
-	byReason := map[string][]*member{}
+func stuckCause(members []*plan.Member) (reason, message string, ok bool) {
+	byReason := map[string][]*plan.Member{}
 	var order []string
 	for _, m := range members {
-		c := m.cannotRun()
+		c := m.CannotRun()
 		if c == nil {
 			continue
 		}
@@ -70,13 +43,13 @@ func stuckCause(members []*member) (reason, message string, ok bool) {
 	ms := byReason[best]
 	names := make([]string, 0, len(ms))
 	for _, m := range ms {
-		names = append(names, m.name())
+		names = append(names, m.Name())
 	}
 	what := "member"
 	if len(ms) > 1 {
 		what = "members"
 	}
-	first := ms[0].cannotRun()
+	first := ms[0].CannotRun()
 	return best, fmt.Sprintf("%s: %d %s cannot run (%s): %s", best, len(ms), what, strings.Join(names, ", "), truncate(memberMessage(first), 400)), true
 }
 
@@ -84,14 +57,14 @@ func stuckCause(members []*member) (reason, message string, ok bool) {
 // members whose pod is gone for good and creates the missing ones. Shards beyond the
 // spec are left to scaling, surplus members to scaling and rolling.
 func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Duration, error) {
-	for _, m := range s.topo.members {
-		if !m.leaving() && gone(m) {
-			c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady)
+	for _, m := range s.topo.Members {
+		if !m.Leaving() && plan.Gone(m) {
+			c := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionPodReady)
 			if err := r.retire(ctx, s.vc, m, "its pod is gone: "+memberMessage(c)); err != nil {
 				return 0, err
 			}
-			now := metav1.NewTime(s.topo.now)
-			m.node.DeletionTimestamp = &now // counted as leaving for the rest of the pass
+			now := metav1.NewTime(s.topo.Now)
+			m.Node.DeletionTimestamp = &now // counted as leaving for the rest of the pass
 		}
 	}
 	created, later := 0, 0 // members created in this pass, and left for the next ones
@@ -129,9 +102,9 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 		// watch on their status brings the next pass.
 		return 0, nil
 	}
-	var unreachable []*member
-	for _, m := range s.topo.members {
-		if !m.leaving() && !m.reachable {
+	var unreachable []*plan.Member
+	for _, m := range s.topo.Members {
+		if !m.Leaving() && !m.Reachable {
 			unreachable = append(unreachable, m)
 		}
 	}
@@ -139,40 +112,16 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 		s.progress(v1alpha1.ReasonReplyTooLarge, "%s", msg)
 	} else if reason, msg, ok := stuckCause(unreachable); ok {
 		s.progress(reason, "%s", msg)
-	} else if msg := s.topo.partitioned(unreachable); msg != "" {
+	} else if msg := s.topo.Partitioned(unreachable); msg != "" {
 		s.progress(v1alpha1.ReasonPartitioned, "%s", msg)
 	} else if len(unreachable) > 0 {
 		names := make([]string, len(unreachable))
 		for i, m := range unreachable {
-			names[i] = m.name()
+			names[i] = m.Name()
 		}
 		s.progress(v1alpha1.ReasonWaitingForPods, "waiting for the servers of %s", strings.Join(names, ", "))
 	}
 	return 0, nil
-}
-
-// partitioned describes the members among ms whose server does not answer the operator,
-// that some members flag as failing while others still reach it: a partition, not a dead
-// server (a dead one is flagged by every member after the node timeout, and by none
-// before; a member whose ValkeyNode reports ServerDown is dead whatever the others' views
-// say yet). "" when there is none.
-func (t *topology) partitioned(ms []*member) string {
-	var parts []string
-	for _, m := range ms {
-		if conditions.IsTrue(m.node.Status.Conditions, v1alpha1.ConditionServerDown) {
-			continue
-		}
-		if id := m.node.Status.NodeID; id != "" && t.flaggedByAny(id) {
-			if by := t.seenAliveBy(id); len(by) > 0 {
-				parts = append(parts, fmt.Sprintf("%s is reached by %s", m.name(), strings.Join(by, ", ")))
-			}
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "the operator cannot reach some members that other members still reach (a network partition, not a " +
-		"dead server: no failover is forced): " + strings.Join(parts, "; ")
 }
 
 // reconcileMeet makes every member that does not know another (or knows it at an old
@@ -181,8 +130,8 @@ func (t *topology) partitioned(ms []*member) string {
 // a member forgotten by the others while it still knows them is met again.
 func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration, error) {
 	var met []string
-	var joinable []*member
-	for _, m := range s.topo.reachable() {
+	var joinable []*plan.Member
+	for _, m := range s.topo.Reachable() {
 		// With external access a member joins once it announces its external address:
 		// clients never learn its pod address.
 		if s.externalReady(m) {
@@ -195,21 +144,21 @@ func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration
 		if err != nil {
 			return 0, err
 		}
-		host, port, err := to.hostPort()
+		host, port, err := to.HostPort()
 		if err != nil {
 			return 0, err
 		}
 		if err := c.Meet(ctx, host, port, port+busPortOffset); err != nil {
-			return 0, fmt.Errorf("meet %s from %s: %w", to.name(), from.name(), err)
+			return 0, fmt.Errorf("meet %s from %s: %w", to.Name(), from.Name(), err)
 		}
-		met = append(met, from.name()+"->"+to.name())
+		met = append(met, from.Name()+"->"+to.Name())
 	}
 	if len(met) > 0 {
 		log.FromContext(ctx).Info("met members", "meetings", met)
 		s.progress(v1alpha1.ReasonMeetingMembers, "introducing members to each other: %s", strings.Join(met, ", "))
 	} else if p := s.externalPending(); len(p) > 0 {
 		s.progress(v1alpha1.ReasonWaitingForMember, "waiting for external addresses: %s", strings.Join(p, "; "))
-	} else if !s.topo.formed() {
+	} else if !s.topo.Formed() {
 		s.progress(v1alpha1.ReasonMeetingMembers, "waiting for the members to learn of each other")
 	} else if u := s.externalUnseen(); len(u) > 0 {
 		// Gossip spreads an announced address; no event says when it has.
@@ -221,19 +170,19 @@ func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration
 // meetings returns the (from, to) pairs that must meet: one per pair of members that do
 // not both know each other, from the first when neither knows the other, else from the
 // side that lacks the other.
-func meetings(reach []*member) [][2]*member {
-	var out [][2]*member
+func meetings(reach []*plan.Member) [][2]*plan.Member {
+	var out [][2]*plan.Member
 	for i, a := range reach {
 		for _, b := range reach[i+1:] {
-			if a.leaving() || b.leaving() {
+			if a.Leaving() || b.Leaving() {
 				continue
 			}
 			switch aKnows, bKnows := meetPending(a, b), meetPending(b, a); {
 			case aKnows && bKnows:
 			case aKnows:
-				out = append(out, [2]*member{b, a})
+				out = append(out, [2]*plan.Member{b, a})
 			default:
-				out = append(out, [2]*member{a, b})
+				out = append(out, [2]*plan.Member{a, b})
 			}
 		}
 	}
@@ -242,12 +191,12 @@ func meetings(reach []*member) [][2]*member {
 
 // meetPending reports whether a already knows m at its current address, or is in the
 // middle of a handshake with that address.
-func meetPending(a, m *member) bool {
-	for _, n := range a.view {
-		if n.IP != m.ip() {
+func meetPending(a, m *plan.Member) bool {
+	for _, n := range a.View {
+		if n.IP != m.IP() {
 			continue
 		}
-		if n.Handshake || n.ID == m.id() {
+		if n.Handshake || n.ID == m.ID() {
 			return true
 		}
 	}
@@ -261,18 +210,18 @@ func meetPending(a, m *member) bool {
 // yet (a new cluster, a new shard) gets the member that answers whose node keeps the
 // primaries spread (newPrimaries; the oldest with policy None): the replicas phase makes
 // the others follow it in the same pass, which settles the choice.
-func (s *scope) candidate(sh int32) *member {
-	if p := s.topo.primaryOf(sh); p != nil {
+func (s *scope) candidate(sh int32) *plan.Member {
+	if p := s.topo.PrimaryOf(sh); p != nil {
 		return p
 	}
-	if s.topo.inFailover(sh) {
+	if s.topo.InFailover(sh) {
 		return nil
 	}
 	if s.place != nil {
 		return s.newPrimary(sh)
 	}
 	for _, m := range s.active(sh) {
-		if m.reachable {
+		if m.Reachable {
 			return m
 		}
 	}
@@ -281,23 +230,23 @@ func (s *scope) candidate(sh int32) *member {
 
 // newPrimary is the member to become the first primary of shard sh, chosen once per
 // pass for every shard without a primary (newPrimaries).
-func (s *scope) newPrimary(sh int32) *member {
+func (s *scope) newPrimary(sh int32) *plan.Member {
 	if s.place.first == nil {
 		candidates := map[int32][]string{}
 		for i := int32(0); i < s.shards(); i++ {
-			if s.topo.primaryOf(i) != nil || s.topo.inFailover(i) {
+			if s.topo.PrimaryOf(i) != nil || s.topo.InFailover(i) {
 				continue
 			}
 			for _, m := range s.active(i) {
-				if m.reachable {
-					candidates[i] = append(candidates[i], m.name())
+				if m.Reachable {
+					candidates[i] = append(candidates[i], m.Name())
 				}
 			}
 		}
 		s.place.first = newPrimaries(s.place.shards, candidates)
 	}
 	for _, m := range s.active(sh) {
-		if m.name() == s.place.first[sh] && m.reachable {
+		if m.Name() == s.place.first[sh] && m.Reachable {
 			return m
 		}
 	}
@@ -308,7 +257,7 @@ func (s *scope) newPrimary(sh int32) *member {
 // shard's primary gets its contiguous even share, all in one pass, when planEmpty says
 // so (a new cluster, or one whose every server came back empty).
 func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duration, error) {
-	if !clusterEmpty(s.topo) {
+	if !plan.Empty(s.topo) {
 		return 0, nil
 	}
 	plan := s.planEmpty()
@@ -324,11 +273,11 @@ func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duratio
 		}
 		ranges := evenSlotsFor(s.shards(), int32(sh))
 		if err := c.AddSlotsRange(ctx, ranges); err != nil {
-			return 0, fmt.Errorf("assign slots %s to %s: %w", valkey.FormatRanges(ranges), p.name(), err)
+			return 0, fmt.Errorf("assign slots %s to %s: %w", valkey.FormatRanges(ranges), p.Name(), err)
 		}
-		p.self.Slots = ranges // the rest of the pass sees the primary it just made
-		p.self.Primary = true
-		given = append(given, fmt.Sprintf("slots %s to %s (shard %d)", valkey.FormatRanges(ranges), p.name(), sh))
+		p.Self.Slots = ranges // the rest of the pass sees the primary it just made
+		p.Self.Primary = true
+		given = append(given, fmt.Sprintf("slots %s to %s (shard %d)", valkey.FormatRanges(ranges), p.Name(), sh))
 	}
 	if plan.lost {
 		r.event(s.vc, nil, eventWarning, "SlotsReassigned", "AssignSlots",
@@ -345,7 +294,7 @@ func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duratio
 // slot of: primaries, one per shard of the spec, to give the slots to; lost, when the
 // cluster served them before (its data is gone); or wait, why not yet, with reason.
 type emptyPlan struct {
-	primaries    []*member
+	primaries    []*plan.Member
 	lost         bool
 	reason, wait string
 }
@@ -366,13 +315,13 @@ type emptyPlan struct {
 // which the plan says (lost).
 func (s *scope) planEmpty() emptyPlan {
 	var silent, holding []string
-	for _, m := range s.topo.members {
+	for _, m := range s.topo.Members {
 		switch {
-		case m.leaving():
-		case !m.reachable:
-			silent = append(silent, m.name())
-		case !m.keysKnown || m.keys > 0:
-			holding = append(holding, fmt.Sprintf("%s (%d keys)", m.name(), m.keys))
+		case m.Leaving():
+		case !m.Reachable:
+			silent = append(silent, m.Name())
+		case !m.KeysKnown || m.Keys > 0:
+			holding = append(holding, fmt.Sprintf("%s (%d keys)", m.Name(), m.Keys))
 		}
 	}
 	servedBefore := s.vc.Status.FirstReadyTime != nil
@@ -386,7 +335,7 @@ func (s *scope) planEmpty() emptyPlan {
 		return emptyPlan{reason: v1alpha1.ReasonSlotsUncovered, wait: fmt.Sprintf(
 			"no server serves a slot, but %s hold data: the slots are not assigned again while a member holds keys no slot map places", strings.Join(holding, ", "))}
 	}
-	primaries := make([]*member, s.shards())
+	primaries := make([]*plan.Member, s.shards())
 	for sh := range primaries {
 		if primaries[sh] = s.candidate(int32(sh)); primaries[sh] == nil {
 			return emptyPlan{reason: v1alpha1.ReasonWaitingForPods, wait: "waiting for a server in every shard before assigning slots"}
@@ -405,20 +354,20 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (time.Dura
 			continue
 		}
 		for _, m := range s.active(sh) {
-			if m == p || !m.reachable || (m.self.Replica && m.self.PrimaryID == p.id()) {
+			if m == p || !m.Reachable || (m.Self.Replica && m.Self.PrimaryID == p.ID()) {
 				continue
 			}
-			if len(m.slots()) > 0 {
+			if len(m.Slots()) > 0 {
 				continue // a second primary with slots in one shard: never turn it into a replica here
 			}
-			if !m.knows(p.id()) {
-				pending = append(pending, m.name())
+			if !m.Knows(p.ID()) {
+				pending = append(pending, m.Name())
 				continue
 			}
 			if !s.externalKnown(m) {
 				// A replica is in every slot map: it is made one only once every member
 				// names it by its external address (gossip spreads it, no event says when).
-				pending = append(pending, m.name()+" (its external address not known to every member yet)")
+				pending = append(pending, m.Name()+" (its external address not known to every member yet)")
 				after = requeueSync
 				continue
 			}
@@ -426,16 +375,16 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (time.Dura
 			if err != nil {
 				return 0, err
 			}
-			if err := c.Replicate(ctx, p.id()); err != nil {
+			if err := c.Replicate(ctx, p.ID()); err != nil {
 				if valkey.IsServerError(err) {
-					pending = append(pending, m.name())
-					log.FromContext(ctx).Info("replicate refused for now", "member", m.name(), "error", err.Error())
+					pending = append(pending, m.Name())
+					log.FromContext(ctx).Info("replicate refused for now", "member", m.Name(), "error", err.Error())
 					continue
 				}
-				return 0, fmt.Errorf("replicate %s to %s: %w", m.name(), p.name(), err)
+				return 0, fmt.Errorf("replicate %s to %s: %w", m.Name(), p.Name(), err)
 			}
-			log.FromContext(ctx).Info("replica follows its primary", "member", m.name(), "primary", p.name())
-			pending = append(pending, m.name())
+			log.FromContext(ctx).Info("replica follows its primary", "member", m.Name(), "primary", p.Name())
+			pending = append(pending, m.Name())
 		}
 	}
 	if len(pending) > 0 {
@@ -450,14 +399,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
-}
-
-// flaggedByAny reports whether a member that answered flags node id as failing.
-func (t *topology) flaggedByAny(id string) bool {
-	for _, v := range t.reachable() {
-		if e, ok := v.entry(id); ok && (e.Fail || e.PFail) {
-			return true
-		}
-	}
-	return false
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
 var loginStepNames = map[loginStep]string{
@@ -16,19 +17,19 @@ var loginStepNames = map[loginStep]string{
 }
 
 func TestPlanLoginRecovery(t *testing.T) {
-	locked := func(f *fakeMember) { f.locked = true }
+	locked := func(f *plantest.FakeMember) { f.Locked = true }
 	noReplicas := func(s *v1alpha1.ValkeyClusterSpec) { s.ReplicasPerShard = ptr.To[int32](0) }
 	// twoReplicas is shard 0 of a 1x2 cluster: a serves, a2 and a3 follow it.
-	twoReplicas := []fakeMember{
-		{name: "a", shard: 0, ip: "10.0.0.1", id: "A", slots: "0-16383", offset: 100},
-		{name: "a2", shard: 0, ip: "10.0.0.2", id: "A2", primary: "A", offset: 100, linkUp: true},
-		{name: "a3", shard: 0, ip: "10.0.0.3", id: "A3", primary: "A", offset: 100, linkUp: true},
+	twoReplicas := []plantest.FakeMember{
+		{Name: "a", Shard: 0, IP: "10.0.0.1", ID: "A", Slots: "0-16383", Offset: 100},
+		{Name: "a2", Shard: 0, IP: "10.0.0.2", ID: "A2", Primary: "A", Offset: 100, LinkUp: true},
+		{Name: "a3", Shard: 0, IP: "10.0.0.3", ID: "A3", Primary: "A", Offset: 100, LinkUp: true},
 	}
 	oneShard := func(s *v1alpha1.ValkeyClusterSpec) { s.Shards, s.ReplicasPerShard = 1, ptr.To[int32](2) }
 	cases := []struct {
 		name    string
 		vc      func(*v1alpha1.ValkeyClusterSpec)
-		fms     []fakeMember
+		fms     []plantest.FakeMember
 		mod     func(t *testing.T, s *scope)
 		step    loginStep
 		member  string
@@ -36,97 +37,97 @@ func TestPlanLoginRecovery(t *testing.T) {
 		message string
 		after   time.Duration
 	}{
-		{name: "every member accepts the operator's login: nothing to do", fms: healthyThreeByOne(), step: loginNothing},
+		{name: "every member accepts the operator's login: nothing to do", fms: plantest.HealthyThreeByOne(), step: loginNothing},
 		{
 			name: "a replica refuses: it restarts at once",
-			fms:  with(healthyThreeByOne(), "b2", locked),
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
 			step: loginRestart, member: "b2", after: requeueWait,
 		},
 		{
 			name: "a primary refuses: its replica in sync takes over first, read from the replica's side",
-			fms:  with(healthyThreeByOne(), "b", locked),
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "b", locked),
 			step: loginFailover, member: "b", replica: "b2", after: requeueFast,
 		},
 		{
 			name: "a primary refuses and its replica's link is down: it waits, nothing restarts",
-			fms:  with(threeByOne(), "c", locked),
+			fms:  plantest.With(plantest.ThreeByOne(), "c", locked),
 			step: loginWait, member: "c", after: requeueWait,
 			message: "c refuses the operator's login: waiting for a replica of shard 2 in sync to take over from c",
 		},
 		{
 			name: "the old primary, now a replica as the others see it, restarts",
-			fms: []fakeMember{
-				{name: "a", shard: 0, ip: "10.0.0.1", id: "A", slots: "0-5461", offset: 100},
-				{name: "b", shard: 1, ip: "10.0.0.2", id: "B", primary: "B2", offset: 100, linkUp: true, locked: true},
-				{name: "c", shard: 2, ip: "10.0.0.3", id: "C", slots: "10923-16383", offset: 100},
-				{name: "a2", shard: 0, ip: "10.0.0.4", id: "A2", primary: "A", offset: 100, linkUp: true},
-				{name: "b2", shard: 1, ip: "10.0.0.5", id: "B2", slots: "5462-10922", offset: 100},
-				{name: "c2", shard: 2, ip: "10.0.0.6", id: "C2", primary: "C", offset: 100, linkUp: true},
+			fms: []plantest.FakeMember{
+				{Name: "a", Shard: 0, IP: "10.0.0.1", ID: "A", Slots: "0-5461", Offset: 100},
+				{Name: "b", Shard: 1, IP: "10.0.0.2", ID: "B", Primary: "B2", Offset: 100, LinkUp: true, Locked: true},
+				{Name: "c", Shard: 2, IP: "10.0.0.3", ID: "C", Slots: "10923-16383", Offset: 100},
+				{Name: "a2", Shard: 0, IP: "10.0.0.4", ID: "A2", Primary: "A", Offset: 100, LinkUp: true},
+				{Name: "b2", Shard: 1, IP: "10.0.0.5", ID: "B2", Slots: "5462-10922", Offset: 100},
+				{Name: "c2", Shard: 2, IP: "10.0.0.6", ID: "C2", Primary: "C", Offset: 100, LinkUp: true},
 			},
 			step: loginRestart, member: "b", after: requeueWait,
 		},
 		{
 			name: "a failover asked already is waited for",
-			fms:  with(healthyThreeByOne(), "b", locked),
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "b", locked),
 			mod: func(t *testing.T, s *scope) {
-				memberNamed(t, s.topo, "b2").node.Status.Failover = &v1alpha1.MemberFailover{
-					Kind: v1alpha1.FailoverPlanned, RequestedAt: metav1.NewMicroTime(t0.Add(-time.Second))}
+				plantest.MemberNamed(t, s.topo, "b2").Node.Status.Failover = &v1alpha1.MemberFailover{
+					Kind: v1alpha1.FailoverPlanned, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-time.Second))}
 			},
 			step: loginWait, member: "b2", after: requeueFast,
 			message: "b refuses the operator's login: waiting for b2 to take over shard 1 from b",
 		},
 		{
 			name: "one restart at a time: a member restarting is waited for",
-			fms:  with(with(healthyThreeByOne(), "b2", locked), "a2", func(f *fakeMember) { f.restarting = true }),
+			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b2", locked), "a2", func(f *plantest.FakeMember) { f.Restarting = true }),
 			step: loginWait, member: "a2", after: requeueWait,
 			message: "b2 refuses the operator's login: waiting for a2 to restart first",
 		},
 		{
 			name: "at most one restart per period: a member restarted 2 minutes ago waits 8 more",
-			fms:  with(healthyThreeByOne(), "b2", locked),
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
 			mod: func(t *testing.T, s *scope) {
-				memberNamed(t, s.topo, "b2").node.Spec.RestartedAt = t0.Add(-2 * time.Minute).Format(time.RFC3339)
+				plantest.MemberNamed(t, s.topo, "b2").Node.Spec.RestartedAt = plantest.T0.Add(-2 * time.Minute).Format(time.RFC3339)
 			},
 			step: loginWait, member: "b2", after: 8 * time.Minute,
 			message: "b2 refuses the operator's login: b2 was restarted at 2026-11-29T11:58:00Z; it is not restarted again before 2026-11-29T12:08:00Z",
 		},
 		{
 			name: "a refusal reported 4 s ago is acted on after 10 s",
-			fms:  with(healthyThreeByOne(), "b2", locked),
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
 			mod: func(t *testing.T, s *scope) {
-				c := loginRefused(memberNamed(t, s.topo, "b2"))
-				c.LastTransitionTime = metav1.NewTime(t0.Add(-4 * time.Second))
+				c := loginRefused(plantest.MemberNamed(t, s.topo, "b2"))
+				c.LastTransitionTime = metav1.NewTime(plantest.T0.Add(-4 * time.Second))
 			},
 			step: loginWait, member: "b2", after: 6 * time.Second,
 			message: "b2 refuses the operator's login: reported at 2026-11-29T11:59:56Z, acted on once it has held for 10s",
 		},
 		{
 			name: "a restart older than the period does not hold it",
-			fms:  with(healthyThreeByOne(), "b2", locked),
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
 			mod: func(t *testing.T, s *scope) {
-				memberNamed(t, s.topo, "b2").node.Spec.RestartedAt = t0.Add(-11 * time.Minute).Format(time.RFC3339)
+				plantest.MemberNamed(t, s.topo, "b2").Node.Spec.RestartedAt = plantest.T0.Add(-11 * time.Minute).Format(time.RFC3339)
 			},
 			step: loginRestart, member: "b2", after: requeueWait,
 		},
 		{
 			name: "a replica waits while another replica of its shard is not in sync",
-			vc:   oneShard, fms: with(with(twoReplicas, "a2", locked), "a3", func(f *fakeMember) { f.linkUp = false }),
+			vc:   oneShard, fms: plantest.With(plantest.With(twoReplicas, "a2", locked), "a3", func(f *plantest.FakeMember) { f.LinkUp = false }),
 			step: loginWait, member: "a3", after: requeueWait,
 			message: "a2 refuses the operator's login: waiting for a3 to be back in sync before a2 restarts",
 		},
 		{
 			name: "a primary and a replica refuse: the replica's restart does not wait for the primary, whose only other replica is locked",
-			fms:  with(with(healthyThreeByOne(), "b", locked), "b2", locked),
+			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", locked), "b2", locked),
 			step: loginRestart, member: "b2", after: requeueWait,
 		},
 		{
 			name: "a primary refuses and another of its replicas is in sync: the primary hands over first",
-			vc:   oneShard, fms: with(with(twoReplicas, "a", locked), "a2", locked),
+			vc:   oneShard, fms: plantest.With(plantest.With(twoReplicas, "a", locked), "a2", locked),
 			step: loginFailover, member: "a", replica: "a3", after: requeueFast,
 		},
 		{
 			name: "no replicas and no volume: the primary is not restarted",
-			vc:   noReplicas, fms: with(without(healthyThreeByOne(), "a2", "b2", "c2"), "b", locked),
+			vc:   noReplicas, fms: plantest.With(plantest.Without(plantest.HealthyThreeByOne(), "a2", "b2", "c2"), "b", locked),
 			step: loginWait, member: "b", after: requeueSteady,
 			message: "b refuses the operator's login: b serves shard 1 alone and keeps its data in memory only: " +
 				"a restart would lose the shard's data, so the operator does not restart it",
@@ -137,19 +138,19 @@ func TestPlanLoginRecovery(t *testing.T) {
 				noReplicas(s)
 				s.Persistence = &v1alpha1.PersistenceSpec{Size: resource.MustParse("1Gi")}
 			},
-			fms:  with(without(healthyThreeByOne(), "a2", "b2", "c2"), "b", locked),
+			fms:  plantest.With(plantest.Without(plantest.HealthyThreeByOne(), "a2", "b2", "c2"), "b", locked),
 			step: loginRestart, member: "b", after: requeueWait,
 		},
 		{
 			name: "a member nobody that answers knows: it is not restarted blind",
-			fms:  with(with(healthyThreeByOne(), "b", locked), "b2", func(f *fakeMember) { f.down = true }),
-			mod:  func(_ *testing.T, s *scope) { unknown(s.topo, "B") },
+			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", locked), "b2", func(f *plantest.FakeMember) { f.Down = true }),
+			mod:  func(_ *testing.T, s *scope) { plantest.Unknown(s.topo, "B") },
 			step: loginWait, member: "b", after: requeueWait,
 			message: "b refuses the operator's login: no member that answers knows whether b serves slots",
 		},
 		{
 			name: "a leaving member is left to its retirement",
-			fms:  with(with(healthyThreeByOne(), "b2", locked), "b2", func(f *fakeMember) { f.leaving = true }),
+			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b2", locked), "b2", func(f *plantest.FakeMember) { f.Leaving = true }),
 			step: loginNothing,
 		},
 	}
@@ -162,10 +163,10 @@ func TestPlanLoginRecovery(t *testing.T) {
 			p := s.planLoginRecovery(10 * time.Minute)
 			var member, replica string
 			if p.member != nil {
-				member = p.member.name()
+				member = p.member.Name()
 			}
 			if p.replica != nil {
-				replica = p.replica.name()
+				replica = p.replica.Name()
 			}
 			if p.step != c.step || member != c.member || replica != c.replica || p.message != c.message || p.after != c.after {
 				t.Errorf("plan = %s %q %q %q after %s\nwant   %s %q %q %q after %s",

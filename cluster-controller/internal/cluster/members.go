@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkeyconf"
@@ -166,14 +167,14 @@ func (r *Reconciler) listMembersFrom(ctx context.Context, reader client.Reader, 
 }
 
 // retire deletes a member; its finalizer keeps it until it has left the Valkey cluster.
-func (r *Reconciler) retire(ctx context.Context, vc *v1alpha1.ValkeyCluster, m *member, why string) error {
-	if m.leaving() {
+func (r *Reconciler) retire(ctx context.Context, vc *v1alpha1.ValkeyCluster, m *plan.Member, why string) error {
+	if m.Leaving() {
 		return nil
 	}
-	if err := r.Delete(ctx, m.node); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("retire member %s: %w", m.name(), err)
+	if err := r.Delete(ctx, m.Node); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("retire member %s: %w", m.Name(), err)
 	}
-	r.event(vc, m.node, eventNormal, "MemberRetiring", "Retire", "retiring member %s of shard %d: %s", m.name(), m.shard(), why)
+	r.event(vc, m.Node, eventNormal, "MemberRetiring", "Retire", "retiring member %s of shard %d: %s", m.Name(), m.Shard(), why)
 	return nil
 }
 
@@ -189,9 +190,6 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, vn *v1alpha1.ValkeyNo
 	}
 	return nil
 }
-
-// clusterEmpty reports whether no slot is served by anyone: a cluster being formed.
-func clusterEmpty(t *topology) bool { return t.coveredSlots() == 0 }
 
 // evenSlotsFor returns the slots shard s gets in a fresh cluster of n shards.
 func evenSlotsFor(n, s int32) []valkey.SlotRange {

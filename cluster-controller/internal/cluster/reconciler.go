@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
@@ -203,14 +204,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		runErr = errors.Join(runErr, err)
 	}
-	for _, sh := range electedFailovers(prevShards, s, r.Metrics.withPromotions(req.NamespacedName, s.requested, s.topo.now)) {
+	for _, sh := range electedFailovers(prevShards, s, r.Metrics.withPromotions(req.NamespacedName, s.requested, s.topo.Now)) {
 		r.Metrics.failover(vc, sh, kindElected)
 	}
 	r.Metrics.observe(s, s.reported, runErr == nil)
 	r.Metrics.zeroCounters(req.NamespacedName, s.shards(), r.errorPhases())
-	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.topo.members))
-	for _, m := range s.topo.members {
-		nodes = append(nodes, m.node)
+	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.topo.Members))
+	for _, m := range s.topo.Members {
+		nodes = append(nodes, m.Node)
 	}
 	if wait := r.reportMemberCauses(ctx, vc, nodes); wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
 		res.RequeueAfter = wait
@@ -342,14 +343,14 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, key client.ObjectKey) e
 // observe asks every member with a running pod for its view of the cluster, all members
 // at once, each bounded by its own timeout, so one dead pod costs one timeout, not a
 // worker.
-func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, cred valkeyconn.Credentials) []*member {
-	members := make([]*member, len(nodes))
+func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, cred valkeyconn.Credentials) []*plan.Member {
+	members := make([]*plan.Member, len(nodes))
 	var wg sync.WaitGroup
 	for i, vn := range nodes {
-		m := &member{node: vn, addr: r.addr(vn)}
+		m := &plan.Member{Node: vn, Addr: r.addr(vn)}
 		members[i] = m
 		if vn.Status.PodIP == "" || !conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionPodReady) {
-			m.err = errors.New("pod not ready")
+			m.Err = errors.New("pod not ready")
 			continue
 		}
 		wg.Add(1)
@@ -362,17 +363,17 @@ func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, 
 	return members
 }
 
-func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyconn.Credentials) {
+func (r *Reconciler) observeMember(ctx context.Context, m *plan.Member, cred valkeyconn.Credentials) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	c, err := r.Pool.Client(ctx, m.addr, cred)
+	c, err := r.Pool.Client(ctx, m.Addr, cred)
 	if err != nil {
-		m.err = err
+		m.Err = err
 		return
 	}
 	fail := func(err error) {
-		m.err = err
-		r.Pool.Drop(m.addr)
+		m.Err = err
+		r.Pool.Drop(m.Addr)
 	}
 	view, err := c.ClusterNodes(ctx)
 	if err != nil {
@@ -389,23 +390,23 @@ func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyco
 		fail(err)
 		return
 	}
-	m.view = view
+	m.View = view
 	for _, n := range view {
 		if n.Myself {
-			m.self = n
+			m.Self = n
 		}
 	}
-	m.repl = valkey.ParseReplication(info)
-	m.keys, m.keysKnown = valkey.KeyCount(info)
-	m.version, _ = valkey.VersionFromInfo(info)
-	m.state = ci["cluster_state"]
-	m.reachable = m.self.ID != ""
-	if !m.reachable {
-		m.err = errors.New("CLUSTER NODES has no line for the server itself")
+	m.Repl = valkey.ParseReplication(info)
+	m.Keys, m.KeysKnown = valkey.KeyCount(info)
+	m.Version, _ = valkey.VersionFromInfo(info)
+	m.State = ci["cluster_state"]
+	m.Reachable = m.Self.ID != ""
+	if !m.Reachable {
+		m.Err = errors.New("CLUSTER NODES has no line for the server itself")
 	}
 }
 
 // client returns the client of a reachable member.
-func (r *Reconciler) client(ctx context.Context, s *scope, m *member) (*valkey.Client, error) {
-	return r.Pool.Client(ctx, m.addr, s.cred)
+func (r *Reconciler) client(ctx context.Context, s *scope, m *plan.Member) (*valkey.Client, error) {
+	return r.Pool.Client(ctx, m.Addr, s.cred)
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 )
 
 // Requests users make through the ValkeyCluster's annotations (kubectl valkey failover,
@@ -93,24 +94,24 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 		return 0, nil // the other phases go on; the pass comes back soon
 	}
 	s.lookAgainWithin(requeueWait)
-	p := s.topo.primaryOf(req.shard)
+	p := s.topo.PrimaryOf(req.shard)
 	named := req.member
 	if named == "" {
 		named = st.Target // the replica an earlier pass chose and asked
 	}
-	var target *member
+	var target *plan.Member
 	if named != "" {
-		for _, m := range s.topo.shards[req.shard] {
-			if m.name() == named && !m.leaving() {
+		for _, m := range s.topo.Shards[req.shard] {
+			if m.Name() == named && !m.Leaving() {
 				target = m
 			}
 		}
 		switch {
 		case target == nil:
 			return refuse("%s is not a member of shard %d", named, req.shard)
-		case target == p && len(p.slots()) > 0:
-			r.event(s.vc, p.node, eventNormal, "FailoverRequestDone", "Failover", "%s serves shard %d", p.name(), req.shard)
-			st.Phase, st.Target, st.Message = v1alpha1.FailoverRequestDone, p.name(), fmt.Sprintf("%s serves shard %d", p.name(), req.shard)
+		case target == p && len(p.Slots()) > 0:
+			r.event(s.vc, p.Node, eventNormal, "FailoverRequestDone", "Failover", "%s serves shard %d", p.Name(), req.shard)
+			st.Phase, st.Target, st.Message = v1alpha1.FailoverRequestDone, p.Name(), fmt.Sprintf("%s serves shard %d", p.Name(), req.shard)
 			return 0, nil
 		}
 	} else if s.replicas() == 0 {
@@ -119,13 +120,13 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 	if !s.settled() {
 		return wait("waiting for the cluster to settle")
 	}
-	if p == nil || !p.reachable {
+	if p == nil || !p.Reachable {
 		return wait("waiting for the shard's primary to answer")
 	}
 	if target == nil {
-		var inSync []*member
+		var inSync []*plan.Member
 		for _, m := range s.active(req.shard) {
-			if m != p && synced(m, p) {
+			if m != p && plan.Synced(m, p) {
 				inSync = append(inSync, m)
 			}
 		}
@@ -134,8 +135,8 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 		}
 		target = s.spreadChoice(req.shard, byOffset(inSync))
 	}
-	if !synced(target, p) {
-		return wait("waiting for %s to be in sync with %s", target.name(), p.name())
+	if !plan.Synced(target, p) {
+		return wait("waiting for %s to be in sync with %s", target.Name(), p.Name())
 	}
 	if err := r.failover(ctx, s, target, "requested through the "+v1alpha1.AnnotationFailover+" annotation"); err != nil {
 		return 0, err
@@ -143,10 +144,10 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 	if _, asked := failoverRecord(target); !asked {
 		// Held this pass (another failover of the shard in flight, voters that do not
 		// reach the target yet): Progressing says why.
-		return wait("waiting to ask %s to take over from %s", target.name(), p.name())
+		return wait("waiting to ask %s to take over from %s", target.Name(), p.Name())
 	}
-	st.Phase, st.Target = v1alpha1.FailoverRequestInProgress, target.name()
-	st.Message = fmt.Sprintf("%s was asked to take over shard %d from %s", target.name(), req.shard, p.name())
+	st.Phase, st.Target = v1alpha1.FailoverRequestInProgress, target.Name()
+	st.Message = fmt.Sprintf("%s was asked to take over shard %d from %s", target.Name(), req.shard, p.Name())
 	s.lookAgainWithin(requeueFast)
 	return 0, nil
 }
@@ -162,7 +163,7 @@ func failoverRequestStatus(s *scope) *v1alpha1.FailoverRequestStatus {
 	if prev != nil && prev.Request == st.Request && prev.Phase == st.Phase && prev.LastTransitionTime != nil {
 		st.LastTransitionTime = prev.LastTransitionTime
 	} else {
-		now := metav1.NewTime(s.topo.now)
+		now := metav1.NewTime(s.topo.Now)
 		st.LastTransitionTime = &now
 	}
 	return st

@@ -93,9 +93,9 @@ func (r *Reconciler) rememberRest(s *scope, inputs string, atRest bool) {
 		r.rest.Delete(s.vc.UID)
 		return
 	}
-	for _, m := range s.topo.members {
-		if m.reachable && m.self.Primary {
-			r.rest.Store(s.vc.UID, restState{inputs: inputs, addr: m.addr, view: restFingerprint(m.view)})
+	for _, m := range s.topo.Members {
+		if m.Reachable && m.Self.Primary {
+			r.rest.Store(s.vc.UID, restState{inputs: inputs, addr: m.Addr, view: restFingerprint(m.View)})
 			return
 		}
 	}
@@ -104,9 +104,9 @@ func (r *Reconciler) rememberRest(s *scope, inputs string, atRest bool) {
 
 // passInputs are the versions a pass reads, before it acts ("" when unreadable).
 func (r *Reconciler) passInputs(ctx context.Context, s *scope) string {
-	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.topo.members))
-	for _, m := range s.topo.members {
-		nodes = append(nodes, m.node)
+	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.topo.Members))
+	for _, m := range s.topo.Members {
+		nodes = append(nodes, m.Node)
 	}
 	inputs, err := r.restInputs(ctx, s.vc, nodes)
 	if err != nil {

@@ -9,32 +9,33 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 )
 
 // outdated reports whether a member needs a new pod to match the spec, and why. While a
 // Secret the members mount is not published, no member is outdated: the spec's names are
 // not known.
-func (s *scope) outdated(m *member) (bool, string) {
+func (s *scope) outdated(m *plan.Member) (bool, string) {
 	if s.unpublished != nil {
 		return false, ""
 	}
-	d := diffSpec(m.node.Spec, desiredSpec(s.vc, m.shard()), m.liveVersion())
+	d := diffSpec(m.Node.Spec, desiredSpec(s.vc, m.Shard()), m.LiveVersion())
 	return d.roll, strings.Join(d.fields, ", ")
 }
 
 // settled reports whether the topology allows a planned change: every shard of the spec
 // has its primary, nobody is leaving and no primary is lost.
 func (s *scope) settled() bool {
-	if clusterEmpty(s.topo) || s.topo.openSlots() || len(s.topo.lostPrimaries()) > 0 {
+	if plan.Empty(s.topo) || s.topo.OpenSlots() || len(s.topo.LostPrimaries()) > 0 {
 		return false
 	}
-	for _, m := range s.topo.members {
-		if m.leaving() {
+	for _, m := range s.topo.Members {
+		if m.Leaving() {
 			return false
 		}
 	}
 	for sh := int32(0); sh < s.shards(); sh++ {
-		if p := s.topo.primaryOf(sh); p == nil || len(p.slots()) == 0 {
+		if p := s.topo.PrimaryOf(sh); p == nil || len(p.Slots()) == 0 {
 			return false
 		}
 	}
@@ -47,8 +48,8 @@ func (s *scope) settled() bool {
 // is fixed, during its creation as well as during a roll. It runs before the phases
 // that wait for every member to answer.
 func (r *Reconciler) reconcileStaleMembers(ctx context.Context, s *scope) (time.Duration, error) {
-	for _, m := range s.topo.members {
-		if m.leaving() || m.node.Status.Lifecycle == v1alpha1.LifecycleActive || len(m.slots()) > 0 {
+	for _, m := range s.topo.Members {
+		if m.Leaving() || m.Node.Status.Lifecycle == v1alpha1.LifecycleActive || len(m.Slots()) > 0 {
 			continue
 		}
 		if out, why := s.outdated(m); out {
@@ -70,7 +71,7 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope) (time.Duration
 	case rollSettleFirst, rollWait:
 		s.progress(v1alpha1.ReasonRolling, "%s", p.message)
 	case rollBlocked:
-		s.block(p.member.name(), "%s", p.message)
+		s.block(p.member.Name(), "%s", p.message)
 	case rollAddSuccessor:
 		if err := r.addSuccessors(ctx, s, p.shard, p.count); err != nil {
 			return 0, err
@@ -123,7 +124,7 @@ func (s *scope) shardsAhead(shard int32, n int) []successorsAhead {
 		for _, m := range members {
 			if out, _ := s.outdated(m); out {
 				outdated++
-			} else if m.cannotRun() != nil {
+			} else if m.CannotRun() != nil {
 				stuck = true
 			}
 		}
@@ -181,7 +182,7 @@ type rollPlan struct {
 	step  rollStep
 	shard int32
 	// member is the member the step acts on or waits for.
-	member *member
+	member *plan.Member
 	// message is Progressing's message for the step (reason Rolling, or RollBlocked);
 	// authorizeRoll and failover write their own.
 	message string
@@ -216,25 +217,12 @@ func (s *scope) planRoll() rollPlan {
 func (s *scope) nextShardToRoll() (int32, bool) {
 	for sh := int32(0); sh < s.shards(); sh++ {
 		for _, m := range s.active(sh) {
-			if out, _ := s.outdated(m); out || m.restarting() {
+			if out, _ := s.outdated(m); out || m.Restarting() {
 				return sh, true
 			}
 		}
 	}
 	return 0, false
-}
-
-// podCurrent reports whether the member's pod was built for the revision its spec holds
-// (the node-controller reports the revision of the running pod).
-func (m *member) podCurrent() bool {
-	return m.node.Status.Revision == m.node.Spec.Revision
-}
-
-// restarting reports whether a member was authorised a new revision its running pod was
-// not built for yet. A member that never ran a pod (revision 0 in status) is starting,
-// not restarting.
-func (m *member) restarting() bool {
-	return m.node.Status.Revision != 0 && !m.podCurrent()
 }
 
 // inPlace: members with volumes in StatefulSets are rolled in place, keeping their
@@ -249,10 +237,10 @@ func (s *scope) inPlace() bool {
 // in sync (the shard's one failover), and the old primary, now a replica, is retired.
 func (s *scope) planRollByReplacement(sh int32) rollPlan {
 	members := s.active(sh)
-	p := s.topo.primaryOf(sh)
-	var outdatedReplicas []*member
-	var freshSynced []*member
-	var freshWaiting []*member
+	p := s.topo.PrimaryOf(sh)
+	var outdatedReplicas []*plan.Member
+	var freshSynced []*plan.Member
+	var freshWaiting []*plan.Member
 	primaryOutdated := false
 	for _, m := range members {
 		out, _ := s.outdated(m)
@@ -261,7 +249,7 @@ func (s *scope) planRollByReplacement(sh int32) rollPlan {
 			primaryOutdated = true
 		case out:
 			outdatedReplicas = append(outdatedReplicas, m)
-		case m != p && synced(m, p) && s.externalKnown(m):
+		case m != p && plan.Synced(m, p) && s.externalKnown(m):
 			// With external access, a successor takes over only once every member
 			// redirects clients to its external address.
 			freshSynced = append(freshSynced, m)
@@ -285,17 +273,17 @@ func (s *scope) planRollByReplacement(sh int32) rollPlan {
 	}
 	if len(freshWaiting) > 0 {
 		m := freshWaiting[0]
-		if synced(m, p) {
+		if plan.Synced(m, p) {
 			return rollPlan{step: rollWait, shard: sh, member: m, after: requeueSync,
 				message: fmt.Sprintf("shard %d: waiting for every member to learn successor %s's external address (not known to %s yet)",
-					sh, m.name(), strings.Join(m.unseenBy, ", "))}
+					sh, m.Name(), strings.Join(m.UnseenBy, ", "))}
 		}
 		return waitForSuccessor(sh, m)
 	}
 	if len(outdatedReplicas) > 0 {
 		m := outdatedReplicas[0]
 		return rollPlan{step: rollRetire, shard: sh, member: m, after: requeueFast,
-			message: fmt.Sprintf("shard %d: retiring outdated replica %s", sh, m.name())}
+			message: fmt.Sprintf("shard %d: retiring outdated replica %s", sh, m.Name())}
 	}
 	if primaryOutdated && len(freshSynced) > 0 {
 		return rollPlan{step: rollFailover, shard: sh, member: s.spreadChoice(sh, byOffset(freshSynced)), after: requeueFast}
@@ -306,34 +294,34 @@ func (s *scope) planRollByReplacement(sh int32) rollPlan {
 
 // waitForSuccessor waits for a successor that is not in sync yet, and blocks the roll
 // when the successor's pod cannot run.
-func waitForSuccessor(sh int32, m *member) rollPlan {
-	if c := m.cannotRun(); c != nil {
+func waitForSuccessor(sh int32, m *plan.Member) rollPlan {
+	if c := m.CannotRun(); c != nil {
 		return rollPlan{step: rollBlocked, shard: sh, member: m, after: requeueSteady,
 			message: fmt.Sprintf("shard %d: the roll is blocked: successor %s cannot run (%s: %s); the old members keep serving",
-				sh, m.name(), c.Reason, memberMessage(c))}
+				sh, m.Name(), c.Reason, memberMessage(c))}
 	}
 	after := requeueWait // its pod starting: its status brings the next pass
-	if m.reachable {
+	if m.Reachable {
 		after = requeueSync // syncing: only the servers can tell when it is done
 	}
 	return rollPlan{step: rollWait, shard: sh, member: m, after: after,
-		message: fmt.Sprintf("shard %d: waiting for successor %s to sync", sh, m.name())}
+		message: fmt.Sprintf("shard %d: waiting for successor %s to sync", sh, m.Name())}
 }
 
 // planRollInPlace restarts one member of the shard at a time on its own volume: replicas
 // first, then (after the shard's one failover) the old primary.
 func (s *scope) planRollInPlace(sh int32) rollPlan {
-	p := s.topo.primaryOf(sh)
-	var outdatedReplica *member
-	var freshSynced []*member
+	p := s.topo.PrimaryOf(sh)
+	var outdatedReplica *plan.Member
+	var freshSynced []*plan.Member
 	for _, m := range s.active(sh) {
-		if !m.podCurrent() || (m != p && !synced(m, p)) {
-			if c := m.cannotRun(); c != nil {
+		if !m.PodCurrent() || (m != p && !plan.Synced(m, p)) {
+			if c := m.CannotRun(); c != nil {
 				return rollPlan{step: rollBlocked, shard: sh, member: m, after: requeueWait,
-					message: fmt.Sprintf("shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.name(), c.Reason, memberMessage(c))}
+					message: fmt.Sprintf("shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.Name(), c.Reason, memberMessage(c))}
 			}
 			return rollPlan{step: rollWait, shard: sh, member: m, after: requeueWait,
-				message: fmt.Sprintf("shard %d: waiting for %s to come back in sync", sh, m.name())}
+				message: fmt.Sprintf("shard %d: waiting for %s to come back in sync", sh, m.Name())}
 		}
 		out, _ := s.outdated(m)
 		switch {
@@ -355,16 +343,16 @@ func (s *scope) planRollInPlace(sh int32) rollPlan {
 
 // authorizeRoll writes the new spec into a member and raises its revision: the
 // node-controller then replaces its pod, keeping its volume.
-func (r *Reconciler) authorizeRoll(ctx context.Context, s *scope, m *member) error {
+func (r *Reconciler) authorizeRoll(ctx context.Context, s *scope, m *plan.Member) error {
 	_, why := s.outdated(m)
-	patch := client.MergeFrom(m.node.DeepCopy())
-	want := desiredSpec(s.vc, m.shard())
-	want.Revision = m.node.Spec.Revision + 1
-	m.node.Spec = want
-	if err := r.Patch(ctx, m.node, patch); err != nil {
-		return fmt.Errorf("authorise the roll of %s: %w", m.name(), err)
+	patch := client.MergeFrom(m.Node.DeepCopy())
+	want := desiredSpec(s.vc, m.Shard())
+	want.Revision = m.Node.Spec.Revision + 1
+	m.Node.Spec = want
+	if err := r.Patch(ctx, m.Node, patch); err != nil {
+		return fmt.Errorf("authorise the roll of %s: %w", m.Name(), err)
 	}
-	r.event(s.vc, m.node, eventNormal, "MemberRolling", "Roll", "restarting %s on its volume with the new spec (%s)", m.name(), why)
-	s.progress(v1alpha1.ReasonRolling, "shard %d: restarting %s with the new spec", m.shard(), m.name())
+	r.event(s.vc, m.Node, eventNormal, "MemberRolling", "Roll", "restarting %s on its volume with the new spec (%s)", m.Name(), why)
+	s.progress(v1alpha1.ReasonRolling, "shard %d: restarting %s with the new spec", m.Shard(), m.Name())
 	return nil
 }

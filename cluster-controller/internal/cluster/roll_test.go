@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
 // TestRollEndsWhenTheLastMemberIsBack: an in-place roll authorises a member by raising
@@ -20,10 +21,10 @@ func TestRollEndsWhenTheLastMemberIsBack(t *testing.T) {
 	vc := cluster(func(s *v1alpha1.ValkeyClusterSpec) {
 		s.Shards, s.ReplicasPerShard = 3, ptr.To[int32](1)
 	})
-	topo := build(t, threeByOne())
-	for _, m := range topo.members {
-		m.node.Spec = desiredSpec(vc, m.shard())
-		m.node.Spec.Revision, m.node.Status.Revision = 1, 1
+	topo := plantest.Build(t, plantest.ThreeByOne())
+	for _, m := range topo.Members {
+		m.Node.Spec = desiredSpec(vc, m.Shard())
+		m.Node.Spec.Revision, m.Node.Status.Revision = 1, 1
 	}
 	s := &scope{vc: vc, topo: topo}
 	if sh, ok := s.nextShardToRoll(); ok {
@@ -33,8 +34,8 @@ func TestRollEndsWhenTheLastMemberIsBack(t *testing.T) {
 		t.Fatal("every member runs the spec's pod: want up to date")
 	}
 
-	c2 := topo.byID("C2")
-	c2.node.Spec.Revision = 2 // authorised, its pod not rebuilt yet
+	c2 := topo.ByID("C2")
+	c2.Node.Spec.Revision = 2 // authorised, its pod not rebuilt yet
 	if sh, ok := s.nextShardToRoll(); !ok || sh != 2 {
 		t.Errorf("next shard to roll = %d %v, want 2 (c2 is restarting)", sh, ok)
 	}
@@ -42,7 +43,7 @@ func TestRollEndsWhenTheLastMemberIsBack(t *testing.T) {
 		t.Error("c2 still runs its old pod: want not up to date")
 	}
 
-	c2.node.Status.Revision = 2
+	c2.Node.Status.Revision = 2
 	if sh, ok := s.nextShardToRoll(); ok {
 		t.Errorf("c2 is back: nothing to roll, got shard %d", sh)
 	}
@@ -60,77 +61,77 @@ func TestPlanRoll(t *testing.T) {
 	volumes := func(s *v1alpha1.ValkeyClusterSpec) {
 		s.Persistence = &v1alpha1.PersistenceSpec{Size: resource.MustParse("1Gi")}
 	}
-	outdated := func(f *fakeMember) { f.outdated = true }
+	outdated := func(f *plantest.FakeMember) { f.Outdated = true }
 	// b3 is a successor of shard 1 created with the spec: in sync, or not yet.
-	b3 := fakeMember{name: "b3", shard: 1, ip: "10.0.0.7", id: "B3", primary: "B", offset: 100, linkUp: true, joining: true}
+	b3 := plantest.FakeMember{Name: "b3", Shard: 1, IP: "10.0.0.7", ID: "B3", Primary: "B", Offset: 100, LinkUp: true, Joining: true}
 	b3Syncing := b3
-	b3Syncing.linkUp = false
+	b3Syncing.LinkUp = false
 	b3NoImage := b3Syncing
-	b3NoImage.podNotReady = v1alpha1.ReasonImagePullBackOff
+	b3NoImage.PodNotReady = v1alpha1.ReasonImagePullBackOff
 	cases := []struct {
 		name    string
 		vc      func(*v1alpha1.ValkeyClusterSpec)
-		fms     []fakeMember
+		fms     []plantest.FakeMember
 		step    rollStep
 		member  string
 		message string
 		after   time.Duration
 	}{
-		{name: "every member runs the spec's pod: nothing to roll", fms: healthyThreeByOne(), step: rollNothing},
+		{name: "every member runs the spec's pod: nothing to roll", fms: plantest.HealthyThreeByOne(), step: rollNothing},
 		{
 			name: "a member of a removed shard is not rolled",
-			fms:  append(healthyThreeByOne(), fakeMember{name: "d", shard: 3, ip: "10.0.0.7", id: "D", outdated: true}),
+			fms:  append(plantest.HealthyThreeByOne(), plantest.FakeMember{Name: "d", Shard: 3, IP: "10.0.0.7", ID: "D", Outdated: true}),
 			step: rollNothing,
 		},
 		{
 			name: "an outdated member while a primary is lost: the roll waits for the cluster to settle, the pass goes on",
-			fms:  with(with(healthyThreeByOne(), "a", func(f *fakeMember) { f.down = true }), "b2", outdated),
+			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { f.Down = true }), "b2", outdated),
 			step: rollSettleFirst, message: "shard 1 needs a roll; waiting for the cluster to settle first",
 		},
 		{
 			name: "an outdated member while a member leaves: the roll waits for the cluster to settle",
-			fms:  with(with(healthyThreeByOne(), "c2", func(f *fakeMember) { f.leaving = true }), "b2", outdated),
+			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "c2", func(f *plantest.FakeMember) { f.Leaving = true }), "b2", outdated),
 			step: rollSettleFirst, message: "shard 1 needs a roll; waiting for the cluster to settle first",
 		},
 		{
 			name: "the lowest shard with an outdated member rolls first",
-			fms:  with(with(healthyThreeByOne(), "c2", outdated), "b2", outdated),
+			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "c2", outdated), "b2", outdated),
 			step: rollAddSuccessor, message: "shard 1: creating a successor with the new spec", after: requeueWait,
 		},
 		{
 			name: "by replacement: an outdated replica gets an up-to-date successor first",
-			fms:  with(healthyThreeByOne(), "b2", outdated),
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", outdated),
 			step: rollAddSuccessor, message: "shard 1: creating a successor with the new spec", after: requeueWait,
 		},
 		{
 			name: "by replacement: an outdated primary gets an up-to-date successor first",
-			fms:  with(healthyThreeByOne(), "b", outdated),
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "b", outdated),
 			step: rollAddSuccessor, message: "shard 1: creating a successor with the new spec", after: requeueWait,
 		},
 		{
 			name: "by replacement: a successor not in sync yet is waited for",
-			fms:  append(with(healthyThreeByOne(), "b2", outdated), b3Syncing),
+			fms:  append(plantest.With(plantest.HealthyThreeByOne(), "b2", outdated), b3Syncing),
 			step: rollWait, member: "b3", message: "shard 1: waiting for successor b3 to sync", after: requeueSync,
 		},
 		{
 			name: "by replacement: a shard whose members are all outdated gets all its successors at once",
-			fms:  with(with(healthyThreeByOne(), "b", outdated), "b2", outdated),
+			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), "b2", outdated),
 			step: rollAddSuccessor, message: "shard 1: creating 2 successors with the new spec", after: requeueWait,
 		},
 		{
 			name: "by replacement: a successor whose image does not pull blocks the roll, the old members keep serving",
-			fms:  append(with(healthyThreeByOne(), "b2", outdated), b3NoImage),
+			fms:  append(plantest.With(plantest.HealthyThreeByOne(), "b2", outdated), b3NoImage),
 			step: rollBlocked, member: "b3", after: requeueSteady,
 			message: "shard 1: the roll is blocked: successor b3 cannot run (ImagePullBackOff: the pod does not run); the old members keep serving",
 		},
 		{
 			name: "by replacement: once the successor is in sync the outdated replica retires",
-			fms:  append(with(healthyThreeByOne(), "b2", outdated), b3),
+			fms:  append(plantest.With(plantest.HealthyThreeByOne(), "b2", outdated), b3),
 			step: rollRetire, member: "b2", message: "shard 1: retiring outdated replica b2", after: requeueFast,
 		},
 		{
 			name: "by replacement: only the primary outdated, the most caught-up replica in sync takes over",
-			fms:  append(with(healthyThreeByOne(), "b", outdated), b3), // b2 is 10 bytes behind b3
+			fms:  append(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), b3), // b2 is 10 bytes behind b3
 			step: rollFailover, member: "b3", after: requeueFast,
 		},
 		{
@@ -139,48 +140,48 @@ func TestPlanRoll(t *testing.T) {
 				volumes(s)
 				s.ReplicasPerShard = ptr.To[int32](0)
 			},
-			fms:  with(without(healthyThreeByOne(), "a2", "b2", "c2"), "a", outdated),
+			fms:  plantest.With(plantest.Without(plantest.HealthyThreeByOne(), "a2", "b2", "c2"), "a", outdated),
 			step: rollAddSuccessor, message: "shard 0: creating a successor with the new spec", after: requeueWait,
 		},
 		{
 			name: "in place: an outdated replica restarts first, on its volume",
-			vc:   volumes, fms: with(with(healthyThreeByOne(), "b", outdated), "b2", outdated),
+			vc:   volumes, fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), "b2", outdated),
 			step: rollRestart, member: "b2", after: requeueWait,
 		},
 		{
 			name: "in place: a member authorised a new pod not rebuilt yet is waited for",
-			vc:   volumes, fms: with(with(healthyThreeByOne(), "b", outdated), "b2", func(f *fakeMember) { f.restarting = true }),
+			vc:   volumes, fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), "b2", func(f *plantest.FakeMember) { f.Restarting = true }),
 			step: rollWait, member: "b2", message: "shard 1: waiting for b2 to come back in sync", after: requeueWait,
 		},
 		{
 			name: "in place: a restarted replica not in sync yet holds the failover back",
-			vc:   volumes, fms: with(with(healthyThreeByOne(), "b", outdated), "b2", func(f *fakeMember) { f.linkUp = false }),
+			vc:   volumes, fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), "b2", func(f *plantest.FakeMember) { f.LinkUp = false }),
 			step: rollWait, member: "b2", message: "shard 1: waiting for b2 to come back in sync", after: requeueWait,
 		},
 		{
 			name: "in place: a restarted replica that crash-loops blocks the roll",
 			vc:   volumes,
-			fms: with(with(healthyThreeByOne(), "b", outdated), "b2", func(f *fakeMember) {
-				f.restarting, f.podNotReady = true, v1alpha1.ReasonCrashLoop
+			fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), "b2", func(f *plantest.FakeMember) {
+				f.Restarting, f.PodNotReady = true, v1alpha1.ReasonCrashLoop
 			}),
 			step: rollBlocked, member: "b2", after: requeueWait,
 			message: "shard 1: the roll is blocked: b2 cannot run (CrashLoop: the pod does not run)",
 		},
 		{
 			name: "in place: the replicas up to date, the primary's replica in sync takes over",
-			vc:   volumes, fms: with(healthyThreeByOne(), "b", outdated),
+			vc:   volumes, fms: plantest.With(plantest.HealthyThreeByOne(), "b", outdated),
 			step: rollFailover, member: "b2", after: requeueFast,
 		},
 		{
 			name: "in place: the old primary, now a replica, restarts last",
 			vc:   volumes,
-			fms: []fakeMember{
-				{name: "a", shard: 0, ip: "10.0.0.1", id: "A", slots: "0-5461", offset: 100},
-				{name: "b", shard: 1, ip: "10.0.0.2", id: "B", primary: "B2", offset: 100, linkUp: true, outdated: true},
-				{name: "c", shard: 2, ip: "10.0.0.3", id: "C", slots: "10923-16383", offset: 100},
-				{name: "a2", shard: 0, ip: "10.0.0.4", id: "A2", primary: "A", offset: 100, linkUp: true},
-				{name: "b2", shard: 1, ip: "10.0.0.5", id: "B2", slots: "5462-10922", offset: 100},
-				{name: "c2", shard: 2, ip: "10.0.0.6", id: "C2", primary: "C", offset: 100, linkUp: true},
+			fms: []plantest.FakeMember{
+				{Name: "a", Shard: 0, IP: "10.0.0.1", ID: "A", Slots: "0-5461", Offset: 100},
+				{Name: "b", Shard: 1, IP: "10.0.0.2", ID: "B", Primary: "B2", Offset: 100, LinkUp: true, Outdated: true},
+				{Name: "c", Shard: 2, IP: "10.0.0.3", ID: "C", Slots: "10923-16383", Offset: 100},
+				{Name: "a2", Shard: 0, IP: "10.0.0.4", ID: "A2", Primary: "A", Offset: 100, LinkUp: true},
+				{Name: "b2", Shard: 1, IP: "10.0.0.5", ID: "B2", Slots: "5462-10922", Offset: 100},
+				{Name: "c2", Shard: 2, IP: "10.0.0.6", ID: "C2", Primary: "C", Offset: 100, LinkUp: true},
 			},
 			step: rollRestart, member: "b", after: requeueWait,
 		},
@@ -191,7 +192,7 @@ func TestPlanRoll(t *testing.T) {
 			p := s.planRoll()
 			var member string
 			if p.member != nil {
-				member = p.member.name()
+				member = p.member.Name()
 			}
 			if p.step != c.step || member != c.member || p.message != c.message || p.after != c.after {
 				t.Errorf("plan = %s %q %q after %s\nwant   %s %q %q after %s",
@@ -202,27 +203,27 @@ func TestPlanRoll(t *testing.T) {
 }
 
 func TestShardsAhead(t *testing.T) {
-	outdated := func(f *fakeMember) { f.outdated = true }
-	all := with(with(with(with(with(with(healthyThreeByOne(), "a", outdated), "a2", outdated), "b", outdated), "b2", outdated),
+	outdated := func(f *plantest.FakeMember) { f.Outdated = true }
+	all := plantest.With(plantest.With(plantest.With(plantest.With(plantest.With(plantest.With(plantest.HealthyThreeByOne(), "a", outdated), "a2", outdated), "b", outdated), "b2", outdated),
 		"c", outdated), "c2", outdated)
 	cases := []struct {
 		name string
-		fms  []fakeMember
+		fms  []plantest.FakeMember
 		n    int
 		want string
 	}{
 		{name: "every member outdated: the next two shards get their two successors each", fms: all, n: 2, want: "1:2 2:2"},
 		{name: "one shard ahead only", fms: all, n: 1, want: "1:2"},
-		{name: "shards with nothing outdated are skipped", fms: with(with(healthyThreeByOne(), "a", outdated), "c2", outdated), n: 1, want: "2:1"},
+		{name: "shards with nothing outdated are skipped", fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), "a", outdated), "c2", outdated), n: 1, want: "2:1"},
 		{
 			name: "a shard whose successor is already there needs no more",
-			fms:  append(with(healthyThreeByOne(), "b2", outdated), fakeMember{name: "b3", shard: 1, ip: "10.0.0.7", id: "B3", primary: "B", joining: true}),
+			fms:  append(plantest.With(plantest.HealthyThreeByOne(), "b2", outdated), plantest.FakeMember{Name: "b3", Shard: 1, IP: "10.0.0.7", ID: "B3", Primary: "B", Joining: true}),
 			n:    2, want: "",
 		},
 		{
 			name: "a shard whose successor cannot run gets no more",
-			fms: append(with(with(healthyThreeByOne(), "b2", outdated), "b", outdated),
-				fakeMember{name: "b3", shard: 1, ip: "10.0.0.7", joining: true, down: true, podNotReady: v1alpha1.ReasonImagePullBackOff}),
+			fms: append(plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b2", outdated), "b", outdated),
+				plantest.FakeMember{Name: "b3", Shard: 1, IP: "10.0.0.7", Joining: true, Down: true, PodNotReady: v1alpha1.ReasonImagePullBackOff}),
 			n: 2, want: "",
 		},
 	}

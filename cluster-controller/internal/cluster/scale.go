@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -60,7 +61,7 @@ func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duratio
 // scaleHeld reports whether scaling waits: the cluster is being created, or a primary is
 // lost (healing comes first).
 func (s *scope) scaleHeld() bool {
-	return clusterEmpty(s.topo) || len(s.topo.lostPrimaries()) > 0
+	return plan.Empty(s.topo) || len(s.topo.LostPrimaries()) > 0
 }
 
 // scaleStep is what the scale phase does once no slot is left open.
@@ -92,7 +93,7 @@ type scalePlan struct {
 }
 
 type retirement struct {
-	member *member
+	member *plan.Member
 	why    string
 }
 
@@ -116,11 +117,11 @@ func (s *scope) planScale() scalePlan {
 
 // primaries returns the primary of every shard of the spec, or false while one has none
 // (a new shard still forming).
-func (s *scope) primaries() ([]*member, bool) {
-	out := make([]*member, s.shards())
+func (s *scope) primaries() ([]*plan.Member, bool) {
+	out := make([]*plan.Member, s.shards())
 	for sh := range out {
 		p := s.candidate(int32(sh))
-		if p == nil || !p.reachable || p.leaving() || p.self.Replica || !s.topo.formedWith(p) || !s.externalKnown(p) {
+		if p == nil || !p.Reachable || p.Leaving() || p.Self.Replica || !s.topo.FormedWith(p) || !s.externalKnown(p) {
 			return nil, false
 		}
 		out[sh] = p
@@ -128,36 +129,26 @@ func (s *scope) primaries() ([]*member, bool) {
 	return out, true
 }
 
-// formedWith reports whether every reachable member knows m.
-func (t *topology) formedWith(m *member) bool {
-	for _, o := range t.reachable() {
-		if o != m && !o.knows(m.id()) {
-			return false
-		}
-	}
-	return true
-}
-
 // planRebalance plans the fewest slot moves that leave each shard of the spec within one
 // slot of an even share.
 func (s *scope) planRebalance() scalePlan {
 	targets, ok := s.primaries()
 	if !ok {
-		if s.topo.coveredSlots() == slotCount && s.needsRebalance() {
+		if s.topo.CoveredSlots() == plan.SlotCount && s.needsRebalance() {
 			return scalePlan{step: scaleWaitForPrimaries, reason: v1alpha1.ReasonScalingOut,
 				message: "waiting for the new shards' primaries to join"}
 		}
 		return scalePlan{}
 	}
 	current := map[string][]valkey.SlotRange{}
-	for id, rs := range s.topo.ownedSlots() {
+	for id, rs := range s.topo.OwnedSlots() {
 		current[id] = rs
 	}
 	ids := make([]string, len(targets))
 	for i, p := range targets {
-		ids[i] = p.id()
-		if _, ok := current[p.id()]; !ok {
-			current[p.id()] = nil
+		ids[i] = p.ID()
+		if _, ok := current[p.ID()]; !ok {
+			current[p.ID()] = nil
 		}
 	}
 	moves := valkey.PlanMoves(current, ids)
@@ -165,7 +156,7 @@ func (s *scope) planRebalance() scalePlan {
 		return scalePlan{}
 	}
 	reason := v1alpha1.ReasonScalingOut
-	if len(s.topo.shards) > int(s.shards()) {
+	if len(s.topo.Shards) > int(s.shards()) {
 		reason = v1alpha1.ReasonScalingIn
 	}
 	total := 0
@@ -181,8 +172,8 @@ func (r *Reconciler) moveAll(ctx context.Context, s *scope, p scalePlan) (time.D
 	s.progress(p.reason, "%s", p.message)
 	deadline := time.Now().Add(migrationBudget)
 	for _, mv := range p.moves {
-		from, to := s.topo.byID(mv.From), s.topo.byID(mv.To)
-		if from == nil || to == nil || !from.reachable || !to.reachable {
+		from, to := s.topo.ByID(mv.From), s.topo.ByID(mv.To)
+		if from == nil || to == nil || !from.Reachable || !to.Reachable {
 			return requeueWait, nil
 		}
 		done, err := r.moveSlots(ctx, s, from, to, mv.Slots, deadline)
@@ -200,9 +191,9 @@ func (r *Reconciler) moveAll(ctx context.Context, s *scope, p scalePlan) (time.D
 // needsRebalance reports whether a shard of the spec has no slots or a removed shard
 // still has some.
 func (s *scope) needsRebalance() bool {
-	for sh := range s.topo.shards {
-		p := s.topo.primaryOf(sh)
-		has := p != nil && len(p.slots()) > 0
+	for sh := range s.topo.Shards {
+		p := s.topo.PrimaryOf(sh)
+		has := p != nil && len(p.Slots()) > 0
 		if (sh < s.shards()) != has {
 			return true
 		}
@@ -213,8 +204,8 @@ func (s *scope) needsRebalance() bool {
 // allAtLeast9 reports whether every reachable member runs Valkey 9.0 or later, where a
 // slot range moves atomically with CLUSTER MIGRATESLOTS.
 func (s *scope) allAtLeast9() bool {
-	for _, m := range s.topo.members {
-		if !m.reachable || !m.version.AtLeast(9, 0) {
+	for _, m := range s.topo.Members {
+		if !m.Reachable || !m.Version.AtLeast(9, 0) {
 			return false
 		}
 	}
@@ -222,7 +213,7 @@ func (s *scope) allAtLeast9() bool {
 }
 
 // moveSlots moves ranges from one primary to another until done or the deadline.
-func (r *Reconciler) moveSlots(ctx context.Context, s *scope, from, to *member, ranges []valkey.SlotRange, deadline time.Time) (bool, error) {
+func (r *Reconciler) moveSlots(ctx context.Context, s *scope, from, to *plan.Member, ranges []valkey.SlotRange, deadline time.Time) (bool, error) {
 	if s.allAtLeast9() {
 		return r.migrateAtomically(ctx, s, from, to, ranges)
 	}
@@ -248,7 +239,7 @@ func (r *Reconciler) moveSlots(ctx context.Context, s *scope, from, to *member, 
 // (clients get ASK redirects for moved keys meanwhile), then both, and every other
 // primary, are told the new owner. Each step is one pipelined round trip for the whole
 // batch, so a slot costs a MIGRATE per batch of its keys, not eight round trips.
-func (r *Reconciler) migrateSlots(ctx context.Context, s *scope, from, to *member, slots []int) error {
+func (r *Reconciler) migrateSlots(ctx context.Context, s *scope, from, to *plan.Member, slots []int) error {
 	src, err := r.client(ctx, s, from)
 	if err != nil {
 		return err
@@ -259,22 +250,22 @@ func (r *Reconciler) migrateSlots(ctx context.Context, s *scope, from, to *membe
 	}
 	var open []int // not migrating to the target yet (a pass may have started some)
 	for _, slot := range slots {
-		if from.self.Migrating[slot] != to.id() {
+		if from.Self.Migrating[slot] != to.ID() {
 			open = append(open, slot)
 		}
 	}
-	if err := dst.SetSlots(ctx, open, "IMPORTING", from.id()); err != nil {
+	if err := dst.SetSlots(ctx, open, "IMPORTING", from.ID()); err != nil {
 		return err
 	}
-	if err := src.SetSlots(ctx, open, "MIGRATING", to.id()); err != nil {
+	if err := src.SetSlots(ctx, open, "MIGRATING", to.ID()); err != nil {
 		return err
 	}
 	return r.drainAndAssign(ctx, s, src, dst, from, to, slots)
 }
 
 // drainAndAssign moves the keys still in slots from src to dst and gives the slots to dst.
-func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *valkey.Client, from, to *member, slots []int) error {
-	host, port, err := to.hostPort()
+func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *valkey.Client, from, to *plan.Member, slots []int) error {
+	host, port, err := to.HostPort()
 	if err != nil {
 		return err
 	}
@@ -292,25 +283,25 @@ func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *val
 				Host: host, Port: port, Keys: keys[slot], Timeout: migrateTimeout,
 				Username: s.cred.Username, Password: s.cred.Password, Replace: true,
 			}); err != nil {
-				return fmt.Errorf("migrate %d keys of slot %d to %s: %w", len(keys[slot]), slot, to.name(), err)
+				return fmt.Errorf("migrate %d keys of slot %d to %s: %w", len(keys[slot]), slot, to.Name(), err)
 			}
 			next = append(next, slot)
 		}
 		pending = next
 	}
 	// The target first, so it owns the slots before the source stops redirecting to it.
-	if err := dst.SetSlots(ctx, slots, "NODE", to.id()); err != nil {
+	if err := dst.SetSlots(ctx, slots, "NODE", to.ID()); err != nil {
 		return err
 	}
-	if err := src.SetSlots(ctx, slots, "NODE", to.id()); err != nil {
+	if err := src.SetSlots(ctx, slots, "NODE", to.ID()); err != nil {
 		return err
 	}
-	for _, m := range s.topo.reachable() {
-		if m == from || m == to || !m.isPrimary() {
+	for _, m := range s.topo.Reachable() {
+		if m == from || m == to || !m.IsPrimary() {
 			continue
 		}
 		if c, err := r.client(ctx, s, m); err == nil {
-			_ = c.SetSlots(ctx, slots, "NODE", to.id()) // gossip would tell it too; this is faster
+			_ = c.SetSlots(ctx, slots, "NODE", to.ID()) // gossip would tell it too; this is faster
 		}
 	}
 	return nil
@@ -318,7 +309,7 @@ func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *val
 
 // migrateAtomically starts CLUSTER MIGRATESLOTS on the source (Valkey 9.0+) and reports
 // done once the source lists the job as finished.
-func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *member, ranges []valkey.SlotRange) (bool, error) {
+func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *plan.Member, ranges []valkey.SlotRange) (bool, error) {
 	src, err := r.client(ctx, s, from)
 	if err != nil {
 		return false, err
@@ -332,10 +323,10 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *
 			return false, nil // one running: wait for it
 		}
 	}
-	if err := src.MigrateSlots(ctx, ranges, to.id()); err != nil {
+	if err := src.MigrateSlots(ctx, ranges, to.ID()); err != nil {
 		return false, err
 	}
-	log.FromContext(ctx).Info("atomic slot migration started", "from", from.name(), "to", to.name(), "slots", valkey.FormatRanges(ranges))
+	log.FromContext(ctx).Info("atomic slot migration started", "from", from.Name(), "to", to.Name(), "slots", valkey.FormatRanges(ranges))
 	return false, nil
 }
 
@@ -344,7 +335,7 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *
 // which already holds part of its keys. Finishing is always safe; undoing is not.
 func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Duration, error) {
 	if s.allAtLeast9() {
-		for _, m := range s.topo.reachable() {
+		for _, m := range s.topo.Reachable() {
 			c, err := r.client(ctx, s, m)
 			if err != nil {
 				return 0, err
@@ -355,7 +346,7 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 			}
 			for _, j := range jobs {
 				if !j.Done() {
-					s.progress(v1alpha1.ReasonMigratingSlots, "an atomic slot migration is running on %s", m.name())
+					s.progress(v1alpha1.ReasonMigratingSlots, "an atomic slot migration is running on %s", m.Name())
 					return requeueWait, nil
 				}
 			}
@@ -363,18 +354,18 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 	}
 	// Valkey 8.0+ replicates the migrating and importing states to replicas, which refuse
 	// SETSLOT: only primaries' states are acted on.
-	for _, m := range s.topo.reachable() {
-		if !m.isPrimary() {
+	for _, m := range s.topo.Reachable() {
+		if !m.IsPrimary() {
 			continue
 		}
-		slots := make([]int, 0, len(m.self.Migrating))
-		for slot := range m.self.Migrating {
+		slots := make([]int, 0, len(m.Self.Migrating))
+		for slot := range m.Self.Migrating {
 			slots = append(slots, slot)
 		}
 		sort.Ints(slots)
 		for _, slot := range slots {
-			to := s.topo.byID(m.self.Migrating[slot])
-			if to == nil || !to.reachable || !to.isPrimary() {
+			to := s.topo.ByID(m.Self.Migrating[slot])
+			if to == nil || !to.Reachable || !to.IsPrimary() {
 				s.progress(v1alpha1.ReasonMigratingSlots, "slot %d is migrating to a member that does not answer as a primary", slot)
 				return requeueWait, nil
 			}
@@ -386,8 +377,8 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 			if err != nil {
 				return 0, err
 			}
-			if to.self.Importing[slot] != m.id() {
-				if err := dst.SetSlotImporting(ctx, slot, m.id()); err != nil {
+			if to.Self.Importing[slot] != m.ID() {
+				if err := dst.SetSlotImporting(ctx, slot, m.ID()); err != nil {
 					return 0, err
 				}
 			}
@@ -399,17 +390,17 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 	}
 	// An importing side without a migrating source: the source already gave the slot
 	// away or never started; close it on the side that owns it.
-	for _, m := range s.topo.reachable() {
-		if !m.isPrimary() {
+	for _, m := range s.topo.Reachable() {
+		if !m.IsPrimary() {
 			continue
 		}
-		for slot := range m.self.Importing {
-			if owner := s.topo.ownerOf(slot); owner != nil && owner.reachable && owner.self.Migrating[slot] == "" {
+		for slot := range m.Self.Importing {
+			if owner := s.topo.OwnerOf(slot); owner != nil && owner.Reachable && owner.Self.Migrating[slot] == "" {
 				c, err := r.client(ctx, s, m)
 				if err != nil {
 					return 0, err
 				}
-				if err := c.SetSlotNode(ctx, slot, owner.id()); err != nil {
+				if err := c.SetSlotNode(ctx, slot, owner.ID()); err != nil {
 					return 0, err
 				}
 				s.progress(v1alpha1.ReasonMigratingSlots, "closed the import of slot %d", slot)
@@ -427,7 +418,7 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 // client could still read the old owner from a member. Gossip spreads the change and no
 // Kubernetes event says when it has, so the next look is soon.
 func (r *Reconciler) awaitSlotMaps(_ context.Context, s *scope) (time.Duration, error) {
-	u := s.topo.slotsUnsettled()
+	u := s.topo.SlotsUnsettled()
 	if len(u) == 0 {
 		return 0, nil
 	}
@@ -435,21 +426,11 @@ func (r *Reconciler) awaitSlotMaps(_ context.Context, s *scope) (time.Duration, 
 	return requeueSync, nil
 }
 
-// ownerOf returns the member serving slot, by its own report.
-func (t *topology) ownerOf(slot int) *member {
-	for _, m := range t.reachable() {
-		if m.isPrimary() && valkey.ContainsSlot(m.slots(), slot) {
-			return m
-		}
-	}
-	return nil
-}
-
 // removedShardMembers are the members of shards beyond the spec whose primary holds no
 // slots: replicas and primary leave together; the leaving phase orders them.
 func (s *scope) removedShardMembers() []retirement {
 	var indexes []int32
-	for sh := range s.topo.shards {
+	for sh := range s.topo.Shards {
 		if sh >= s.shards() {
 			indexes = append(indexes, sh)
 		}
@@ -457,11 +438,11 @@ func (s *scope) removedShardMembers() []retirement {
 	slices.Sort(indexes)
 	var out []retirement
 	for _, sh := range indexes {
-		if p := s.topo.primaryOf(sh); p != nil && len(p.slots()) > 0 {
+		if p := s.topo.PrimaryOf(sh); p != nil && len(p.Slots()) > 0 {
 			continue // still draining
 		}
-		for _, m := range s.topo.shards[sh] {
-			if !m.leaving() {
+		for _, m := range s.topo.Shards[sh] {
+			if !m.Leaving() {
 				out = append(out, retirement{m, fmt.Sprintf("shard %d is removed (spec.shards is %d)", sh, s.shards())})
 			}
 		}
@@ -479,10 +460,10 @@ func (s *scope) surplusReplicas() []retirement {
 		if surplus <= 0 {
 			continue
 		}
-		p := s.topo.primaryOf(sh)
-		var replicas []*member
+		p := s.topo.PrimaryOf(sh)
+		var replicas []*plan.Member
 		for _, m := range members {
-			if m != p && len(m.slots()) == 0 {
+			if m != p && len(m.Slots()) == 0 {
 				replicas = append(replicas, m)
 			}
 		}
@@ -494,11 +475,11 @@ func (s *scope) surplusReplicas() []retirement {
 			if oi != oj {
 				return oi
 			}
-			si, sj := synced(replicas[i], p), synced(replicas[j], p)
+			si, sj := plan.Synced(replicas[i], p), plan.Synced(replicas[j], p)
 			if si != sj {
 				return !si
 			}
-			return membership.Older(replicas[j].node, replicas[i].node)
+			return membership.Older(replicas[j].Node, replicas[i].Node)
 		})
 		for i := 0; i < surplus && i < len(replicas); i++ {
 			out = append(out, retirement{replicas[i], fmt.Sprintf("shard %d has more than %d replicas", sh, s.replicas())})

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/guard"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
@@ -29,7 +30,7 @@ type scope struct {
 	// unpublished is set while a Secret the members mount is not named in the cluster's
 	// status by its producer: no member is created or changed.
 	unpublished *v1alpha1.NotPublishedError
-	topo        *topology
+	topo        *plan.Topology
 	// step is what the pass is doing or waiting for: Progressing's reason and message.
 	step struct{ reason, message string }
 	// blocked names a roll that cannot progress.
@@ -100,22 +101,22 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 	}
 	s.unpublished = unpublished(s.vc)
 	s.cred, s.credErr = valkeyconn.ForCluster(ctx, r.Client, vc)
-	var members []*member
+	var members []*plan.Member
 	if s.credErr == nil {
 		members = r.observe(ctx, nodes, s.cred)
 		if vc.Spec.ExternalAccessEnabled() || announcedBefore(nodes) {
-			clientView(members)
+			plan.ClientView(members)
 		}
 	} else {
 		for _, vn := range nodes {
-			members = append(members, &member{node: vn, err: s.credErr})
+			members = append(members, &plan.Member{Node: vn, Err: s.credErr})
 		}
 		if !errors.Is(s.credErr, valkeyconn.ErrNotReady) {
 			log.FromContext(ctx).Error(s.credErr, "read the operator's credentials")
 		}
 	}
-	s.topo = newTopology(members, r.Clock())
-	s.topo.ignoreServerDown = !r.FastFailover
+	s.topo = plan.NewTopology(members, r.Clock())
+	s.topo.IgnoreServerDown = !r.FastFailover
 	s.place = r.observePlacement(ctx, s)
 	return s, nil
 }
@@ -190,10 +191,10 @@ func (s *scope) shards() int32 { return s.vc.Spec.ShardCount() }
 func (s *scope) replicas() int32 { return s.vc.Spec.ReplicaCount() }
 
 // active lists the members of shard sh that are not leaving.
-func (s *scope) active(sh int32) []*member {
-	var out []*member
-	for _, m := range s.topo.shards[sh] {
-		if !m.leaving() {
+func (s *scope) active(sh int32) []*plan.Member {
+	var out []*plan.Member
+	for _, m := range s.topo.Shards[sh] {
+		if !m.Leaving() {
 			out = append(out, m)
 		}
 	}
@@ -205,13 +206,13 @@ func (s *scope) active(sh int32) []*member {
 // member agrees the cluster is ok. A roll or a live change in flight does not make a
 // serving cluster unready; Progressing says the spec is not fully applied yet.
 func (s *scope) ready() bool {
-	return s.shardsReady() == s.shards() && s.topo.coveredSlots() == slotCount && s.topo.formed() && s.allStateOK() &&
+	return s.shardsReady() == s.shards() && s.topo.CoveredSlots() == plan.SlotCount && s.topo.Formed() && s.allStateOK() &&
 		len(s.externalPending()) == 0 && len(s.externalUnseen()) == 0
 }
 
 // applied reports whether the spec is fully applied: ready, and nothing in flight.
 func (s *scope) applied() bool {
-	return s.ready() && s.step.reason == "" && !s.topo.openSlots() && s.membersUpToDate()
+	return s.ready() && s.step.reason == "" && !s.topo.OpenSlots() && s.membersUpToDate()
 }
 
 // membersUpToDate reports whether every member belongs to a shard of the spec, runs the
@@ -220,23 +221,23 @@ func (s *scope) membersUpToDate() bool {
 	if s.unpublished != nil {
 		return false
 	}
-	for _, m := range s.topo.members {
-		if m.leaving() {
+	for _, m := range s.topo.Members {
+		if m.Leaving() {
 			return false
 		}
-		if m.shard() >= s.shards() {
+		if m.Shard() >= s.shards() {
 			return false
 		}
-		if !m.podCurrent() {
+		if !m.PodCurrent() {
 			// Its pod has not been rebuilt for the revision it was given yet: a roll
 			// authorised on it is still ahead.
 			return false
 		}
-		if out, _ := s.outdated(m); out || diffSpec(m.node.Spec, desiredSpec(s.vc, m.shard()), m.liveVersion()).live {
+		if out, _ := s.outdated(m); out || diffSpec(m.Node.Spec, desiredSpec(s.vc, m.Shard()), m.LiveVersion()).live {
 			return false
 		}
-		if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionConfigApplied); c != nil &&
-			(c.Status != metav1.ConditionTrue || c.ObservedGeneration != m.node.Generation) {
+		if c := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionConfigApplied); c != nil &&
+			(c.Status != metav1.ConditionTrue || c.ObservedGeneration != m.Node.Generation) {
 			return false
 		}
 	}
@@ -247,8 +248,8 @@ func (s *scope) membersUpToDate() bool {
 // that does not answer (a successor still pending, a pod restarting) is not part of the
 // serving cluster; the redundancy it would add is checked per shard.
 func (s *scope) allStateOK() bool {
-	for _, m := range s.topo.reachable() {
-		if !m.leaving() && m.state != "ok" {
+	for _, m := range s.topo.Reachable() {
+		if !m.Leaving() && m.State != "ok" {
 			return false
 		}
 	}
@@ -257,13 +258,13 @@ func (s *scope) allStateOK() bool {
 
 // shardReady reports whether shard sh has its primary with slots and all its replicas in sync.
 func (s *scope) shardReady(sh int32) bool {
-	p := s.topo.primaryOf(sh)
-	if p == nil || p.leaving() || len(p.slots()) == 0 {
+	p := s.topo.PrimaryOf(sh)
+	if p == nil || p.Leaving() || len(p.Slots()) == 0 {
 		return false
 	}
 	var syncedReplicas int32
 	for _, m := range s.active(sh) {
-		if m != p && synced(m, p) {
+		if m != p && plan.Synced(m, p) {
 			syncedReplicas++
 		}
 	}

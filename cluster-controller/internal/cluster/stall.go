@@ -59,7 +59,7 @@ func (r *Reconciler) reportStall(s *scope, conds []metav1.Condition) {
 		return
 	}
 	before := p.Message
-	tell := r.markStalled(s.vc.UID, p, s.topo.now)
+	tell := r.markStalled(s.vc.UID, p, s.topo.Now)
 	if rc := conditionIn(conds, v1alpha1.ConditionReconciling); rc != nil && rc.Reason == p.Reason && rc.Message == before {
 		rc.Message = p.Message
 	}

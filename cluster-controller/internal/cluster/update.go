@@ -15,16 +15,6 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
-// liveVersion is the server version that decides which keys are live for a member
-// (valkeyconf.MemberVersion, as in the node-controller).
-func (m *member) liveVersion() valkey.Version {
-	var observed valkey.Version
-	if m.reachable {
-		observed = m.version
-	}
-	return valkeyconf.MemberVersion(observed, m.node.Status.Version)
-}
-
 // specDiff says how a member's spec differs from what the cluster asks now.
 type specDiff struct {
 	// live: only keys the server takes with CONFIG SET, or a volume that grows.
@@ -173,22 +163,22 @@ func changedKeys(a, b map[string]string) []string {
 // ConfigApplied) and a volume size that grows.
 func (r *Reconciler) reconcileLiveConfig(ctx context.Context, s *scope) (time.Duration, error) {
 	var updated []string
-	for _, m := range s.topo.members {
-		if m.leaving() {
+	for _, m := range s.topo.Members {
+		if m.Leaving() {
 			continue
 		}
-		want := desiredSpec(s.vc, m.shard())
-		d := diffSpec(m.node.Spec, want, m.liveVersion())
+		want := desiredSpec(s.vc, m.Shard())
+		d := diffSpec(m.Node.Spec, want, m.LiveVersion())
 		if !d.live || d.roll {
 			continue
 		}
-		patch := client.MergeFrom(m.node.DeepCopy())
-		m.node.Spec.Config = want.Config
-		m.node.Spec.Persistence = want.Persistence
-		if err := r.Patch(ctx, m.node, patch); err != nil {
-			return 0, fmt.Errorf("update live settings of %s: %w", m.name(), err)
+		patch := client.MergeFrom(m.Node.DeepCopy())
+		m.Node.Spec.Config = want.Config
+		m.Node.Spec.Persistence = want.Persistence
+		if err := r.Patch(ctx, m.Node, patch); err != nil {
+			return 0, fmt.Errorf("update live settings of %s: %w", m.Name(), err)
 		}
-		updated = append(updated, m.name())
+		updated = append(updated, m.Name())
 	}
 	if len(updated) > 0 {
 		r.event(s.vc, nil, eventNormal, "LiveConfigUpdated", "Configure", "live settings handed to %s", strings.Join(updated, ", "))

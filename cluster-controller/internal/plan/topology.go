@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -13,80 +13,80 @@ import (
 )
 
 // member is one ValkeyNode of the cluster with what its server reported this pass.
-type member struct {
-	node *v1alpha1.ValkeyNode
+type Member struct {
+	Node *v1alpha1.ValkeyNode
 	// addr is the client address of its server (Reconciler.Addr).
-	addr string
+	Addr string
 	// reachable: the server answered this pass.
-	reachable bool
+	Reachable bool
 	// err is why it did not, for status messages.
-	err error
+	Err error
 	// self is the server's own line of CLUSTER NODES.
-	self valkey.ClusterNode
+	Self valkey.ClusterNode
 	// view is the server's CLUSTER NODES.
-	view []valkey.ClusterNode
+	View []valkey.ClusterNode
 	// state is cluster_state from CLUSTER INFO.
-	state string
+	State string
 	// repl is INFO replication.
-	repl valkey.Replication
+	Repl valkey.Replication
 	// keys counts the keys of its dataset (INFO keyspace); keysKnown is false when the
 	// reply could not be read.
-	keys      int64
-	keysKnown bool
+	Keys      int64
+	KeysKnown bool
 	// version of the server.
-	version valkey.Version
+	Version valkey.Version
 	// external is its external address (spec.externalAccess), nil without.
-	external *external
+	External *External
 	// announceReset: without external access, the server announces its pod address
 	// (checked, or set back, this pass).
-	announceReset bool
+	AnnounceReset bool
 	// unseenBy names the members whose CLUSTER NODES does not show the client address
 	// this member announces yet (gossip carries it, seconds after the CONFIG SET): they
 	// still name its pod address in MOVED, ASK and CLUSTER SLOTS.
-	unseenBy []string
+	UnseenBy []string
 }
 
-func (m *member) name() string  { return m.node.Name }
-func (m *member) shard() int32  { return m.node.Spec.ShardIndex }
-func (m *member) ip() string    { return m.node.Status.PodIP }
-func (m *member) leaving() bool { return !m.node.DeletionTimestamp.IsZero() }
+func (m *Member) Name() string  { return m.Node.Name }
+func (m *Member) Shard() int32  { return m.Node.Spec.ShardIndex }
+func (m *Member) IP() string    { return m.Node.Status.PodIP }
+func (m *Member) Leaving() bool { return !m.Node.DeletionTimestamp.IsZero() }
 
 // hostPort splits the member's client address for the commands that take a host and a
 // port (CLUSTER MEET, MIGRATE). The cluster bus is on the port + 10000.
-func (m *member) hostPort() (string, int, error) {
-	host, p, err := net.SplitHostPort(m.addr)
+func (m *Member) HostPort() (string, int, error) {
+	host, p, err := net.SplitHostPort(m.Addr)
 	if err != nil {
-		return "", 0, fmt.Errorf("address of member %s: %w", m.name(), err)
+		return "", 0, fmt.Errorf("address of member %s: %w", m.Name(), err)
 	}
 	port, err := strconv.Atoi(p)
 	if err != nil {
-		return "", 0, fmt.Errorf("address of member %s: %w", m.name(), err)
+		return "", 0, fmt.Errorf("address of member %s: %w", m.Name(), err)
 	}
 	return host, port, nil
 }
 
 // id is the member's Valkey node ID as its server reports it, or as last recorded.
-func (m *member) id() string {
-	if m.reachable && m.self.ID != "" {
-		return m.self.ID
+func (m *Member) ID() string {
+	if m.Reachable && m.Self.ID != "" {
+		return m.Self.ID
 	}
-	return m.node.Status.NodeID
+	return m.Node.Status.NodeID
 }
 
 // isPrimary reports whether the server says it is a primary.
-func (m *member) isPrimary() bool { return m.reachable && m.self.Primary }
+func (m *Member) IsPrimary() bool { return m.Reachable && m.Self.Primary }
 
 // slots the member's server says it serves.
-func (m *member) slots() []valkey.SlotRange {
-	if !m.reachable {
+func (m *Member) Slots() []valkey.SlotRange {
+	if !m.Reachable {
 		return nil
 	}
-	return m.self.Slots
+	return m.Self.Slots
 }
 
 // knows reports whether the member's view holds a connected, settled entry for id.
-func (m *member) knows(id string) bool {
-	for _, n := range m.view {
+func (m *Member) Knows(id string) bool {
+	for _, n := range m.View {
 		if n.ID == id {
 			return !n.Handshake && !n.NoAddr
 		}
@@ -97,23 +97,23 @@ func (m *member) knows(id string) bool {
 // votersNotReaching names the primaries serving slots (the voters of a failover) whose
 // link to m is not up at m's current address: m's vote requests reach them, their votes
 // would not reach m.
-func (t *topology) votersNotReaching(m *member) []string {
+func (t *Topology) VotersNotReaching(m *Member) []string {
 	var out []string
-	for _, v := range t.reachable() {
-		if v == m || !v.isPrimary() || len(v.slots()) == 0 {
+	for _, v := range t.Reachable() {
+		if v == m || !v.IsPrimary() || len(v.Slots()) == 0 {
 			continue
 		}
-		n, ok := v.entry(m.id())
-		if !ok || n.IP != m.ip() || !n.Connected || n.PFail || n.Fail || n.Handshake || n.NoAddr {
-			out = append(out, v.name())
+		n, ok := v.Entry(m.ID())
+		if !ok || n.IP != m.IP() || !n.Connected || n.PFail || n.Fail || n.Handshake || n.NoAddr {
+			out = append(out, v.Name())
 		}
 	}
 	return out
 }
 
 // entry returns the member's view of node id.
-func (m *member) entry(id string) (valkey.ClusterNode, bool) {
-	for _, n := range m.view {
+func (m *Member) Entry(id string) (valkey.ClusterNode, bool) {
+	for _, n := range m.View {
 		if n.ID == id {
 			return n, true
 		}
@@ -123,30 +123,30 @@ func (m *member) entry(id string) (valkey.ClusterNode, bool) {
 
 // topology is the cluster as the members' servers report it this pass. Nothing of it is
 // remembered between passes: the operator restarting at any point rebuilds it the same.
-type topology struct {
-	members []*member
+type Topology struct {
+	Members []*Member
 	// shards maps a shard index to its members, oldest first.
-	shards map[int32][]*member
-	now    time.Time
+	Shards map[int32][]*Member
+	Now    time.Time
 	// ignoreServerDown: the members' ServerDown conditions are not proof of death (the
 	// cluster-controller's --fast-failover=false), so only Valkey's own view counts.
-	ignoreServerDown bool
+	IgnoreServerDown bool
 }
 
-func newTopology(members []*member, now time.Time) *topology {
-	t := &topology{members: members, shards: map[int32][]*member{}, now: now}
-	sort.SliceStable(members, func(i, j int) bool { return membership.Older(members[i].node, members[j].node) })
+func NewTopology(members []*Member, now time.Time) *Topology {
+	t := &Topology{Members: members, Shards: map[int32][]*Member{}, Now: now}
+	sort.SliceStable(members, func(i, j int) bool { return membership.Older(members[i].Node, members[j].Node) })
 	for _, m := range members {
-		t.shards[m.shard()] = append(t.shards[m.shard()], m)
+		t.Shards[m.Shard()] = append(t.Shards[m.Shard()], m)
 	}
 	return t
 }
 
 // reachable lists the members whose servers answered.
-func (t *topology) reachable() []*member {
-	var out []*member
-	for _, m := range t.members {
-		if m.reachable {
+func (t *Topology) Reachable() []*Member {
+	var out []*Member
+	for _, m := range t.Members {
+		if m.Reachable {
 			out = append(out, m)
 		}
 	}
@@ -154,12 +154,12 @@ func (t *topology) reachable() []*member {
 }
 
 // byID finds the member whose server has node ID id.
-func (t *topology) byID(id string) *member {
+func (t *Topology) ByID(id string) *Member {
 	if id == "" {
 		return nil
 	}
-	for _, m := range t.members {
-		if m.id() == id {
+	for _, m := range t.Members {
+		if m.ID() == id {
 			return m
 		}
 	}
@@ -168,11 +168,11 @@ func (t *topology) byID(id string) *member {
 
 // primaryOf returns the member serving shard s as primary: the member of the shard that
 // owns slots; else the one the shard's replicas follow; else nil.
-func (t *topology) primaryOf(s int32) *member {
-	var best *member
-	for _, m := range t.shards[s] {
-		if m.isPrimary() && len(m.slots()) > 0 {
-			if best == nil || m.self.ConfigEpoch > best.self.ConfigEpoch {
+func (t *Topology) PrimaryOf(s int32) *Member {
+	var best *Member
+	for _, m := range t.Shards[s] {
+		if m.IsPrimary() && len(m.Slots()) > 0 {
+			if best == nil || m.Self.ConfigEpoch > best.Self.ConfigEpoch {
 				best = m
 			}
 		}
@@ -180,9 +180,9 @@ func (t *topology) primaryOf(s int32) *member {
 	if best != nil {
 		return best
 	}
-	for _, m := range t.shards[s] {
-		if m.reachable && m.self.Replica {
-			if p := t.byID(m.self.PrimaryID); p != nil && p.shard() == s && p.isPrimary() {
+	for _, m := range t.Shards[s] {
+		if m.Reachable && m.Self.Replica {
+			if p := t.ByID(m.Self.PrimaryID); p != nil && p.Shard() == s && p.IsPrimary() {
 				return p
 			}
 		}
@@ -192,12 +192,12 @@ func (t *topology) primaryOf(s int32) *member {
 
 // inFailover reports whether a reachable member of shard sh replicates a primary that is
 // not a reachable member: the primary is gone and the replica is the shard's data.
-func (t *topology) inFailover(sh int32) bool {
-	for _, m := range t.shards[sh] {
-		if !m.reachable || !m.self.Replica || m.self.PrimaryID == "" {
+func (t *Topology) InFailover(sh int32) bool {
+	for _, m := range t.Shards[sh] {
+		if !m.Reachable || !m.Self.Replica || m.Self.PrimaryID == "" {
 			continue
 		}
-		if p := t.byID(m.self.PrimaryID); p == nil || !p.reachable {
+		if p := t.ByID(m.Self.PrimaryID); p == nil || !p.Reachable {
 			return true
 		}
 	}
@@ -207,17 +207,17 @@ func (t *topology) inFailover(sh int32) bool {
 // ownedSlots returns the slots each node ID serves, by consensus of the reachable members'
 // views: an owner's own report wins; owners that did not answer are taken from the view
 // of the member with the highest epoch for them.
-func (t *topology) ownedSlots() map[string][]valkey.SlotRange {
+func (t *Topology) OwnedSlots() map[string][]valkey.SlotRange {
 	out := map[string][]valkey.SlotRange{}
 	epochs := map[string]uint64{}
-	for _, m := range t.reachable() {
-		for _, n := range m.view {
+	for _, m := range t.Reachable() {
+		for _, n := range m.View {
 			if !n.Primary || len(n.Slots) == 0 {
 				continue
 			}
 			if n.Myself || n.ConfigEpoch > epochs[n.ID] || out[n.ID] == nil {
 				if !n.Myself {
-					if self := t.byID(n.ID); self != nil && self.reachable {
+					if self := t.ByID(n.ID); self != nil && self.Reachable {
 						continue // the owner speaks for itself
 					}
 				}
@@ -230,9 +230,9 @@ func (t *topology) ownedSlots() map[string][]valkey.SlotRange {
 }
 
 // coveredSlots counts the slots some primary serves.
-func (t *topology) coveredSlots() int {
+func (t *Topology) CoveredSlots() int {
 	var all []valkey.SlotRange
-	for _, r := range t.ownedSlots() {
+	for _, r := range t.OwnedSlots() {
 		all = append(all, r...)
 	}
 	return valkey.CountSlots(valkey.NormalizeRanges(all))
@@ -243,9 +243,9 @@ func (t *topology) coveredSlots() int {
 // counts (finishOpenSlots acts on primaries only, replicas refuse SETSLOT), and a replica
 // that joined mid-migration may keep a state its primary closed since, which nothing
 // could close and would hold the cluster's progress for good.
-func (t *topology) openSlots() bool {
-	for _, m := range t.reachable() {
-		if m.isPrimary() && (len(m.self.Importing) > 0 || len(m.self.Migrating) > 0) {
+func (t *Topology) OpenSlots() bool {
+	for _, m := range t.Reachable() {
+		if m.IsPrimary() && (len(m.Self.Importing) > 0 || len(m.Self.Migrating) > 0) {
 			return true
 		}
 	}
@@ -259,19 +259,19 @@ func (t *topology) openSlots() bool {
 // sends that slot's requests to the old owner (which redirects them), and a tool that
 // trusts one member's map sees a shard serve slots it gave away. Entries of members
 // that do not answer are left out: whether their slots are served is Ready's question.
-func (t *topology) slotsUnsettled() []string {
+func (t *Topology) SlotsUnsettled() []string {
 	claims := map[string]string{} // node ID -> the slots it serves by its own report
-	for _, m := range t.reachable() {
-		claims[m.id()] = slotsOf(m.self)
+	for _, m := range t.Reachable() {
+		claims[m.ID()] = slotsOf(m.Self)
 	}
 	var out []string
-	for _, m := range t.reachable() {
-		if m.leaving() {
+	for _, m := range t.Reachable() {
+		if m.Leaving() {
 			continue
 		}
-		for _, n := range m.view {
+		for _, n := range m.View {
 			if want, ok := claims[n.ID]; ok && slotsOf(n) != want {
-				out = append(out, m.name())
+				out = append(out, m.Name())
 				break
 			}
 		}
@@ -288,11 +288,11 @@ func slotsOf(n valkey.ClusterNode) string {
 }
 
 // known reports whether every reachable member knows every other reachable member.
-func (t *topology) formed() bool {
-	r := t.reachable()
+func (t *Topology) Formed() bool {
+	r := t.Reachable()
 	for _, a := range r {
 		for _, b := range r {
-			if a != b && !a.knows(b.id()) {
+			if a != b && !a.Knows(b.ID()) {
 				return false
 			}
 		}
@@ -302,17 +302,17 @@ func (t *topology) formed() bool {
 
 // strangers returns the node IDs some member knows that belong to no ValkeyNode: stale
 // entries of replaced pods, or nodes that were never ours.
-func (t *topology) strangers() []string {
+func (t *Topology) Strangers() []string {
 	ours := map[string]bool{}
-	for _, m := range t.members {
-		if id := m.id(); id != "" {
+	for _, m := range t.Members {
+		if id := m.ID(); id != "" {
 			ours[id] = true
 		}
 	}
 	seen := map[string]bool{}
 	var out []string
-	for _, m := range t.reachable() {
-		for _, n := range m.view {
+	for _, m := range t.Reachable() {
+		for _, n := range m.View {
 			if !ours[n.ID] && !seen[n.ID] && !n.Myself {
 				seen[n.ID] = true
 				out = append(out, n.ID)
@@ -324,28 +324,28 @@ func (t *topology) strangers() []string {
 }
 
 // synced reports whether replica m is linked to primary p and caught up.
-func synced(m, p *member) bool { return syncFault(m, p) == "" }
+func Synced(m, p *Member) bool { return SyncFault(m, p) == "" }
 
 // syncFault says why replica m does not count as in sync with primary p, "" when it does:
 // the words of the Degraded condition's message, so that a replica judged behind for a
 // moment says why.
-func syncFault(m, p *member) string {
+func SyncFault(m, p *Member) string {
 	switch {
 	case m == nil || p == nil || m == p:
 		return "no replica of that primary"
-	case !m.reachable:
+	case !m.Reachable:
 		return "not answering"
-	case !p.reachable:
+	case !p.Reachable:
 		return "its primary not answering"
-	case !m.self.Replica || m.self.PrimaryID != p.id():
+	case !m.Self.Replica || m.Self.PrimaryID != p.ID():
 		return "not a replica of the shard's primary"
-	case !m.repl.LinkUp:
+	case !m.Repl.LinkUp:
 		return "link to the primary down"
-	case m.repl.SyncInProgress:
+	case m.Repl.SyncInProgress:
 		return "full sync in progress"
-	case p.repl.Offset-m.repl.Offset > syncLagBytes:
-		return valkey.FormatBytes(p.repl.Offset-m.repl.Offset) + " behind"
-	case !acknowledged(p, m.ip()):
+	case p.Repl.Offset-m.Repl.Offset > SyncLagBytes:
+		return valkey.FormatBytes(p.Repl.Offset-m.Repl.Offset) + " behind"
+	case !Acknowledged(p, m.IP()):
 		return "its primary does not list it online and caught up"
 	}
 	return ""
@@ -358,9 +358,9 @@ func syncFault(m, p *member) string {
 // meanwhile; its acknowledged offset is 0 until then. A manual failover asked in between
 // waits for that stream, its primary's clients paused (a second, seen on Valkey 8.0 in
 // the in-place roll). A primary that never wrote anything (offset 0) holds nothing back.
-func acknowledged(p *member, ip string) bool {
-	for _, r := range p.repl.Replicas {
-		if r.IP == ip && r.State == "online" && (r.Offset > 0 || p.repl.Offset == 0) && p.repl.Offset-r.Offset <= syncLagBytes {
+func Acknowledged(p *Member, ip string) bool {
+	for _, r := range p.Repl.Replicas {
+		if r.IP == ip && r.State == "online" && (r.Offset > 0 || p.Repl.Offset == 0) && p.Repl.Offset-r.Offset <= SyncLagBytes {
 			return true
 		}
 	}
@@ -369,4 +369,4 @@ func acknowledged(p *member, ip string) bool {
 
 // syncLagBytes is how far behind its primary a replica may be and count as in sync: a
 // write in flight, not a backlog.
-const syncLagBytes = 1 << 20
+const SyncLagBytes = 1 << 20
