@@ -102,7 +102,7 @@ func externalService(vc *v1alpha1.ValkeyCluster, m *plan.Member) *corev1ac.Servi
 // and announces it on the member's server; with external access off it removes the
 // Services and the announcements.
 func (r *Reconciler) reconcileExternal(ctx context.Context, s *scope) (time.Duration, error) {
-	vc := s.vc
+	vc := s.VC
 	on := vc.Spec.ExternalAccessEnabled()
 	var list corev1.ServiceList
 	sel := v1alpha1.ClusterLabels(vc.Name)
@@ -116,7 +116,7 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *scope) (time.Dura
 	}
 	wanted := map[string]bool{}
 	if on {
-		for _, m := range s.topo.Members {
+		for _, m := range s.Topo.Members {
 			name := v1alpha1.ExternalServiceName(m.Name())
 			wanted[name] = true
 			cfg := externalService(vc, m)
@@ -140,7 +140,7 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *scope) (time.Dura
 			return 0, fmt.Errorf("delete Service %s: %w", name, err)
 		}
 	}
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if on {
 			m.External = r.externalAddress(ctx, s, m, have[v1alpha1.ExternalServiceName(m.Name())])
 		}
@@ -154,12 +154,12 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *scope) (time.Dura
 // externalAddress reads where clients reach member m from its Service (nil: not read
 // back yet, as it was created this pass).
 func (r *Reconciler) externalAddress(ctx context.Context, s *scope, m *plan.Member, svc *corev1.Service) *plan.External {
-	e := &plan.External{Hostname: s.vc.Spec.ExternalAccess.Hostname(m.Name(), s.vc.Name, s.vc.Namespace)}
+	e := &plan.External{Hostname: s.VC.Spec.ExternalAccess.Hostname(m.Name(), s.VC.Name, s.VC.Namespace)}
 	if svc == nil || len(svc.Spec.Ports) == 0 {
 		e.Pending = "its Service is being created"
 		return e
 	}
-	switch s.vc.Spec.ExternalAccessType() {
+	switch s.VC.Spec.ExternalAccessType() {
 	case v1alpha1.ExternalAccessLoadBalancer:
 		for _, in := range svc.Status.LoadBalancer.Ingress {
 			switch {
@@ -285,7 +285,7 @@ func (r *Reconciler) announce(ctx context.Context, s *scope, m *plan.Member) err
 		if a := m.External.Address(); a != "" && m.External.Pending == "" {
 			what = a
 		}
-		r.event(s.vc, m.Node, eventNormal, "ExternalAddressAnnounced", "Announce", "member %s announces %s to clients (%s)",
+		r.event(s.VC, m.Node, eventNormal, "ExternalAddressAnnounced", "Announce", "member %s announces %s to clients (%s)",
 			m.Name(), what, strings.Join(slices.Sorted(maps.Keys(diff)), ", "))
 	}
 	if m.External != nil && m.External.Pending == "" && m.External.Host != "" {
@@ -297,53 +297,28 @@ func (r *Reconciler) announce(ctx context.Context, s *scope, m *plan.Member) err
 	return nil
 }
 
-// externalReady reports whether member m may be introduced to the cluster: without
-// external access always; with it once it announces its external address.
-func (s *scope) externalReady(m *plan.Member) bool {
-	return !s.vc.Spec.ExternalAccessEnabled() || m.External != nil && m.External.Announced
-}
-
-// externalPending lists the members (not leaving) that have no announced external address.
-func (s *scope) externalPending() []string {
-	if !s.vc.Spec.ExternalAccessEnabled() {
-		return nil
-	}
-	var out []string
-	for _, m := range s.topo.Members {
-		if m.Leaving() || s.externalReady(m) {
-			continue
-		}
-		why := "its server does not answer"
-		if m.External != nil && m.External.Pending != "" {
-			why = m.External.Pending
-		}
-		out = append(out, m.Name()+": "+why)
-	}
-	return out
-}
-
 // externalCondition is ExternalAddressPending: True while a member waits for its address.
 func externalCondition(s *scope, gen int64) metav1.Condition {
-	if !s.vc.Spec.ExternalAccessEnabled() {
+	if !s.VC.Spec.ExternalAccessEnabled() {
 		return conditions.New(v1alpha1.ConditionExternalAddressPending, false, v1alpha1.ReasonExternalAccessOff,
 			"spec.externalAccess is off: members announce their pod addresses", gen)
 	}
-	if p := s.externalPending(); len(p) > 0 {
+	if p := s.ExternalPending(); len(p) > 0 {
 		return conditions.New(v1alpha1.ConditionExternalAddressPending, true, v1alpha1.ReasonAddressPending,
 			fmt.Sprintf("%d members have no external address yet: %s", len(p), strings.Join(p, "; ")), gen)
 	}
-	if u := s.externalUnseen(); len(u) > 0 {
+	if u := s.ExternalUnseen(); len(u) > 0 {
 		return conditions.New(v1alpha1.ConditionExternalAddressPending, true, v1alpha1.ReasonAddressNotPropagated,
 			fmt.Sprintf("%d members' external addresses are not known to every member yet: %s", len(u), strings.Join(u, "; ")), gen)
 	}
 	return conditions.New(v1alpha1.ConditionExternalAddressPending, false, v1alpha1.ReasonAddressesAnnounced,
-		fmt.Sprintf("every member announces its %s address", s.vc.Spec.ExternalAccessType()), gen)
+		fmt.Sprintf("every member announces its %s address", s.VC.Spec.ExternalAccessType()), gen)
 }
 
 // seedEndpoints are the announced external addresses of the members that serve slots.
 func seedEndpoints(s *scope) []string {
 	var out []string
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if m.External != nil && m.External.Announced && !m.Leaving() && m.IsPrimary() && len(m.Slots()) > 0 {
 			out = append(out, m.External.Address())
 		}
@@ -357,9 +332,9 @@ func seedEndpoints(s *scope) []string {
 // external access was turned off and the server does not announce its pod address yet).
 func memberExternalAddress(s *scope, m *plan.Member) string {
 	switch {
-	case !s.vc.Spec.ExternalAccessEnabled() && m.AnnounceReset:
+	case !s.VC.Spec.ExternalAccessEnabled() && m.AnnounceReset:
 		return ""
-	case !s.vc.Spec.ExternalAccessEnabled():
+	case !s.VC.Spec.ExternalAccessEnabled():
 		// Kept until the server is back to its pod address: the next pass asks again.
 		return m.Node.Status.ExternalAddress
 	case m.External != nil && m.External.Announced:
@@ -378,27 +353,4 @@ func announcedBefore(nodes []*v1alpha1.ValkeyNode) bool {
 		}
 	}
 	return false
-}
-
-// externalKnown reports whether every member knows member m and shows it at its
-// announced external address, so that no redirection or slot map names its pod address:
-// always without external access.
-func (s *scope) externalKnown(m *plan.Member) bool {
-	return !s.vc.Spec.ExternalAccessEnabled() || len(m.UnseenBy) == 0 && s.topo.FormedWith(m)
-}
-
-// externalUnseen lists the members (not leaving) whose announced address some members do
-// not show yet.
-func (s *scope) externalUnseen() []string {
-	if !s.vc.Spec.ExternalAccessEnabled() {
-		return nil
-	}
-	var out []string
-	for _, m := range s.topo.Members {
-		if m.Leaving() || !s.externalReady(m) || s.externalKnown(m) {
-			continue
-		}
-		out = append(out, fmt.Sprintf("%s: %s not known to %s yet", m.Name(), m.External.Address(), strings.Join(m.UnseenBy, ", ")))
-	}
-	return out
 }

@@ -51,7 +51,7 @@ func TestAnnounceWanted(t *testing.T) {
 func TestExternalCondition(t *testing.T) {
 	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "vk", Namespace: "ns"}}
 	m := &plan.Member{Node: &v1alpha1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "vk-a"}}, Reachable: true}
-	s := &scope{vc: vc, topo: plan.NewTopology([]*plan.Member{m}, metav1.Now().Time)}
+	s := &scope{Cluster: plan.Cluster{VC: vc, Topo: plan.NewTopology([]*plan.Member{m}, metav1.Now().Time)}}
 	if c := externalCondition(s, 1); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonExternalAccessOff {
 		t.Errorf("off: %+v", c)
 	}

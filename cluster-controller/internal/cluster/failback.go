@@ -65,18 +65,18 @@ type nodeLabelCache struct{ m sync.Map }
 // observePlacement reads the zones of the members' nodes and plans the primaries of the
 // spec's shards, or returns nil when the policy is None.
 func (r *Reconciler) observePlacement(ctx context.Context, s *scope) *placementView {
-	if s.vc.Spec.PlacementPolicy() != v1alpha1.PrimaryPlacementSpread {
+	if s.VC.Spec.PlacementPolicy() != v1alpha1.PrimaryPlacementSpread {
 		return nil
 	}
-	key := s.vc.Spec.PlacementTopologyKey()
+	key := s.VC.Spec.PlacementTopologyKey()
 	zones := map[string]string{}
 	var unread []string
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		n := m.Node.Status.NodeName
 		if _, done := zones[n]; done || n == "" || !m.Reachable {
 			continue
 		}
-		zone, err := r.zoneOf(ctx, n, key, s.topo.Now)
+		zone, err := r.zoneOf(ctx, n, key, s.Topo.Now)
 		zones[n] = zone
 		if err != "" {
 			unread = append(unread, fmt.Sprintf("%s (%s)", n, err))
@@ -102,30 +102,30 @@ type primarySeen struct {
 // operator, which forgets) counts from now.
 func (r *Reconciler) primaryAges(s *scope) map[int32]time.Duration {
 	var prev map[int32]primarySeen
-	if v, ok := r.primariesSeen.Load(s.vc.UID); ok {
+	if v, ok := r.primariesSeen.Load(s.VC.UID); ok {
 		prev = v.(map[int32]primarySeen)
 	}
 	seen := map[int32]primarySeen{}
 	ages := map[int32]time.Duration{}
-	for sh := int32(0); sh < s.shards(); sh++ {
-		p := s.topo.PrimaryOf(sh)
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		p := s.Topo.PrimaryOf(sh)
 		if p == nil {
 			continue
 		}
-		ps := primarySeen{name: p.Name(), since: s.topo.Now}
+		ps := primarySeen{name: p.Name(), since: s.Topo.Now}
 		if old, ok := prev[sh]; ok && old.name == ps.name {
 			ps = old
 		}
-		seen[sh], ages[sh] = ps, s.topo.Now.Sub(ps.since)
+		seen[sh], ages[sh] = ps, s.Topo.Now.Sub(ps.since)
 	}
-	r.primariesSeen.Store(s.vc.UID, seen)
+	r.primariesSeen.Store(s.VC.UID, seen)
 	return ages
 }
 
 // voteWindow is how long a shard's primary must have served before failback fails it
 // over: Valkey's primaries vote about one primary once per twice the node timeout, and
 // takeoverMargin covers the clocks.
-func (s *scope) voteWindow() time.Duration { return 2*nodeTimeout(s.vc) + takeoverMargin }
+func (s *scope) voteWindow() time.Duration { return 2*nodeTimeout(s.VC) + takeoverMargin }
 
 // newPlacementView plans the spec's shards with the zones given (node to zone).
 func newPlacementView(s *scope, key string, zones map[string]string, unread []string) *placementView {
@@ -170,10 +170,10 @@ func (r *Reconciler) zoneOf(ctx context.Context, name, key string, now time.Time
 // the shard's primary, in sync with it, and for how long.
 func (s *scope) placedShards(zones map[string]string) []placedShard {
 	var out []placedShard
-	for sh := int32(0); sh < s.shards(); sh++ {
-		p := s.topo.PrimaryOf(sh)
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		p := s.Topo.PrimaryOf(sh)
 		ps := placedShard{index: sh}
-		for _, m := range s.active(sh) {
+		for _, m := range s.Active(sh) {
 			pm := placed{name: m.Name(), primary: m == p, inSync: m == p || plan.Synced(m, p)}
 			if m.Reachable {
 				pm.node = m.Node.Status.NodeName
@@ -183,7 +183,7 @@ func (s *scope) placedShards(zones map[string]string) []placedShard {
 				pm.epoch = m.Self.ConfigEpoch
 			}
 			if c := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionSynced); pm.inSync && c != nil && c.Status == metav1.ConditionTrue {
-				pm.syncedFor = s.topo.Now.Sub(c.LastTransitionTime.Time)
+				pm.syncedFor = s.Topo.Now.Sub(c.LastTransitionTime.Time)
 			}
 			ps.members = append(ps.members, pm)
 		}
@@ -243,17 +243,17 @@ func (s *scope) failbackBusy() string {
 	switch {
 	case s.step.reason != "":
 		return fmt.Sprintf("waiting for the cluster to finish what it is doing (%s)", s.step.reason)
-	case !s.ready():
+	case !s.Ready():
 		return "waiting for the cluster to be Ready, every replica in sync"
 	case !s.settled():
 		return "waiting for the cluster to settle"
-	case !s.membersUpToDate():
+	case !s.MembersUpToDate():
 		return "waiting for the roll to end"
 	}
-	if _, ok := s.vc.Annotations[v1alpha1.AnnotationFailover]; ok {
+	if _, ok := s.VC.Annotations[v1alpha1.AnnotationFailover]; ok {
 		return "waiting for the requested failover"
 	}
-	for sh := int32(0); sh < s.shards(); sh++ {
+	for sh := int32(0); sh < s.Shards(); sh++ {
 		if m := s.failoverPending(sh); m != nil {
 			return fmt.Sprintf("waiting for %s to complete its takeover of shard %d", m.Name(), sh)
 		}
@@ -270,7 +270,7 @@ func (r *Reconciler) reconcilePlacement(ctx context.Context, s *scope) (time.Dur
 	f := planFailback(s.place.shards, s.place.plan, s.failbackBusy(), failbackTiming{hold: r.failbackHold(), votes: s.voteWindow()})
 	if f.move == nil {
 		s.place.step = f.wait
-		if s.ready() {
+		if s.Ready() {
 			// A serving cluster whose other phases wait for nothing would be at rest, and
 			// a pass at rest looks again only when something changes: say what failback
 			// waits for (a takeover, time), so passes keep coming.
@@ -281,7 +281,7 @@ func (r *Reconciler) reconcilePlacement(ctx context.Context, s *scope) (time.Dur
 	}
 	mv := f.move
 	var to *plan.Member
-	for _, m := range s.active(mv.shard) {
+	for _, m := range s.Active(mv.shard) {
 		if m.Name() == mv.to.name {
 			to = m
 		}
@@ -295,7 +295,7 @@ func (r *Reconciler) reconcilePlacement(ctx context.Context, s *scope) (time.Dur
 	}
 	s.place.step = what
 	s.progress(v1alpha1.ReasonRestoringPlacement, "%s", what)
-	r.event(s.vc, to.Node, eventNormal, v1alpha1.ReasonRestoringPlacement, "Failover", "%s", what)
+	r.event(s.VC, to.Node, eventNormal, v1alpha1.ReasonRestoringPlacement, "Failover", "%s", what)
 	if err := r.failoverAs(ctx, s, to, "restoring the primaries' spread", v1alpha1.FailoverPlacement); err != nil {
 		return 0, err
 	}
@@ -350,7 +350,7 @@ func placementCondition(s *scope, gen int64) metav1.Condition {
 		suffix = "; the labels of nodes " + strings.Join(s.place.unread, ", ") + " cannot be read: their zones are not known"
 	}
 	switch {
-	case s.credErr != nil || plan.Empty(s.topo):
+	case s.credErr != nil || plan.Empty(s.Topo):
 		return conditions.Unknown(v1alpha1.ConditionPrimariesSpread, v1alpha1.ReasonWaiting, "the cluster is being created", gen)
 	case len(noPrimary) > 0:
 		return conditions.Unknown(v1alpha1.ConditionPrimariesSpread, v1alpha1.ReasonUnknown,

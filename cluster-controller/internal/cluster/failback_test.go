@@ -40,8 +40,8 @@ var threeZones = map[string]string{"n1": "z1", "n2": "z2", "n3": "z3"}
 // placement read from zones; every member has been in sync for a minute.
 func placedScope(t *testing.T, fms []plantest.FakeMember, zones map[string]string) *scope {
 	t.Helper()
-	s := scopeFor(t, cluster(nil), fms)
-	for _, m := range s.topo.Members {
+	s := scopeFor(t, plantest.Cluster(nil), fms)
+	for _, m := range s.Topo.Members {
 		m.Node.Status.Conditions = append(m.Node.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSynced,
 			Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced, LastTransitionTime: metav1.NewTime(plantest.T0.Add(-time.Minute))})
 	}
@@ -148,14 +148,14 @@ func TestFailbackWaitsForTheCluster(t *testing.T) {
 		{
 			name: "a failover the user asked for",
 			fms:  failedOver(spreadThreeByOne()),
-			mod:  func(s *scope) { s.vc.Annotations = map[string]string{v1alpha1.AnnotationFailover: "1"} },
+			mod:  func(s *scope) { s.VC.Annotations = map[string]string{v1alpha1.AnnotationFailover: "1"} },
 			want: "waiting for the requested failover",
 		},
 		{
 			name: "a takeover in flight",
 			fms:  failedOver(spreadThreeByOne()),
 			mod: func(s *scope) {
-				plantest.MemberNamed(t, s.topo, "c2").Node.Status.Failover = &v1alpha1.MemberFailover{Kind: v1alpha1.FailoverForced, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-time.Second))}
+				plantest.MemberNamed(t, s.Topo, "c2").Node.Status.Failover = &v1alpha1.MemberFailover{Kind: v1alpha1.FailoverForced, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-time.Second))}
 			},
 			want: "waiting for c2 to complete its takeover of shard 2",
 		},
@@ -163,7 +163,7 @@ func TestFailbackWaitsForTheCluster(t *testing.T) {
 			name: "the member back in sync for 4 s only",
 			fms:  failedOver(spreadThreeByOne()),
 			mod: func(s *scope) {
-				a := plantest.MemberNamed(t, s.topo, "a")
+				a := plantest.MemberNamed(t, s.Topo, "a")
 				a.Node.Status.Conditions[len(a.Node.Status.Conditions)-1].LastTransitionTime = metav1.NewTime(plantest.T0.Add(-4 * time.Second))
 				s.place = newPlacementView(s, v1alpha1.DefaultPlacementTopologyKey, nil, nil)
 				servedLong(s)
@@ -227,14 +227,14 @@ func TestPromotionsKeepTheSpread(t *testing.T) {
 	})
 	t.Run("a planned failover (roll, request, leaving primary): the replica in sync on the free node", func(t *testing.T) {
 		s := placedScope(t, fms, nil)
-		if got := s.spreadChoice(0, byOffset([]*plan.Member{plantest.MemberNamed(t, s.topo, "a2"), plantest.MemberNamed(t, s.topo, "a3")})); got.Name() != "a3" {
+		if got := s.spreadChoice(0, byOffset([]*plan.Member{plantest.MemberNamed(t, s.Topo, "a2"), plantest.MemberNamed(t, s.Topo, "a3")})); got.Name() != "a3" {
 			t.Errorf("got %s, want a3", got.Name())
 		}
 	})
 	t.Run("policy None: the most caught up, as before", func(t *testing.T) {
 		s := placedScope(t, fms, nil)
 		s.place = nil
-		if got := s.spreadChoice(0, byOffset([]*plan.Member{plantest.MemberNamed(t, s.topo, "a2"), plantest.MemberNamed(t, s.topo, "a3")})); got.Name() != "a2" {
+		if got := s.spreadChoice(0, byOffset([]*plan.Member{plantest.MemberNamed(t, s.Topo, "a2"), plantest.MemberNamed(t, s.Topo, "a3")})); got.Name() != "a2" {
 			t.Errorf("got %s, want a2", got.Name())
 		}
 	})

@@ -50,34 +50,34 @@ func stuckCause(members []*plan.Member) (reason, message string, ok bool) {
 		what = "members"
 	}
 	first := ms[0].CannotRun()
-	return best, fmt.Sprintf("%s: %d %s cannot run (%s): %s", best, len(ms), what, strings.Join(names, ", "), truncate(memberMessage(first), 400)), true
+	return best, fmt.Sprintf("%s: %d %s cannot run (%s): %s", best, len(ms), what, strings.Join(names, ", "), truncate(plan.MemberMessage(first), 400)), true
 }
 
 // reconcileMembers keeps 1+replicasPerShard members in every shard of the spec: it retires
 // members whose pod is gone for good and creates the missing ones. Shards beyond the
 // spec are left to scaling, surplus members to scaling and rolling.
 func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Duration, error) {
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if !m.Leaving() && plan.Gone(m) {
 			c := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionPodReady)
-			if err := r.retire(ctx, s.vc, m, "its pod is gone: "+memberMessage(c)); err != nil {
+			if err := r.retire(ctx, s.VC, m, "its pod is gone: "+plan.MemberMessage(c)); err != nil {
 				return 0, err
 			}
-			now := metav1.NewTime(s.topo.Now)
+			now := metav1.NewTime(s.Topo.Now)
 			m.Node.DeletionTimestamp = &now // counted as leaving for the rest of the pass
 		}
 	}
 	created, later := 0, 0 // members created in this pass, and left for the next ones
 	var live map[int32]int // counted by the API server, only when the cache says members are missing
-	for sh := int32(0); sh < s.shards(); sh++ {
-		want := int(1 + s.replicas())
-		n := len(s.active(sh))
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		want := int(1 + s.Replicas())
+		n := len(s.Active(sh))
 		if n >= want {
 			continue
 		}
 		if live == nil {
 			var err error
-			if live, err = r.countMembers(ctx, s.vc); err != nil {
+			if live, err = r.countMembers(ctx, s.VC); err != nil {
 				return 0, err
 			}
 		}
@@ -86,7 +86,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 				later++
 				continue
 			}
-			if _, err := r.createMember(ctx, s.vc, sh, fmt.Sprintf("shard %d has %d of %d members", sh, n, want)); err != nil {
+			if _, err := r.createMember(ctx, s.VC, sh, fmt.Sprintf("shard %d has %d of %d members", sh, n, want)); err != nil {
 				return 0, err
 			}
 			created++
@@ -103,7 +103,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 		return 0, nil
 	}
 	var unreachable []*plan.Member
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if !m.Leaving() && !m.Reachable {
 			unreachable = append(unreachable, m)
 		}
@@ -112,7 +112,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 		s.progress(v1alpha1.ReasonReplyTooLarge, "%s", msg)
 	} else if reason, msg, ok := stuckCause(unreachable); ok {
 		s.progress(reason, "%s", msg)
-	} else if msg := s.topo.Partitioned(unreachable); msg != "" {
+	} else if msg := s.Topo.Partitioned(unreachable); msg != "" {
 		s.progress(v1alpha1.ReasonPartitioned, "%s", msg)
 	} else if len(unreachable) > 0 {
 		names := make([]string, len(unreachable))
@@ -131,10 +131,10 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration, error) {
 	var met []string
 	var joinable []*plan.Member
-	for _, m := range s.topo.Reachable() {
+	for _, m := range s.Topo.Reachable() {
 		// With external access a member joins once it announces its external address:
 		// clients never learn its pod address.
-		if s.externalReady(m) {
+		if s.ExternalReady(m) {
 			joinable = append(joinable, m)
 		}
 	}
@@ -156,11 +156,11 @@ func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration
 	if len(met) > 0 {
 		log.FromContext(ctx).Info("met members", "meetings", met)
 		s.progress(v1alpha1.ReasonMeetingMembers, "introducing members to each other: %s", strings.Join(met, ", "))
-	} else if p := s.externalPending(); len(p) > 0 {
+	} else if p := s.ExternalPending(); len(p) > 0 {
 		s.progress(v1alpha1.ReasonWaitingForMember, "waiting for external addresses: %s", strings.Join(p, "; "))
-	} else if !s.topo.Formed() {
+	} else if !s.Topo.Formed() {
 		s.progress(v1alpha1.ReasonMeetingMembers, "waiting for the members to learn of each other")
-	} else if u := s.externalUnseen(); len(u) > 0 {
+	} else if u := s.ExternalUnseen(); len(u) > 0 {
 		// Gossip spreads an announced address; no event says when it has.
 		return requeueSync, nil
 	}
@@ -211,16 +211,16 @@ func meetPending(a, m *plan.Member) bool {
 // primaries spread (newPrimaries; the oldest with policy None): the replicas phase makes
 // the others follow it in the same pass, which settles the choice.
 func (s *scope) candidate(sh int32) *plan.Member {
-	if p := s.topo.PrimaryOf(sh); p != nil {
+	if p := s.Topo.PrimaryOf(sh); p != nil {
 		return p
 	}
-	if s.topo.InFailover(sh) {
+	if s.Topo.InFailover(sh) {
 		return nil
 	}
 	if s.place != nil {
 		return s.newPrimary(sh)
 	}
-	for _, m := range s.active(sh) {
+	for _, m := range s.Active(sh) {
 		if m.Reachable {
 			return m
 		}
@@ -233,11 +233,11 @@ func (s *scope) candidate(sh int32) *plan.Member {
 func (s *scope) newPrimary(sh int32) *plan.Member {
 	if s.place.first == nil {
 		candidates := map[int32][]string{}
-		for i := int32(0); i < s.shards(); i++ {
-			if s.topo.PrimaryOf(i) != nil || s.topo.InFailover(i) {
+		for i := int32(0); i < s.Shards(); i++ {
+			if s.Topo.PrimaryOf(i) != nil || s.Topo.InFailover(i) {
 				continue
 			}
-			for _, m := range s.active(i) {
+			for _, m := range s.Active(i) {
 				if m.Reachable {
 					candidates[i] = append(candidates[i], m.Name())
 				}
@@ -245,7 +245,7 @@ func (s *scope) newPrimary(sh int32) *plan.Member {
 		}
 		s.place.first = newPrimaries(s.place.shards, candidates)
 	}
-	for _, m := range s.active(sh) {
+	for _, m := range s.Active(sh) {
 		if m.Name() == s.place.first[sh] && m.Reachable {
 			return m
 		}
@@ -257,7 +257,7 @@ func (s *scope) newPrimary(sh int32) *plan.Member {
 // shard's primary gets its contiguous even share, all in one pass, when planEmpty says
 // so (a new cluster, or one whose every server came back empty).
 func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duration, error) {
-	if !plan.Empty(s.topo) {
+	if !plan.Empty(s.Topo) {
 		return 0, nil
 	}
 	plan := s.planEmpty()
@@ -271,7 +271,7 @@ func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duratio
 		if err != nil {
 			return 0, err
 		}
-		ranges := evenSlotsFor(s.shards(), int32(sh))
+		ranges := evenSlotsFor(s.Shards(), int32(sh))
 		if err := c.AddSlotsRange(ctx, ranges); err != nil {
 			return 0, fmt.Errorf("assign slots %s to %s: %w", valkey.FormatRanges(ranges), p.Name(), err)
 		}
@@ -280,12 +280,12 @@ func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duratio
 		given = append(given, fmt.Sprintf("slots %s to %s (shard %d)", valkey.FormatRanges(ranges), p.Name(), sh))
 	}
 	if plan.lost {
-		r.event(s.vc, nil, eventWarning, "SlotsReassigned", "AssignSlots",
+		r.event(s.VC, nil, eventWarning, "SlotsReassigned", "AssignSlots",
 			"every server of the cluster restarted without its data, so the data of all 16384 slots is lost; given, empty: %s", strings.Join(given, "; "))
 		s.progress(v1alpha1.ReasonDataLost, "every server restarted without its data; the slots were assigned again, empty")
 		return 0, nil
 	}
-	r.event(s.vc, nil, eventNormal, "SlotsAssigned", "AssignSlots", "assigned the 16384 slots to %d shards", s.shards())
+	r.event(s.VC, nil, eventNormal, "SlotsAssigned", "AssignSlots", "assigned the 16384 slots to %d shards", s.Shards())
 	s.progress(v1alpha1.ReasonAssigningSlots, "assigned the slots; waiting for the cluster to agree")
 	return 0, nil
 }
@@ -315,7 +315,7 @@ type emptyPlan struct {
 // which the plan says (lost).
 func (s *scope) planEmpty() emptyPlan {
 	var silent, holding []string
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		switch {
 		case m.Leaving():
 		case !m.Reachable:
@@ -324,7 +324,7 @@ func (s *scope) planEmpty() emptyPlan {
 			holding = append(holding, fmt.Sprintf("%s (%d keys)", m.Name(), m.Keys))
 		}
 	}
-	servedBefore := s.vc.Status.FirstReadyTime != nil
+	servedBefore := s.VC.Status.FirstReadyTime != nil
 	switch {
 	case len(silent) > 0 && servedBefore:
 		return emptyPlan{reason: v1alpha1.ReasonSlotsUncovered, wait: fmt.Sprintf(
@@ -335,7 +335,7 @@ func (s *scope) planEmpty() emptyPlan {
 		return emptyPlan{reason: v1alpha1.ReasonSlotsUncovered, wait: fmt.Sprintf(
 			"no server serves a slot, but %s hold data: the slots are not assigned again while a member holds keys no slot map places", strings.Join(holding, ", "))}
 	}
-	primaries := make([]*plan.Member, s.shards())
+	primaries := make([]*plan.Member, s.Shards())
 	for sh := range primaries {
 		if primaries[sh] = s.candidate(int32(sh)); primaries[sh] == nil {
 			return emptyPlan{reason: v1alpha1.ReasonWaitingForPods, wait: "waiting for a server in every shard before assigning slots"}
@@ -348,12 +348,12 @@ func (s *scope) planEmpty() emptyPlan {
 func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (time.Duration, error) {
 	var pending []string
 	var after time.Duration
-	for sh := int32(0); sh < s.shards(); sh++ {
+	for sh := int32(0); sh < s.Shards(); sh++ {
 		p := s.candidate(sh)
 		if p == nil {
 			continue
 		}
-		for _, m := range s.active(sh) {
+		for _, m := range s.Active(sh) {
 			if m == p || !m.Reachable || (m.Self.Replica && m.Self.PrimaryID == p.ID()) {
 				continue
 			}
@@ -364,7 +364,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (time.Dura
 				pending = append(pending, m.Name())
 				continue
 			}
-			if !s.externalKnown(m) {
+			if !s.ExternalKnown(m) {
 				// A replica is in every slot map: it is made one only once every member
 				// names it by its external address (gossip spreads it, no event says when).
 				pending = append(pending, m.Name()+" (its external address not known to every member yet)")

@@ -146,7 +146,7 @@ func TestPlanEmpty(t *testing.T) {
 			want: "lost a, b, c"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(nil), tc.fms)
+			s := scopeFor(t, plantest.Cluster(nil), tc.fms)
 			if tc.ready {
 				wasReady(s)
 			}

@@ -48,7 +48,7 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 			wait = requeueFast
 			continue
 		}
-		if err := r.recordFailoverRequest(ctx, best, s.topo.Now, v1alpha1.FailoverForced); err != nil {
+		if err := r.recordFailoverRequest(ctx, best, s.Topo.Now, v1alpha1.FailoverForced); err != nil {
 			return 0, err
 		}
 		c, err := r.client(ctx, s, best)
@@ -59,7 +59,7 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 			return 0, fmt.Errorf("forced failover by %s: %w", best.Name(), err)
 		}
 		log.FromContext(ctx).Info("forced a failover", "member", best.Name(), "shard", best.Shard(), "mode", t.mode.String(), "why", t.why)
-		r.event(s.vc, best.Node, eventWarning, "Takeover", "Failover", "%s: %s takes over the slots %s (%s)",
+		r.event(s.VC, best.Node, eventWarning, "Takeover", "Failover", "%s: %s takes over the slots %s (%s)",
 			t.why, best.Name(), valkey.FormatRanges(lp.Slots), t.mode)
 		s.progress(v1alpha1.ReasonFailingOver, "%s takes over the slots of a lost primary", best.Name())
 		wait = requeueFast
@@ -99,13 +99,13 @@ type takeover struct {
 // replica still has not taken over. Without a proof of death the operator never takes
 // over while a majority could vote.
 func (s *scope) planTakeovers() []takeover {
-	limit := 2*nodeTimeout(s.vc) + takeoverMargin
+	limit := 2*nodeTimeout(s.VC) + takeoverMargin
 	mode := valkey.FailoverTakeover
-	if s.topo.PrimaryMajorityReachable() {
+	if s.Topo.PrimaryMajorityReachable() {
 		mode = valkey.FailoverForce
 	}
 	var out []takeover
-	for _, lp := range s.topo.LostPrimaries() {
+	for _, lp := range s.Topo.LostPrimaries() {
 		t := takeover{lost: lp, mode: mode}
 		switch {
 		case lp.Dead != "":
@@ -117,7 +117,7 @@ func (s *scope) planTakeovers() []takeover {
 			if t.mode != valkey.FailoverForce {
 				break
 			}
-			if mine, known := s.topo.StaleEpoch(by, lp.ID); mine < known {
+			if mine, known := s.Topo.StaleEpoch(by, lp.ID); mine < known {
 				t.mode = valkey.FailoverTakeover
 				t.why += fmt.Sprintf("; %s knows its config epoch as %d, the voters as %d, so they would refuse it their votes", by.Name(), mine, known)
 			} else if w := s.forcedWindow(); lp.SilentFor >= w {
@@ -194,7 +194,7 @@ func (r *Reconciler) reassignLostSlots(ctx context.Context, s *scope) error {
 	if err := c.AddSlotsRange(ctx, lost); err != nil {
 		return fmt.Errorf("give lost slots %s to %s: %w", valkey.FormatRanges(lost), target.Name(), err)
 	}
-	r.event(s.vc, target.Node, eventWarning, "SlotsReassigned", "AssignSlots",
+	r.event(s.VC, target.Node, eventWarning, "SlotsReassigned", "AssignSlots",
 		"slots %s had no server left and their data cannot come back: given, empty, to %s (shard %d)",
 		valkey.FormatRanges(lost), target.Name(), target.Shard())
 	s.progress(v1alpha1.ReasonDataLost, "slots %s were lost with their data and given to shard %d", valkey.FormatRanges(lost), target.Shard())
@@ -205,11 +205,11 @@ func (r *Reconciler) reassignLostSlots(ctx context.Context, s *scope) error {
 // the lowest shard's primary holding no slots, else the least loaded one, else nil. Nothing
 // is lost while the cluster is being created or a slot is open.
 func (s *scope) lostSlots() ([]valkey.SlotRange, *plan.Member) {
-	if plan.Empty(s.topo) || s.topo.OpenSlots() {
+	if plan.Empty(s.Topo) || s.Topo.OpenSlots() {
 		return nil, nil
 	}
 	var owned []valkey.SlotRange
-	for _, rs := range s.topo.OwnedSlots() {
+	for _, rs := range s.Topo.OwnedSlots() {
 		owned = append(owned, rs...)
 	}
 	lost := valkey.SubtractRanges([]valkey.SlotRange{{Start: 0, End: plan.SlotCount - 1}}, valkey.NormalizeRanges(owned))
@@ -228,8 +228,8 @@ func (s *scope) lostSlots() ([]valkey.SlotRange, *plan.Member) {
 // are then all in use and a later rebalance evens them out.
 func (s *scope) leastLoadedPrimary() *plan.Member {
 	var best *plan.Member
-	for sh := int32(0); sh < s.shards(); sh++ {
-		p := s.topo.PrimaryOf(sh)
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		p := s.Topo.PrimaryOf(sh)
 		if p == nil || !p.Reachable || p.Leaving() {
 			continue
 		}
@@ -242,7 +242,7 @@ func (s *scope) leastLoadedPrimary() *plan.Member {
 
 // slotlessPrimary is the primary of the lowest shard of the spec that holds no slots.
 func (s *scope) slotlessPrimary() *plan.Member {
-	for sh := int32(0); sh < s.shards(); sh++ {
+	for sh := int32(0); sh < s.Shards(); sh++ {
 		p := s.candidate(sh)
 		if p != nil && p.Reachable && !p.Leaving() && len(p.Slots()) == 0 && !p.Self.Replica {
 			return p
@@ -256,7 +256,7 @@ func (s *scope) slotlessPrimary() *plan.Member {
 // a dead node that was never ours. A node that a replica still follows is kept: its
 // replicas need it known to fail over.
 func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Duration, error) {
-	forget, soon := s.topo.ToForget()
+	forget, soon := s.Topo.ToForget()
 	if soon {
 		s.recheck = true // Valkey flags it within about the node timeout
 	}
@@ -270,7 +270,7 @@ func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Dur
 	for i, id := range forget {
 		ids[i] = plan.ShortID(id)
 	}
-	r.event(s.vc, nil, eventWarning, "NodesForgotten", "Forget", "forgot nodes no member owns: %s", strings.Join(ids, ", "))
+	r.event(s.VC, nil, eventWarning, "NodesForgotten", "Forget", "forgot nodes no member owns: %s", strings.Join(ids, ", "))
 	s.progress(v1alpha1.ReasonForgettingNodes, "forgot %d nodes no member owns", len(forget))
 	return 0, nil
 }
@@ -280,7 +280,7 @@ func (r *Reconciler) reconcileStrangers(ctx context.Context, s *scope) (time.Dur
 // within that time; they are asked together.
 func (r *Reconciler) forgetEverywhere(ctx context.Context, s *scope, ids ...string) error {
 	var errs []string
-	for _, m := range s.topo.Reachable() {
+	for _, m := range s.Topo.Reachable() {
 		c, err := r.client(ctx, s, m)
 		if err != nil {
 			errs = append(errs, err.Error())

@@ -46,7 +46,7 @@ func TestPlanTakeovers(t *testing.T) {
 		{
 			name: "the same with --fast-failover=false: Valkey's own detection stands",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
-			mod:  func(s *scope) { s.topo.IgnoreServerDown = true },
+			mod:  func(s *scope) { s.Topo.IgnoreServerDown = true },
 			want: "",
 		},
 		{
@@ -58,7 +58,7 @@ func TestPlanTakeovers(t *testing.T) {
 			name: "a replica in the middle of a full sync is not promoted on a proof of death",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "a", exited), "a2", func(f *plantest.FakeMember) { f.LinkUp = false }),
 			mod: func(s *scope) {
-				plantest.MemberNamed(t, s.topo, "a2").Repl.SyncInProgress = true
+				plantest.MemberNamed(t, s.Topo, "a2").Repl.SyncInProgress = true
 			},
 			want: "A: wait",
 		},
@@ -110,8 +110,8 @@ func TestPlanTakeovers(t *testing.T) {
 			name: "Kubernetes saw the primary's server exit, but its replica knows an older config epoch of it than the voters: FORCE cannot win",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
 			mod: func(s *scope) {
-				setEpoch(plantest.MemberNamed(t, s.topo, "b"), "A", 2)
-				setEpoch(plantest.MemberNamed(t, s.topo, "a2"), "A", 1)
+				setEpoch(plantest.MemberNamed(t, s.Topo, "b"), "A", 2)
+				setEpoch(plantest.MemberNamed(t, s.Topo, "a2"), "A", 1)
 			},
 			want: "A: a2 TAKEOVER",
 		},
@@ -124,7 +124,7 @@ func TestPlanTakeovers(t *testing.T) {
 			name: "a proven death whose forced failover did not take effect, the replica's link down since the death: still the one to take over",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { exited(f); f.Silent = 30 * time.Second }),
 			mod: func(s *scope) {
-				r := plantest.MemberNamed(t, s.topo, "a2")
+				r := plantest.MemberNamed(t, s.Topo, "a2")
 				r.Repl.LinkUp, r.Repl.LinkDownSince = false, 30
 			},
 			want: "A: a2 TAKEOVER",
@@ -133,7 +133,7 @@ func TestPlanTakeovers(t *testing.T) {
 			name: "a proven death, but the replica's link went down long before the primary went silent: not promoted",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { exited(f); f.Silent = 3 * time.Second }),
 			mod: func(s *scope) {
-				r := plantest.MemberNamed(t, s.topo, "a2")
+				r := plantest.MemberNamed(t, s.Topo, "a2")
 				r.Repl.LinkUp, r.Repl.LinkDownSince = false, 60
 			},
 			want: "A: wait",
@@ -169,7 +169,7 @@ func TestPlanTakeovers(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(c.vc), c.fms, c.extra...)
+			s := scopeFor(t, plantest.Cluster(c.vc), c.fms, c.extra...)
 			if c.mod != nil {
 				c.mod(s)
 			}
@@ -222,7 +222,7 @@ func TestLostSlots(t *testing.T) {
 		{
 			name: "a slot migrating: nothing is given while a migration is open",
 			fms:  twoShards,
-			mod:  func(s *scope) { plantest.MemberNamed(t, s.topo, "a").Self.Migrating = map[int]string{5: "B"} },
+			mod:  func(s *scope) { plantest.MemberNamed(t, s.Topo, "a").Self.Migrating = map[int]string{5: "B"} },
 		},
 		{
 			name: "a cluster being created has no lost slots",
@@ -234,7 +234,7 @@ func TestLostSlots(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(nil), c.fms)
+			s := scopeFor(t, plantest.Cluster(nil), c.fms)
 			if c.mod != nil {
 				c.mod(s)
 			}
@@ -297,7 +297,7 @@ func TestToForget(t *testing.T) {
 			name:   "the old identity of a member whose pod came back empty is forgotten at once",
 			fms:    aCameBack,
 			extra:  []valkey.ClusterNode{plantest.OldIdentity("A", "", func(n *valkey.ClusterNode) { n.PFail = true })},
-			mod:    func(s *scope) { plantest.MemberNamed(t, s.topo, "a").Node.Status.NodeID = "A" },
+			mod:    func(s *scope) { plantest.MemberNamed(t, s.Topo, "a").Node.Status.NodeID = "A" },
 			forget: "A",
 		},
 		{
@@ -308,11 +308,11 @@ func TestToForget(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(nil), c.fms, c.extra...)
+			s := scopeFor(t, plantest.Cluster(nil), c.fms, c.extra...)
 			if c.mod != nil {
 				c.mod(s)
 			}
-			forget, soon := s.topo.ToForget()
+			forget, soon := s.Topo.ToForget()
 			if got := strings.Join(forget, ","); got != c.forget || soon != c.soon {
 				t.Errorf("forget %q (soon %v), want %q (soon %v)", got, soon, c.forget, c.soon)
 			}

@@ -25,7 +25,7 @@ import (
 // and Kubernetes removes its pod. Replicas leave before primaries.
 func (r *Reconciler) reconcileLeaving(ctx context.Context, s *scope) (time.Duration, error) {
 	var leaving []*plan.Member
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if m.Leaving() && controllerutil.ContainsFinalizer(m.Node, memberFinalizer) {
 			leaving = append(leaving, m)
 		}
@@ -58,7 +58,7 @@ func (r *Reconciler) leave(ctx context.Context, s *scope, m *plan.Member) (time.
 	if err := r.forgetEverywhere(ctx, s, id); err != nil {
 		return 0, err
 	}
-	r.event(s.vc, m.Node, eventNormal, "MemberLeft", "Forget", "member %s (%s) is gone and was forgotten by every member", m.Name(), plan.ShortID(id))
+	r.event(s.VC, m.Node, eventNormal, "MemberLeft", "Forget", "member %s (%s) is gone and was forgotten by every member", m.Name(), plan.ShortID(id))
 	return 0, r.releaseFinalizer(ctx, m.Node)
 }
 
@@ -69,10 +69,10 @@ func (r *Reconciler) leave(ctx context.Context, s *scope, m *plan.Member) (time.
 // drop those slots, and the heal phase would give them out empty.
 func (s *scope) holdDeparture(m *plan.Member) (reason, msg string) {
 	id := m.ID()
-	if s.topo.Followed(id) {
+	if s.Topo.Followed(id) {
 		return v1alpha1.ReasonFailingOver, fmt.Sprintf("waiting for the replicas of departed %s to take over", m.Name())
 	}
-	if slots := s.topo.OwnedSlots()[id]; len(slots) > 0 && !plan.Gone(m) {
+	if slots := s.Topo.OwnedSlots()[id]; len(slots) > 0 && !plan.Gone(m) {
 		return v1alpha1.ReasonWaitingForMember, fmt.Sprintf(
 			"%s is leaving but does not answer, and no other member has the data of its slots %s: "+
 				"it stays in the cluster until its server is back and hands them over", m.Name(), valkey.FormatRanges(slots))
@@ -84,7 +84,7 @@ func (r *Reconciler) leaveReachable(ctx context.Context, s *scope, m *plan.Membe
 	if m.IsPrimary() && len(m.Slots()) > 0 {
 		return r.handOver(ctx, s, m)
 	}
-	if s.topo.Followed(m.ID()) {
+	if s.Topo.Followed(m.ID()) {
 		// Its replicas move to the shard's new primary first (replicas phase).
 		s.progress(v1alpha1.ReasonReplacingMember, "waiting for the replicas of %s to follow another primary", m.Name())
 		return requeueWait, nil
@@ -103,7 +103,7 @@ func (r *Reconciler) leaveReachable(ctx context.Context, s *scope, m *plan.Membe
 	if err := r.forgetEverywhere(ctx, s, m.ID()); err != nil {
 		return 0, err
 	}
-	r.event(s.vc, m.Node, eventNormal, "MemberLeft", "Forget", "member %s left the cluster", m.Name())
+	r.event(s.VC, m.Node, eventNormal, "MemberLeft", "Forget", "member %s left the cluster", m.Name())
 	return 0, r.releaseFinalizer(ctx, m.Node)
 }
 
@@ -113,7 +113,7 @@ func (r *Reconciler) leaveReachable(ctx context.Context, s *scope, m *plan.Membe
 // count).
 func (r *Reconciler) handOver(ctx context.Context, s *scope, p *plan.Member) (time.Duration, error) {
 	var inSync []*plan.Member
-	for _, m := range s.topo.Shards[p.Shard()] {
+	for _, m := range s.Topo.Shards[p.Shard()] {
 		if m != p && !m.Leaving() && plan.Synced(m, p) {
 			inSync = append(inSync, m)
 		}
@@ -181,8 +181,8 @@ func metricKind(f v1alpha1.MemberFailover) string {
 // failoverPending returns the member of shard sh asked to take over less than its
 // failover window ago, if any.
 func (s *scope) failoverPending(sh int32) *plan.Member {
-	for _, m := range s.topo.Shards[sh] {
-		if at, ok := failoverRequestedAt(m); ok && s.topo.Now.Sub(at) < s.failoverWindow(m) && !m.IsPrimary() {
+	for _, m := range s.Topo.Shards[sh] {
+		if at, ok := failoverRequestedAt(m); ok && s.Topo.Now.Sub(at) < s.failoverWindow(m) && !m.IsPrimary() {
 			return m // still a replica: the failover has not completed
 		}
 	}
@@ -205,12 +205,12 @@ func (s *scope) failoverWindow(m *plan.Member) time.Duration {
 // plannedWindow is how long a planned failover is awaited: the manual failover timeout
 // plus a margin.
 func (s *scope) plannedWindow() time.Duration {
-	return valkeyconf.ManualFailoverTimeout(s.vc.Spec.Config) + 2*time.Second
+	return valkeyconf.ManualFailoverTimeout(s.VC.Spec.Config) + 2*time.Second
 }
 
 // forcedWindow is how long a forced failover is awaited (see failoverWindow).
 func (s *scope) forcedWindow() time.Duration {
-	return max(s.plannedWindow(), 2*max(2*nodeTimeout(s.vc), 2*time.Second))
+	return max(s.plannedWindow(), 2*max(2*nodeTimeout(s.VC), 2*time.Second))
 }
 
 func failoverRequestedAt(m *plan.Member) (time.Time, bool) {
@@ -233,7 +233,7 @@ func (r *Reconciler) failoverAs(ctx context.Context, s *scope, replica *plan.Mem
 		s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to complete its takeover of shard %d", pending.Name(), replica.Shard())
 		return nil
 	}
-	if unreached := s.topo.VotersNotReaching(replica); len(unreached) > 0 {
+	if unreached := s.Topo.VotersNotReaching(replica); len(unreached) > 0 {
 		// The primaries answer a vote request over their own link to the candidate. A
 		// candidate whose pod just came back at a new address is reached only once they
 		// learnt it; asked before, it waits for votes until the manual failover times
@@ -243,7 +243,7 @@ func (r *Reconciler) failoverAs(ctx context.Context, s *scope, replica *plan.Mem
 		s.recheck = true
 		return nil
 	}
-	if err := r.recordFailoverRequest(ctx, replica, s.topo.Now, kind); err != nil {
+	if err := r.recordFailoverRequest(ctx, replica, s.Topo.Now, kind); err != nil {
 		return err
 	}
 	c, err := r.client(ctx, s, replica)
@@ -254,7 +254,7 @@ func (r *Reconciler) failoverAs(ctx context.Context, s *scope, replica *plan.Mem
 		return fmt.Errorf("failover to %s: %w", replica.Name(), err)
 	}
 	log.FromContext(ctx).Info("asked for a failover", "member", replica.Name(), "shard", replica.Shard(), "why", why)
-	r.event(s.vc, replica.Node, eventNormal, "Failover", "Failover", "%s takes over shard %d: %s", replica.Name(), replica.Shard(), why)
+	r.event(s.VC, replica.Node, eventNormal, "Failover", "Failover", "%s takes over shard %d: %s", replica.Name(), replica.Shard(), why)
 	s.progress(v1alpha1.ReasonFailingOver, "%s takes over shard %d", replica.Name(), replica.Shard())
 	return nil
 }
@@ -263,13 +263,13 @@ func (r *Reconciler) failoverAs(ctx context.Context, s *scope, replica *plan.Mem
 // shard's slots completed one (counted in the metric, once); one still a replica after the
 // window timed out (reported; the phase that wanted it may ask again).
 func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Duration, error) {
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		at, ok := failoverRequestedAt(m)
 		if !ok || !m.Reachable {
 			continue
 		}
 		completed := m.IsPrimary() && len(m.Slots()) > 0
-		if !completed && s.topo.Now.Sub(at) < s.failoverWindow(m) {
+		if !completed && s.Topo.Now.Sub(at) < s.failoverWindow(m) {
 			continue
 		}
 		// The request is closed first, on the version of the member this pass read: a
@@ -283,17 +283,17 @@ func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Durati
 		}
 		if completed {
 			if kind == kindPlacement {
-				r.Metrics.primaryMoved(s.vc, m.Shard())
+				r.Metrics.primaryMoved(s.VC, m.Shard())
 				kind = kindPlanned
 			}
-			r.Metrics.failover(s.vc, m.Shard(), kind)
-			r.Metrics.promoted(client.ObjectKeyFromObject(s.vc), m.Name(), s.topo.Now)
-			log.FromContext(ctx).Info("failover completed", "member", m.Name(), "shard", m.Shard(), "after", s.topo.Now.Sub(at).String())
-			r.event(s.vc, m.Node, eventNormal, "FailoverCompleted", "Failover", "%s serves shard %d", m.Name(), m.Shard())
+			r.Metrics.failover(s.VC, m.Shard(), kind)
+			r.Metrics.promoted(client.ObjectKeyFromObject(s.VC), m.Name(), s.Topo.Now)
+			log.FromContext(ctx).Info("failover completed", "member", m.Name(), "shard", m.Shard(), "after", s.Topo.Now.Sub(at).String())
+			r.event(s.VC, m.Node, eventNormal, "FailoverCompleted", "Failover", "%s serves shard %d", m.Name(), m.Shard())
 			continue
 		}
 		log.FromContext(ctx).Info("failover timed out", "member", m.Name(), "shard", m.Shard())
-		r.event(s.vc, m.Node, eventWarning, "FailoverTimedOut", "Failover", "%s did not take over shard %d within %s", m.Name(), m.Shard(), window)
+		r.event(s.VC, m.Node, eventWarning, "FailoverTimedOut", "Failover", "%s did not take over shard %d within %s", m.Name(), m.Shard(), window)
 	}
 	return 0, nil
 }
@@ -352,7 +352,7 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, m *plan.Member, c *val
 	if err != nil {
 		log.FromContext(ctx).Info("cannot list the clients of a leaving member; letting it go", "member", m.Name(), "error", err.Error())
 		if e := valkey.AsReplyTooLarge(err); e != nil {
-			r.event(s.vc, m.Node, eventWarning, v1alpha1.ReasonReplyTooLarge, "Drain",
+			r.event(s.VC, m.Node, eventWarning, v1alpha1.ReasonReplyTooLarge, "Drain",
 				"%s; it leaves without waiting for its clients to move", e.Describe(m.Name()))
 		}
 		r.draining.Delete(m.Node.UID)
@@ -363,8 +363,8 @@ func (r *Reconciler) drain(ctx context.Context, s *scope, m *plan.Member, c *val
 		r.draining.Delete(m.Node.UID)
 		return 0
 	}
-	first, _ := r.draining.LoadOrStore(m.Node.UID, s.topo.Now)
-	if s.topo.Now.Sub(first.(time.Time)) >= drainBudget {
+	first, _ := r.draining.LoadOrStore(m.Node.UID, s.Topo.Now)
+	if s.Topo.Now.Sub(first.(time.Time)) >= drainBudget {
 		log.FromContext(ctx).Info("leaving member still has clients in use; letting it go", "member", m.Name(), "connections", busy)
 		r.draining.Delete(m.Node.UID)
 		return 0

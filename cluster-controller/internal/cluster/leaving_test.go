@@ -47,8 +47,8 @@ func TestHoldDeparture(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(c.vc), c.fms)
-			reason, msg := s.holdDeparture(plantest.MemberNamed(t, s.topo, c.member))
+			s := scopeFor(t, plantest.Cluster(c.vc), c.fms)
+			reason, msg := s.holdDeparture(plantest.MemberNamed(t, s.Topo, c.member))
 			if reason != c.want {
 				t.Errorf("reason = %q (%s), want %q", reason, msg, c.want)
 			}

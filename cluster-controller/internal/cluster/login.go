@@ -99,7 +99,7 @@ type loginPlan struct {
 // over or restart now, else why they wait.
 func (s *scope) planLoginRecovery(period time.Duration) loginPlan {
 	var locked []*plan.Member
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if !m.Leaving() && loginRefused(m) != nil {
 			locked = append(locked, m)
 		}
@@ -108,9 +108,9 @@ func (s *scope) planLoginRecovery(period time.Duration) loginPlan {
 		return loginPlan{}
 	}
 	sort.SliceStable(locked, func(i, j int) bool {
-		return s.topo.ServesSlots(locked[i]) == plan.ServingYes && s.topo.ServesSlots(locked[j]) != plan.ServingYes
+		return s.Topo.ServesSlots(locked[i]) == plan.ServingYes && s.Topo.ServesSlots(locked[j]) != plan.ServingYes
 	})
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if m.Restarting() {
 			return loginPlan{step: loginWait, member: m, after: requeueWait, message: fmt.Sprintf(
 				"%s: waiting for %s to restart first", refusing(locked), m.Name())}
@@ -151,16 +151,16 @@ func refusing(ms []*plan.Member) string {
 // planLoginOf is the next step for one member that refuses the operator's login.
 func (s *scope) planLoginOf(m *plan.Member, period time.Duration) loginPlan {
 	sh := m.Shard()
-	if since := loginRefused(m).LastTransitionTime.Time; s.topo.Now.Sub(since) < loginRefusalSettle {
-		return loginPlan{step: loginWait, member: m, after: since.Add(loginRefusalSettle).Sub(s.topo.Now), message: fmt.Sprintf(
+	if since := loginRefused(m).LastTransitionTime.Time; s.Topo.Now.Sub(since) < loginRefusalSettle {
+		return loginPlan{step: loginWait, member: m, after: since.Add(loginRefusalSettle).Sub(s.Topo.Now), message: fmt.Sprintf(
 			"reported at %s, acted on once it has held for %s", since.UTC().Format(time.RFC3339), loginRefusalSettle)}
 	}
-	if at, err := time.Parse(time.RFC3339, m.Node.Spec.RestartedAt); err == nil && s.topo.Now.Sub(at) < period {
+	if at, err := time.Parse(time.RFC3339, m.Node.Spec.RestartedAt); err == nil && s.Topo.Now.Sub(at) < period {
 		next := at.Add(period)
-		return loginPlan{step: loginWait, member: m, after: next.Sub(s.topo.Now), message: fmt.Sprintf(
+		return loginPlan{step: loginWait, member: m, after: next.Sub(s.Topo.Now), message: fmt.Sprintf(
 			"%s was restarted at %s; it is not restarted again before %s", m.Name(), at.UTC().Format(time.RFC3339), next.UTC().Format(time.RFC3339))}
 	}
-	switch s.topo.ServesSlots(m) {
+	switch s.Topo.ServesSlots(m) {
 	case plan.ServingUnknown:
 		return loginPlan{step: loginWait, member: m, after: requeueWait, message: fmt.Sprintf(
 			"no member that answers knows whether %s serves slots", m.Name())}
@@ -183,7 +183,7 @@ func (s *scope) planLoginFailover(m *plan.Member) loginPlan {
 			"waiting for %s to take over shard %d from %s", pending.Name(), sh, m.Name())}
 	}
 	var ready []*plan.Member
-	for _, r := range s.active(sh) {
+	for _, r := range s.Active(sh) {
 		if plan.CaughtUp(r, m) {
 			ready = append(ready, r)
 		}
@@ -191,10 +191,10 @@ func (s *scope) planLoginFailover(m *plan.Member) loginPlan {
 	switch {
 	case len(ready) > 0:
 		return loginPlan{step: loginFailover, member: m, replica: s.spreadChoice(sh, byOffset(ready)), after: requeueFast}
-	case s.replicas() > 0:
+	case s.Replicas() > 0:
 		return loginPlan{step: loginWait, member: m, after: requeueWait, message: fmt.Sprintf(
 			"waiting for a replica of shard %d in sync to take over from %s", sh, m.Name())}
-	case s.vc.Spec.Persistence != nil:
+	case s.VC.Spec.Persistence != nil:
 		return loginPlan{step: loginRestart, member: m, after: requeueWait}
 	}
 	return loginPlan{step: loginWait, member: m, after: requeueSteady, message: fmt.Sprintf(
@@ -205,7 +205,7 @@ func (s *scope) planLoginFailover(m *plan.Member) loginPlan {
 // one that does not answer, or a replica without its link up or in a full sync. Members
 // that refuse the operator's login are left out (they serve as they did).
 func (s *scope) shardUnsettled(sh int32, m *plan.Member) *plan.Member {
-	for _, o := range s.active(sh) {
+	for _, o := range s.Active(sh) {
 		switch {
 		case o == m || loginRefused(o) != nil:
 		case !o.Reachable:
@@ -245,13 +245,13 @@ func (r *Reconciler) reconcileLoginRecovery(ctx context.Context, s *scope) (time
 func (r *Reconciler) restartForLogin(ctx context.Context, s *scope, m *plan.Member) error {
 	refused := loginRefused(m)
 	patch := client.MergeFrom(m.Node.DeepCopy())
-	m.Node.Spec.RestartedAt = s.topo.Now.UTC().Format(time.RFC3339)
+	m.Node.Spec.RestartedAt = s.Topo.Now.UTC().Format(time.RFC3339)
 	m.Node.Spec.Revision++
 	if err := r.Patch(ctx, m.Node, patch); err != nil {
 		return fmt.Errorf("restart %s for the operator's login: %w", m.Name(), err)
 	}
 	log.FromContext(ctx).Info("restarting a member whose server refuses the operator's login", "member", m.Name(), "reason", refused.Reason)
-	r.event(s.vc, m.Node, eventNormal, "OperatorLoginRecovery", "Restart",
+	r.event(s.VC, m.Node, eventNormal, "OperatorLoginRecovery", "Restart",
 		"restarting %s (a new pod) so that its server loads the aclfile again: it refuses the operator's login (%s)", m.Name(), refused.Reason)
 	s.progress(v1alpha1.ReasonRecoveringLogin, "%s refuses the operator's login: restarting it so that its server loads the aclfile again", m.Name())
 	return nil

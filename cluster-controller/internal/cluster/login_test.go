@@ -70,7 +70,7 @@ func TestPlanLoginRecovery(t *testing.T) {
 			name: "a failover asked already is waited for",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b", locked),
 			mod: func(t *testing.T, s *scope) {
-				plantest.MemberNamed(t, s.topo, "b2").Node.Status.Failover = &v1alpha1.MemberFailover{
+				plantest.MemberNamed(t, s.Topo, "b2").Node.Status.Failover = &v1alpha1.MemberFailover{
 					Kind: v1alpha1.FailoverPlanned, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-time.Second))}
 			},
 			step: loginWait, member: "b2", after: requeueFast,
@@ -86,7 +86,7 @@ func TestPlanLoginRecovery(t *testing.T) {
 			name: "at most one restart per period: a member restarted 2 minutes ago waits 8 more",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
 			mod: func(t *testing.T, s *scope) {
-				plantest.MemberNamed(t, s.topo, "b2").Node.Spec.RestartedAt = plantest.T0.Add(-2 * time.Minute).Format(time.RFC3339)
+				plantest.MemberNamed(t, s.Topo, "b2").Node.Spec.RestartedAt = plantest.T0.Add(-2 * time.Minute).Format(time.RFC3339)
 			},
 			step: loginWait, member: "b2", after: 8 * time.Minute,
 			message: "b2 refuses the operator's login: b2 was restarted at 2026-11-29T11:58:00Z; it is not restarted again before 2026-11-29T12:08:00Z",
@@ -95,7 +95,7 @@ func TestPlanLoginRecovery(t *testing.T) {
 			name: "a refusal reported 4 s ago is acted on after 10 s",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
 			mod: func(t *testing.T, s *scope) {
-				c := loginRefused(plantest.MemberNamed(t, s.topo, "b2"))
+				c := loginRefused(plantest.MemberNamed(t, s.Topo, "b2"))
 				c.LastTransitionTime = metav1.NewTime(plantest.T0.Add(-4 * time.Second))
 			},
 			step: loginWait, member: "b2", after: 6 * time.Second,
@@ -105,7 +105,7 @@ func TestPlanLoginRecovery(t *testing.T) {
 			name: "a restart older than the period does not hold it",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
 			mod: func(t *testing.T, s *scope) {
-				plantest.MemberNamed(t, s.topo, "b2").Node.Spec.RestartedAt = plantest.T0.Add(-11 * time.Minute).Format(time.RFC3339)
+				plantest.MemberNamed(t, s.Topo, "b2").Node.Spec.RestartedAt = plantest.T0.Add(-11 * time.Minute).Format(time.RFC3339)
 			},
 			step: loginRestart, member: "b2", after: requeueWait,
 		},
@@ -144,7 +144,7 @@ func TestPlanLoginRecovery(t *testing.T) {
 		{
 			name: "a member nobody that answers knows: it is not restarted blind",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", locked), "b2", func(f *plantest.FakeMember) { f.Down = true }),
-			mod:  func(_ *testing.T, s *scope) { plantest.Unknown(s.topo, "B") },
+			mod:  func(_ *testing.T, s *scope) { plantest.Unknown(s.Topo, "B") },
 			step: loginWait, member: "b", after: requeueWait,
 			message: "b refuses the operator's login: no member that answers knows whether b serves slots",
 		},
@@ -156,7 +156,7 @@ func TestPlanLoginRecovery(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(c.vc), c.fms)
+			s := scopeFor(t, plantest.Cluster(c.vc), c.fms)
 			if c.mod != nil {
 				c.mod(t, s)
 			}

@@ -220,14 +220,14 @@ func (m *Metrics) observe(s *scope, st clusterStatus, ok bool) {
 		return
 	}
 	v := viewOf(s, st)
-	key := types.NamespacedName{Namespace: s.vc.Namespace, Name: s.vc.Name}
+	key := types.NamespacedName{Namespace: s.VC.Namespace, Name: s.VC.Name}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if prev := m.clusters[key]; prev != nil {
 		v.lastSuccess = prev.lastSuccess
 	}
 	if ok {
-		v.lastSuccess = s.topo.Now
+		v.lastSuccess = s.Topo.Now
 	}
 	m.clusters[key] = v
 	shards := make([]v1alpha1.ShardStatus, len(st.Shards))
@@ -291,13 +291,13 @@ func (m *Metrics) forget(key types.NamespacedName) {
 // viewOf derives a cluster's gauges from the pass's scope and the status it computed.
 func viewOf(s *scope, st clusterStatus) *clusterView {
 	v := &clusterView{
-		shards: s.shards(), replicasPerShard: s.replicas(), readyShards: st.ReadyShards, state: st.State,
+		shards: s.Shards(), replicasPerShard: s.Replicas(), readyShards: st.ReadyShards, state: st.State,
 		ready:         conditions.IsTrue(st.Conditions, v1alpha1.ConditionReady),
 		degraded:      conditions.IsTrue(st.Conditions, v1alpha1.ConditionDegraded),
-		slotsAssigned: s.topo.CoveredSlots(),
+		slotsAssigned: s.Topo.CoveredSlots(),
 		members:       map[memberKey]int{}, shardSlots: map[int32]int{}, inSync: map[int32]int{},
 	}
-	for _, mb := range s.topo.Members {
+	for _, mb := range s.Topo.Members {
 		role := "unknown"
 		switch {
 		case mb.IsPrimary():
@@ -311,8 +311,8 @@ func viewOf(s *scope, st clusterStatus) *clusterView {
 		}
 	}
 	v.rolling = v.rollPending > 0
-	for sh := range s.topo.Shards {
-		p := s.topo.PrimaryOf(sh)
+	for sh := range s.Topo.Shards {
+		p := s.Topo.PrimaryOf(sh)
 		if p == nil {
 			v.shardSlots[sh] = 0
 			v.inSync[sh] = 0
@@ -320,7 +320,7 @@ func viewOf(s *scope, st clusterStatus) *clusterView {
 		}
 		v.shardSlots[sh] = valkey.CountSlots(p.Slots())
 		v.inSync[sh] = 0
-		for _, mb := range s.topo.Shards[sh] {
+		for _, mb := range s.Topo.Shards[sh] {
 			if mb == p || !mb.Reachable || !mb.Self.Replica || mb.Self.PrimaryID != p.ID() || !p.Reachable {
 				continue
 			}
@@ -334,7 +334,7 @@ func viewOf(s *scope, st clusterStatus) *clusterView {
 			v.lag = append(v.lag, replicaLag{shard: sh, member: mb.Name(), bytes: lag})
 		}
 	}
-	for sh := int32(0); sh < s.shards(); sh++ {
+	for sh := int32(0); sh < s.Shards(); sh++ {
 		if _, ok := v.inSync[sh]; !ok {
 			v.inSync[sh], v.shardSlots[sh] = 0, 0
 		}
@@ -345,7 +345,7 @@ func viewOf(s *scope, st clusterStatus) *clusterView {
 		// A roll's successors are surplus replicas of their shard until the old members
 		// leave: that is the roll, not a scale.
 		surplusOfRoll := p.step == scaleRetireSurplusReplicas && v.rolling
-		v.scaling = (p.step != scaleNothing && !surplusOfRoll) || s.topo.OpenSlots()
+		v.scaling = (p.step != scaleNothing && !surplusOfRoll) || s.Topo.OpenSlots()
 	}
 	sort.Slice(v.lag, func(i, j int) bool { return v.lag[i].member < v.lag[j].member })
 	if c := conditions.Get(st.Conditions, v1alpha1.ConditionPrimariesSpread); c != nil && c.Status != metav1.ConditionUnknown && s.place != nil {
@@ -356,7 +356,7 @@ func viewOf(s *scope, st clusterStatus) *clusterView {
 
 // needsNewPod reports whether a member needs a new pod for the spec.
 func needsNewPod(s *scope, m *plan.Member) bool {
-	o, _ := s.outdated(m)
+	o, _ := s.Outdated(m)
 	return o
 }
 
@@ -433,7 +433,7 @@ func electedFailovers(prev []v1alpha1.ShardStatus, s *scope, requested map[strin
 		if st.Primary == "" {
 			continue
 		}
-		p := s.topo.PrimaryOf(st.Index)
+		p := s.Topo.PrimaryOf(st.Index)
 		if p == nil || p.Name() == st.Primary || len(p.Slots()) == 0 || requested[p.Name()] {
 			continue
 		}

@@ -19,7 +19,7 @@ import (
 // TestClusterMetrics checks the gauges a pass exports, in the exposition format a
 // scraper reads.
 func TestClusterMetrics(t *testing.T) {
-	vc := cluster(nil) // 3 shards, 1 replica each by default
+	vc := plantest.Cluster(nil) // 3 shards, 1 replica each by default
 	cases := []struct {
 		name string
 		fms  []plantest.FakeMember
@@ -200,7 +200,7 @@ valkey_operator_cluster_primaries_misplaced{cluster="vk",namespace="ns"} 0
 func TestMetricsForget(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	vc := cluster(nil)
+	vc := plantest.Cluster(nil)
 	other := vc.DeepCopy()
 	other.Name = "other"
 	s := scopeFor(t, vc, plantest.HealthyThreeByOne())
@@ -211,7 +211,7 @@ func TestMetricsForget(t *testing.T) {
 	m.reconcileError(types.NamespacedName{Namespace: "ns", Name: "vk"}, "roll")
 
 	later := scopeFor(t, vc, plantest.HealthyThreeByOne())
-	later.topo.Now = plantest.T0.Add(time.Minute)
+	later.Topo.Now = plantest.T0.Add(time.Minute)
 	m.observe(later, computeClusterStatus(later, nil), false)
 	if got := testutil.ToFloat64(lastSuccessOf(t, m, "vk")); got != float64(plantest.T0.Unix()) {
 		t.Errorf("last success after a failed pass = %v, want the earlier pass's %v", got, plantest.T0.Unix())
@@ -243,7 +243,7 @@ func TestZeroCounters(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
 	r := &Reconciler{}
 	key := types.NamespacedName{Namespace: "ns", Name: "vk"}
-	m.failover(cluster(nil), 1, kindPlanned)
+	m.failover(plantest.Cluster(nil), 1, kindPlanned)
 	m.zeroCounters(key, 3, r.errorPhases())
 	if got := testutil.CollectAndCount(m.failovers); got != 9 {
 		t.Errorf("%d failover series after a pass over 3 shards, want 9 (3 shards x planned, forced, elected)", got)
@@ -279,7 +279,7 @@ func lastSuccessOf(t *testing.T, m *Metrics, name string) prometheus.Collector {
 }
 
 func TestElectedFailovers(t *testing.T) {
-	vc := cluster(nil)
+	vc := plantest.Cluster(nil)
 	prev := []v1alpha1.ShardStatus{
 		{Index: 0, Primary: "a2", Replicas: []string{"a"}}, // a was a2's replica and serves now
 		{Index: 1, Primary: "b", Replicas: []string{"b2"}}, // unchanged
@@ -309,7 +309,7 @@ func TestElectedFailovers(t *testing.T) {
 // A pass that reads the status of before the previous pass's write (the cache lags) sees
 // the failover that pass counted: it is compared with what that pass reported instead.
 func TestElectedFailoverCountedOnceWhenTheStatusLags(t *testing.T) {
-	vc := cluster(nil)
+	vc := plantest.Cluster(nil)
 	key := client.ObjectKeyFromObject(vc)
 	stale := []v1alpha1.ShardStatus{
 		{Index: 0, Primary: "a2", Replicas: []string{"a"}},

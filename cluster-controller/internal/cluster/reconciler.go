@@ -204,13 +204,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		runErr = errors.Join(runErr, err)
 	}
-	for _, sh := range electedFailovers(prevShards, s, r.Metrics.withPromotions(req.NamespacedName, s.requested, s.topo.Now)) {
+	for _, sh := range electedFailovers(prevShards, s, r.Metrics.withPromotions(req.NamespacedName, s.requested, s.Topo.Now)) {
 		r.Metrics.failover(vc, sh, kindElected)
 	}
 	r.Metrics.observe(s, s.reported, runErr == nil)
-	r.Metrics.zeroCounters(req.NamespacedName, s.shards(), r.errorPhases())
-	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.topo.Members))
-	for _, m := range s.topo.Members {
+	r.Metrics.zeroCounters(req.NamespacedName, s.Shards(), r.errorPhases())
+	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.Topo.Members))
+	for _, m := range s.Topo.Members {
 		nodes = append(nodes, m.Node)
 	}
 	if wait := r.reportMemberCauses(ctx, vc, nodes); wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {

@@ -30,7 +30,7 @@ func tooLargeCause(ms []*plan.Member) string {
 		}
 		if c := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil &&
 			c.Status != metav1.ConditionTrue && c.Reason == v1alpha1.ReasonReplyTooLarge {
-			parts = append(parts, "member "+m.Name()+": "+memberMessage(c))
+			parts = append(parts, "member "+m.Name()+": "+plan.MemberMessage(c))
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -45,7 +45,7 @@ func (s *scope) stopTooLarge(phase string, err error) bool {
 		return false
 	}
 	name := e.Addr
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if m.Addr == e.Addr {
 			name = m.Name()
 		}

@@ -76,7 +76,7 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 	raw := st.Request
 	refuse := func(format string, args ...any) (time.Duration, error) {
 		msg := fmt.Sprintf(format, args...)
-		r.event(s.vc, nil, eventWarning, "FailoverRefused", "Failover", "failover request %q refused: %s", raw, msg)
+		r.event(s.VC, nil, eventWarning, "FailoverRefused", "Failover", "failover request %q refused: %s", raw, msg)
 		st.Phase, st.Message = v1alpha1.FailoverRequestRefused, msg
 		return 0, nil
 	}
@@ -85,8 +85,8 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 		return refuse("%v", err)
 	}
 	st.Shard = &req.shard
-	if req.shard >= s.shards() {
-		return refuse("the cluster has %d shards (0 to %d)", s.shards(), s.shards()-1)
+	if req.shard >= s.Shards() {
+		return refuse("the cluster has %d shards (0 to %d)", s.Shards(), s.Shards()-1)
 	}
 	wait := func(format string, args ...any) (time.Duration, error) {
 		st.Message = fmt.Sprintf(format, args...)
@@ -94,14 +94,14 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 		return 0, nil // the other phases go on; the pass comes back soon
 	}
 	s.lookAgainWithin(requeueWait)
-	p := s.topo.PrimaryOf(req.shard)
+	p := s.Topo.PrimaryOf(req.shard)
 	named := req.member
 	if named == "" {
 		named = st.Target // the replica an earlier pass chose and asked
 	}
 	var target *plan.Member
 	if named != "" {
-		for _, m := range s.topo.Shards[req.shard] {
+		for _, m := range s.Topo.Shards[req.shard] {
 			if m.Name() == named && !m.Leaving() {
 				target = m
 			}
@@ -110,11 +110,11 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 		case target == nil:
 			return refuse("%s is not a member of shard %d", named, req.shard)
 		case target == p && len(p.Slots()) > 0:
-			r.event(s.vc, p.Node, eventNormal, "FailoverRequestDone", "Failover", "%s serves shard %d", p.Name(), req.shard)
+			r.event(s.VC, p.Node, eventNormal, "FailoverRequestDone", "Failover", "%s serves shard %d", p.Name(), req.shard)
 			st.Phase, st.Target, st.Message = v1alpha1.FailoverRequestDone, p.Name(), fmt.Sprintf("%s serves shard %d", p.Name(), req.shard)
 			return 0, nil
 		}
-	} else if s.replicas() == 0 {
+	} else if s.Replicas() == 0 {
 		return refuse("shard %d has no replica to take over", req.shard)
 	}
 	if !s.settled() {
@@ -125,7 +125,7 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 	}
 	if target == nil {
 		var inSync []*plan.Member
-		for _, m := range s.active(req.shard) {
+		for _, m := range s.Active(req.shard) {
 			if m != p && plan.Synced(m, p) {
 				inSync = append(inSync, m)
 			}
@@ -159,11 +159,11 @@ func failoverRequestStatus(s *scope) *v1alpha1.FailoverRequestStatus {
 	if st == nil {
 		return nil
 	}
-	prev := s.vc.Status.Failover
+	prev := s.VC.Status.Failover
 	if prev != nil && prev.Request == st.Request && prev.Phase == st.Phase && prev.LastTransitionTime != nil {
 		st.LastTransitionTime = prev.LastTransitionTime
 	} else {
-		now := metav1.NewTime(s.topo.Now)
+		now := metav1.NewTime(s.Topo.Now)
 		st.LastTransitionTime = &now
 	}
 	return st

@@ -62,7 +62,7 @@ func TestSeenFailoverRequest(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			vc := cluster(nil)
+			vc := plantest.Cluster(nil)
 			if c.annotation != nil {
 				vc.Annotations = map[string]string{v1alpha1.AnnotationFailover: *c.annotation}
 			}
@@ -81,9 +81,9 @@ func TestSeenFailoverRequest(t *testing.T) {
 // TestFailoverRequestStatusTransitionTime: the time moves with the phase only.
 func TestFailoverRequestStatusTransitionTime(t *testing.T) {
 	before := metav1.NewTime(plantest.T0.Add(-time.Minute))
-	vc := cluster(nil)
+	vc := plantest.Cluster(nil)
 	vc.Status.Failover = &v1alpha1.FailoverRequestStatus{Request: "1", Phase: v1alpha1.FailoverRequestPending, LastTransitionTime: &before}
-	s := &scope{vc: vc, topo: &plan.Topology{Now: plantest.T0}}
+	s := &scope{Cluster: plan.Cluster{VC: vc, Topo: &plan.Topology{Now: plantest.T0}}}
 	s.failoverReq = &v1alpha1.FailoverRequestStatus{Request: "1", Phase: v1alpha1.FailoverRequestPending, Message: "waiting for a replica in sync"}
 	if got := failoverRequestStatus(s); !got.LastTransitionTime.Equal(&before) {
 		t.Errorf("same phase: transition at %v, want %v", got.LastTransitionTime, before)

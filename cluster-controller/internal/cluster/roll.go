@@ -12,30 +12,19 @@ import (
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 )
 
-// outdated reports whether a member needs a new pod to match the spec, and why. While a
-// Secret the members mount is not published, no member is outdated: the spec's names are
-// not known.
-func (s *scope) outdated(m *plan.Member) (bool, string) {
-	if s.unpublished != nil {
-		return false, ""
-	}
-	d := diffSpec(m.Node.Spec, desiredSpec(s.vc, m.Shard()), m.LiveVersion())
-	return d.roll, strings.Join(d.fields, ", ")
-}
-
 // settled reports whether the topology allows a planned change: every shard of the spec
 // has its primary, nobody is leaving and no primary is lost.
 func (s *scope) settled() bool {
-	if plan.Empty(s.topo) || s.topo.OpenSlots() || len(s.topo.LostPrimaries()) > 0 {
+	if plan.Empty(s.Topo) || s.Topo.OpenSlots() || len(s.Topo.LostPrimaries()) > 0 {
 		return false
 	}
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if m.Leaving() {
 			return false
 		}
 	}
-	for sh := int32(0); sh < s.shards(); sh++ {
-		if p := s.topo.PrimaryOf(sh); p == nil || len(p.Slots()) == 0 {
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		if p := s.Topo.PrimaryOf(sh); p == nil || len(p.Slots()) == 0 {
 			return false
 		}
 	}
@@ -48,12 +37,12 @@ func (s *scope) settled() bool {
 // is fixed, during its creation as well as during a roll. It runs before the phases
 // that wait for every member to answer.
 func (r *Reconciler) reconcileStaleMembers(ctx context.Context, s *scope) (time.Duration, error) {
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if m.Leaving() || m.Node.Status.Lifecycle == v1alpha1.LifecycleActive || len(m.Slots()) > 0 {
 			continue
 		}
-		if out, why := s.outdated(m); out {
-			if err := r.retire(ctx, s.vc, m, "it never joined and its spec is outdated ("+why+")"); err != nil {
+		if out, why := s.Outdated(m); out {
+			if err := r.retire(ctx, s.VC, m, "it never joined and its spec is outdated ("+why+")"); err != nil {
 				return 0, err
 			}
 			return requeueFast, nil
@@ -78,7 +67,7 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope) (time.Duration
 		}
 		s.progress(v1alpha1.ReasonRolling, "%s", p.message)
 	case rollRetire:
-		if err := r.retire(ctx, s.vc, p.member, "replaced by an up-to-date replica in sync"); err != nil {
+		if err := r.retire(ctx, s.VC, p.member, "replaced by an up-to-date replica in sync"); err != nil {
 			return 0, err
 		}
 		s.progress(v1alpha1.ReasonRolling, "%s", p.message)
@@ -118,11 +107,11 @@ type successorsAhead struct {
 // and how many successors each still lacks (none when a successor of theirs is stuck).
 func (s *scope) shardsAhead(shard int32, n int) []successorsAhead {
 	var out []successorsAhead
-	for sh := shard + 1; sh < s.shards() && n > 0; sh++ {
-		members := s.active(sh)
+	for sh := shard + 1; sh < s.Shards() && n > 0; sh++ {
+		members := s.Active(sh)
 		outdated, stuck := 0, false
 		for _, m := range members {
-			if out, _ := s.outdated(m); out {
+			if out, _ := s.Outdated(m); out {
 				outdated++
 			} else if m.CannotRun() != nil {
 				stuck = true
@@ -132,7 +121,7 @@ func (s *scope) shardsAhead(shard int32, n int) []successorsAhead {
 			continue
 		}
 		n--
-		if missing := outdated - (len(members) - int(1+s.replicas())); missing > 0 && !stuck {
+		if missing := outdated - (len(members) - int(1+s.Replicas())); missing > 0 && !stuck {
 			out = append(out, successorsAhead{shard: sh, count: missing})
 		}
 	}
@@ -142,12 +131,12 @@ func (s *scope) shardsAhead(shard int32, n int) []successorsAhead {
 // addSuccessors creates count up-to-date members in shard, counting the members on the
 // API server first: a successor created by the previous pass may not be in the cache yet.
 func (r *Reconciler) addSuccessors(ctx context.Context, s *scope, shard int32, count int) error {
-	live, err := r.countMembers(ctx, s.vc)
+	live, err := r.countMembers(ctx, s.VC)
 	if err != nil {
 		return err
 	}
-	for have := live[shard]; have < len(s.active(shard))+count; have++ {
-		if _, err := r.createMember(ctx, s.vc, shard, "successor for a rolling update"); err != nil {
+	for have := live[shard]; have < len(s.Active(shard))+count; have++ {
+		if _, err := r.createMember(ctx, s.VC, shard, "successor for a rolling update"); err != nil {
 			return err
 		}
 	}
@@ -215,9 +204,9 @@ func (s *scope) planRoll() rollPlan {
 // restarting for a roll authorised on it: the shard's roll ends when that member is back
 // in sync, not when its spec was written.
 func (s *scope) nextShardToRoll() (int32, bool) {
-	for sh := int32(0); sh < s.shards(); sh++ {
-		for _, m := range s.active(sh) {
-			if out, _ := s.outdated(m); out || m.Restarting() {
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		for _, m := range s.Active(sh) {
+			if out, _ := s.Outdated(m); out || m.Restarting() {
 				return sh, true
 			}
 		}
@@ -229,27 +218,27 @@ func (s *scope) nextShardToRoll() (int32, bool) {
 // volume, when the shard has a replica to fail over to. Without replicas a replacement
 // keeps the shard's slots served during the roll.
 func (s *scope) inPlace() bool {
-	return s.vc.Spec.Persistence != nil && s.vc.Spec.Workload() == v1alpha1.WorkloadStatefulSet && s.replicas() > 0
+	return s.VC.Spec.Persistence != nil && s.VC.Spec.Workload() == v1alpha1.WorkloadStatefulSet && s.Replicas() > 0
 }
 
 // planRollByReplacement: add an up-to-date successor, wait until it is in sync, retire an
 // outdated replica; when only the primary is outdated, fail over to an up-to-date replica
 // in sync (the shard's one failover), and the old primary, now a replica, is retired.
 func (s *scope) planRollByReplacement(sh int32) rollPlan {
-	members := s.active(sh)
-	p := s.topo.PrimaryOf(sh)
+	members := s.Active(sh)
+	p := s.Topo.PrimaryOf(sh)
 	var outdatedReplicas []*plan.Member
 	var freshSynced []*plan.Member
 	var freshWaiting []*plan.Member
 	primaryOutdated := false
 	for _, m := range members {
-		out, _ := s.outdated(m)
+		out, _ := s.Outdated(m)
 		switch {
 		case out && m == p:
 			primaryOutdated = true
 		case out:
 			outdatedReplicas = append(outdatedReplicas, m)
-		case m != p && plan.Synced(m, p) && s.externalKnown(m):
+		case m != p && plan.Synced(m, p) && s.ExternalKnown(m):
 			// With external access, a successor takes over only once every member
 			// redirects clients to its external address.
 			freshSynced = append(freshSynced, m)
@@ -263,7 +252,7 @@ func (s *scope) planRollByReplacement(sh int32) rollPlan {
 	}
 	// Every successor the shard needs starts at once (one per outdated member), so their
 	// pods start and sync together.
-	if missing := outdated - (len(members) - int(1+s.replicas())); missing > 0 {
+	if missing := outdated - (len(members) - int(1+s.Replicas())); missing > 0 {
 		what := "a successor"
 		if missing > 1 {
 			what = fmt.Sprintf("%d successors", missing)
@@ -298,7 +287,7 @@ func waitForSuccessor(sh int32, m *plan.Member) rollPlan {
 	if c := m.CannotRun(); c != nil {
 		return rollPlan{step: rollBlocked, shard: sh, member: m, after: requeueSteady,
 			message: fmt.Sprintf("shard %d: the roll is blocked: successor %s cannot run (%s: %s); the old members keep serving",
-				sh, m.Name(), c.Reason, memberMessage(c))}
+				sh, m.Name(), c.Reason, plan.MemberMessage(c))}
 	}
 	after := requeueWait // its pod starting: its status brings the next pass
 	if m.Reachable {
@@ -311,19 +300,19 @@ func waitForSuccessor(sh int32, m *plan.Member) rollPlan {
 // planRollInPlace restarts one member of the shard at a time on its own volume: replicas
 // first, then (after the shard's one failover) the old primary.
 func (s *scope) planRollInPlace(sh int32) rollPlan {
-	p := s.topo.PrimaryOf(sh)
+	p := s.Topo.PrimaryOf(sh)
 	var outdatedReplica *plan.Member
 	var freshSynced []*plan.Member
-	for _, m := range s.active(sh) {
+	for _, m := range s.Active(sh) {
 		if !m.PodCurrent() || (m != p && !plan.Synced(m, p)) {
 			if c := m.CannotRun(); c != nil {
 				return rollPlan{step: rollBlocked, shard: sh, member: m, after: requeueWait,
-					message: fmt.Sprintf("shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.Name(), c.Reason, memberMessage(c))}
+					message: fmt.Sprintf("shard %d: the roll is blocked: %s cannot run (%s: %s)", sh, m.Name(), c.Reason, plan.MemberMessage(c))}
 			}
 			return rollPlan{step: rollWait, shard: sh, member: m, after: requeueWait,
 				message: fmt.Sprintf("shard %d: waiting for %s to come back in sync", sh, m.Name())}
 		}
-		out, _ := s.outdated(m)
+		out, _ := s.Outdated(m)
 		switch {
 		case out && m != p && outdatedReplica == nil:
 			outdatedReplica = m
@@ -344,15 +333,15 @@ func (s *scope) planRollInPlace(sh int32) rollPlan {
 // authorizeRoll writes the new spec into a member and raises its revision: the
 // node-controller then replaces its pod, keeping its volume.
 func (r *Reconciler) authorizeRoll(ctx context.Context, s *scope, m *plan.Member) error {
-	_, why := s.outdated(m)
+	_, why := s.Outdated(m)
 	patch := client.MergeFrom(m.Node.DeepCopy())
-	want := desiredSpec(s.vc, m.Shard())
+	want := plan.DesiredSpec(s.VC, m.Shard())
 	want.Revision = m.Node.Spec.Revision + 1
 	m.Node.Spec = want
 	if err := r.Patch(ctx, m.Node, patch); err != nil {
 		return fmt.Errorf("authorise the roll of %s: %w", m.Name(), err)
 	}
-	r.event(s.vc, m.Node, eventNormal, "MemberRolling", "Roll", "restarting %s on its volume with the new spec (%s)", m.Name(), why)
+	r.event(s.VC, m.Node, eventNormal, "MemberRolling", "Roll", "restarting %s on its volume with the new spec (%s)", m.Name(), why)
 	s.progress(v1alpha1.ReasonRolling, "shard %d: restarting %s with the new spec", m.Shard(), m.Name())
 	return nil
 }

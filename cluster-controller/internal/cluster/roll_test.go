@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
@@ -18,19 +19,19 @@ import (
 // revision, the roll is not over: the shard stays the one to roll and the spec does not
 // count as applied (Progressing stays True).
 func TestRollEndsWhenTheLastMemberIsBack(t *testing.T) {
-	vc := cluster(func(s *v1alpha1.ValkeyClusterSpec) {
+	vc := plantest.Cluster(func(s *v1alpha1.ValkeyClusterSpec) {
 		s.Shards, s.ReplicasPerShard = 3, ptr.To[int32](1)
 	})
 	topo := plantest.Build(t, plantest.ThreeByOne())
 	for _, m := range topo.Members {
-		m.Node.Spec = desiredSpec(vc, m.Shard())
+		m.Node.Spec = plan.DesiredSpec(vc, m.Shard())
 		m.Node.Spec.Revision, m.Node.Status.Revision = 1, 1
 	}
-	s := &scope{vc: vc, topo: topo}
+	s := &scope{Cluster: plan.Cluster{VC: vc, Topo: topo}}
 	if sh, ok := s.nextShardToRoll(); ok {
 		t.Fatalf("nothing to roll, got shard %d", sh)
 	}
-	if !s.membersUpToDate() {
+	if !s.MembersUpToDate() {
 		t.Fatal("every member runs the spec's pod: want up to date")
 	}
 
@@ -39,7 +40,7 @@ func TestRollEndsWhenTheLastMemberIsBack(t *testing.T) {
 	if sh, ok := s.nextShardToRoll(); !ok || sh != 2 {
 		t.Errorf("next shard to roll = %d %v, want 2 (c2 is restarting)", sh, ok)
 	}
-	if s.membersUpToDate() {
+	if s.MembersUpToDate() {
 		t.Error("c2 still runs its old pod: want not up to date")
 	}
 
@@ -47,7 +48,7 @@ func TestRollEndsWhenTheLastMemberIsBack(t *testing.T) {
 	if sh, ok := s.nextShardToRoll(); ok {
 		t.Errorf("c2 is back: nothing to roll, got shard %d", sh)
 	}
-	if !s.membersUpToDate() {
+	if !s.MembersUpToDate() {
 		t.Error("c2 is back: want up to date")
 	}
 }
@@ -188,7 +189,7 @@ func TestPlanRoll(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(c.vc), c.fms)
+			s := scopeFor(t, plantest.Cluster(c.vc), c.fms)
 			p := s.planRoll()
 			var member string
 			if p.member != nil {
@@ -229,7 +230,7 @@ func TestShardsAhead(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(nil), c.fms)
+			s := scopeFor(t, plantest.Cluster(nil), c.fms)
 			var got []string
 			for _, a := range s.shardsAhead(0, c.n) {
 				got = append(got, fmt.Sprintf("%d:%d", a.shard, a.count))

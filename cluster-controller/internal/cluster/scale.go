@@ -50,7 +50,7 @@ func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duratio
 		return r.moveAll(ctx, s, p)
 	}
 	for _, rt := range p.retire {
-		if err := r.retire(ctx, s.vc, rt.member, rt.why); err != nil {
+		if err := r.retire(ctx, s.VC, rt.member, rt.why); err != nil {
 			return 0, err
 		}
 	}
@@ -61,7 +61,7 @@ func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duratio
 // scaleHeld reports whether scaling waits: the cluster is being created, or a primary is
 // lost (healing comes first).
 func (s *scope) scaleHeld() bool {
-	return plan.Empty(s.topo) || len(s.topo.LostPrimaries()) > 0
+	return plan.Empty(s.Topo) || len(s.Topo.LostPrimaries()) > 0
 }
 
 // scaleStep is what the scale phase does once no slot is left open.
@@ -118,10 +118,10 @@ func (s *scope) planScale() scalePlan {
 // primaries returns the primary of every shard of the spec, or false while one has none
 // (a new shard still forming).
 func (s *scope) primaries() ([]*plan.Member, bool) {
-	out := make([]*plan.Member, s.shards())
+	out := make([]*plan.Member, s.Shards())
 	for sh := range out {
 		p := s.candidate(int32(sh))
-		if p == nil || !p.Reachable || p.Leaving() || p.Self.Replica || !s.topo.FormedWith(p) || !s.externalKnown(p) {
+		if p == nil || !p.Reachable || p.Leaving() || p.Self.Replica || !s.Topo.FormedWith(p) || !s.ExternalKnown(p) {
 			return nil, false
 		}
 		out[sh] = p
@@ -134,14 +134,14 @@ func (s *scope) primaries() ([]*plan.Member, bool) {
 func (s *scope) planRebalance() scalePlan {
 	targets, ok := s.primaries()
 	if !ok {
-		if s.topo.CoveredSlots() == plan.SlotCount && s.needsRebalance() {
+		if s.Topo.CoveredSlots() == plan.SlotCount && s.needsRebalance() {
 			return scalePlan{step: scaleWaitForPrimaries, reason: v1alpha1.ReasonScalingOut,
 				message: "waiting for the new shards' primaries to join"}
 		}
 		return scalePlan{}
 	}
 	current := map[string][]valkey.SlotRange{}
-	for id, rs := range s.topo.OwnedSlots() {
+	for id, rs := range s.Topo.OwnedSlots() {
 		current[id] = rs
 	}
 	ids := make([]string, len(targets))
@@ -156,7 +156,7 @@ func (s *scope) planRebalance() scalePlan {
 		return scalePlan{}
 	}
 	reason := v1alpha1.ReasonScalingOut
-	if len(s.topo.Shards) > int(s.shards()) {
+	if len(s.Topo.Shards) > int(s.Shards()) {
 		reason = v1alpha1.ReasonScalingIn
 	}
 	total := 0
@@ -172,7 +172,7 @@ func (r *Reconciler) moveAll(ctx context.Context, s *scope, p scalePlan) (time.D
 	s.progress(p.reason, "%s", p.message)
 	deadline := time.Now().Add(migrationBudget)
 	for _, mv := range p.moves {
-		from, to := s.topo.ByID(mv.From), s.topo.ByID(mv.To)
+		from, to := s.Topo.ByID(mv.From), s.Topo.ByID(mv.To)
 		if from == nil || to == nil || !from.Reachable || !to.Reachable {
 			return requeueWait, nil
 		}
@@ -184,17 +184,17 @@ func (r *Reconciler) moveAll(ctx context.Context, s *scope, p scalePlan) (time.D
 			return requeueFast, nil
 		}
 	}
-	r.event(s.vc, nil, eventNormal, "SlotsMoved", "MigrateSlots", "moved %d slots to balance %d shards", p.slots, s.shards())
+	r.event(s.VC, nil, eventNormal, "SlotsMoved", "MigrateSlots", "moved %d slots to balance %d shards", p.slots, s.Shards())
 	return requeueFast, nil
 }
 
 // needsRebalance reports whether a shard of the spec has no slots or a removed shard
 // still has some.
 func (s *scope) needsRebalance() bool {
-	for sh := range s.topo.Shards {
-		p := s.topo.PrimaryOf(sh)
+	for sh := range s.Topo.Shards {
+		p := s.Topo.PrimaryOf(sh)
 		has := p != nil && len(p.Slots()) > 0
-		if (sh < s.shards()) != has {
+		if (sh < s.Shards()) != has {
 			return true
 		}
 	}
@@ -204,7 +204,7 @@ func (s *scope) needsRebalance() bool {
 // allAtLeast9 reports whether every reachable member runs Valkey 9.0 or later, where a
 // slot range moves atomically with CLUSTER MIGRATESLOTS.
 func (s *scope) allAtLeast9() bool {
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if !m.Reachable || !m.Version.AtLeast(9, 0) {
 			return false
 		}
@@ -296,7 +296,7 @@ func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *val
 	if err := src.SetSlots(ctx, slots, "NODE", to.ID()); err != nil {
 		return err
 	}
-	for _, m := range s.topo.Reachable() {
+	for _, m := range s.Topo.Reachable() {
 		if m == from || m == to || !m.IsPrimary() {
 			continue
 		}
@@ -335,7 +335,7 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *
 // which already holds part of its keys. Finishing is always safe; undoing is not.
 func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Duration, error) {
 	if s.allAtLeast9() {
-		for _, m := range s.topo.Reachable() {
+		for _, m := range s.Topo.Reachable() {
 			c, err := r.client(ctx, s, m)
 			if err != nil {
 				return 0, err
@@ -354,7 +354,7 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 	}
 	// Valkey 8.0+ replicates the migrating and importing states to replicas, which refuse
 	// SETSLOT: only primaries' states are acted on.
-	for _, m := range s.topo.Reachable() {
+	for _, m := range s.Topo.Reachable() {
 		if !m.IsPrimary() {
 			continue
 		}
@@ -364,7 +364,7 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 		}
 		sort.Ints(slots)
 		for _, slot := range slots {
-			to := s.topo.ByID(m.Self.Migrating[slot])
+			to := s.Topo.ByID(m.Self.Migrating[slot])
 			if to == nil || !to.Reachable || !to.IsPrimary() {
 				s.progress(v1alpha1.ReasonMigratingSlots, "slot %d is migrating to a member that does not answer as a primary", slot)
 				return requeueWait, nil
@@ -390,12 +390,12 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 	}
 	// An importing side without a migrating source: the source already gave the slot
 	// away or never started; close it on the side that owns it.
-	for _, m := range s.topo.Reachable() {
+	for _, m := range s.Topo.Reachable() {
 		if !m.IsPrimary() {
 			continue
 		}
 		for slot := range m.Self.Importing {
-			if owner := s.topo.OwnerOf(slot); owner != nil && owner.Reachable && owner.Self.Migrating[slot] == "" {
+			if owner := s.Topo.OwnerOf(slot); owner != nil && owner.Reachable && owner.Self.Migrating[slot] == "" {
 				c, err := r.client(ctx, s, m)
 				if err != nil {
 					return 0, err
@@ -418,7 +418,7 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 // client could still read the old owner from a member. Gossip spreads the change and no
 // Kubernetes event says when it has, so the next look is soon.
 func (r *Reconciler) awaitSlotMaps(_ context.Context, s *scope) (time.Duration, error) {
-	u := s.topo.SlotsUnsettled()
+	u := s.Topo.SlotsUnsettled()
 	if len(u) == 0 {
 		return 0, nil
 	}
@@ -430,20 +430,20 @@ func (r *Reconciler) awaitSlotMaps(_ context.Context, s *scope) (time.Duration, 
 // slots: replicas and primary leave together; the leaving phase orders them.
 func (s *scope) removedShardMembers() []retirement {
 	var indexes []int32
-	for sh := range s.topo.Shards {
-		if sh >= s.shards() {
+	for sh := range s.Topo.Shards {
+		if sh >= s.Shards() {
 			indexes = append(indexes, sh)
 		}
 	}
 	slices.Sort(indexes)
 	var out []retirement
 	for _, sh := range indexes {
-		if p := s.topo.PrimaryOf(sh); p != nil && len(p.Slots()) > 0 {
+		if p := s.Topo.PrimaryOf(sh); p != nil && len(p.Slots()) > 0 {
 			continue // still draining
 		}
-		for _, m := range s.topo.Shards[sh] {
+		for _, m := range s.Topo.Shards[sh] {
 			if !m.Leaving() {
-				out = append(out, retirement{m, fmt.Sprintf("shard %d is removed (spec.shards is %d)", sh, s.shards())})
+				out = append(out, retirement{m, fmt.Sprintf("shard %d is removed (spec.shards is %d)", sh, s.Shards())})
 			}
 		}
 	}
@@ -454,13 +454,13 @@ func (s *scope) removedShardMembers() []retirement {
 // not in sync first, then the newest.
 func (s *scope) surplusReplicas() []retirement {
 	var out []retirement
-	for sh := int32(0); sh < s.shards(); sh++ {
-		members := s.active(sh)
-		surplus := len(members) - int(1+s.replicas())
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		members := s.Active(sh)
+		surplus := len(members) - int(1+s.Replicas())
 		if surplus <= 0 {
 			continue
 		}
-		p := s.topo.PrimaryOf(sh)
+		p := s.Topo.PrimaryOf(sh)
 		var replicas []*plan.Member
 		for _, m := range members {
 			if m != p && len(m.Slots()) == 0 {
@@ -470,8 +470,8 @@ func (s *scope) surplusReplicas() []retirement {
 		// Outdated ones first (a roll's successors are the surplus of their shard until
 		// the old members are retired), then those not in sync, then the newest.
 		sort.SliceStable(replicas, func(i, j int) bool {
-			oi, _ := s.outdated(replicas[i])
-			oj, _ := s.outdated(replicas[j])
+			oi, _ := s.Outdated(replicas[i])
+			oj, _ := s.Outdated(replicas[j])
 			if oi != oj {
 				return oi
 			}
@@ -482,7 +482,7 @@ func (s *scope) surplusReplicas() []retirement {
 			return membership.Older(replicas[j].Node, replicas[i].Node)
 		})
 		for i := 0; i < surplus && i < len(replicas); i++ {
-			out = append(out, retirement{replicas[i], fmt.Sprintf("shard %d has more than %d replicas", sh, s.replicas())})
+			out = append(out, retirement{replicas[i], fmt.Sprintf("shard %d has more than %d replicas", sh, s.Replicas())})
 		}
 	}
 	return out

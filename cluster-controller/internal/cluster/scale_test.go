@@ -61,7 +61,7 @@ func TestPlanScale(t *testing.T) {
 		},
 		{
 			name: "scale out: a new shard's primary the others do not know yet is waited for",
-			vc:   shards(4), fms: append(plantest.HealthyThreeByOne(), d), mod: func(s *scope) { plantest.Unknown(s.topo, "D") },
+			vc:   shards(4), fms: append(plantest.HealthyThreeByOne(), d), mod: func(s *scope) { plantest.Unknown(s.Topo, "D") },
 			step: scaleWaitForPrimaries, reason: v1alpha1.ReasonScalingOut, message: "waiting for the new shards' primaries to join",
 		},
 		{
@@ -124,7 +124,7 @@ func TestPlanScale(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(c.vc), c.fms)
+			s := scopeFor(t, plantest.Cluster(c.vc), c.fms)
 			if c.mod != nil {
 				c.mod(s)
 			}

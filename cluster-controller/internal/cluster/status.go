@@ -57,16 +57,16 @@ var memberConditionTypes = []string{v1alpha1.ConditionJoined, v1alpha1.Condition
 // writeStatus applies the cluster's and every member's status, skipping unchanged ones.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) error {
 	var errs []error
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		// A member retired during this pass may be gone already: nothing to report on.
 		if err := r.writeMemberStatus(ctx, s, m); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}
-	vc := s.vc
+	vc := s.VC
 	want := computeClusterStatus(s, runErr)
 	r.reportStall(s, want.Conditions)
-	want.Conditions = conditions.Resolve(vc.Status.Conditions, s.topo.Now, want.Conditions...)
+	want.Conditions = conditions.Resolve(vc.Status.Conditions, s.Topo.Now, want.Conditions...)
 	s.reported = want
 	r.warnOnTransitions(s, want.Conditions)
 	have := clusterStatus{
@@ -83,37 +83,37 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) er
 // warnOnTransitions emits the events users expect when a condition turns bad.
 func (r *Reconciler) warnOnTransitions(s *scope, next []metav1.Condition) {
 	for _, c := range next {
-		old := conditions.Get(s.vc.Status.Conditions, c.Type)
+		old := conditions.Get(s.VC.Status.Conditions, c.Type)
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
 		switch {
 		case c.Type == v1alpha1.ConditionConfigurationWarning && c.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionDegraded && c.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionInvalidSpec && c.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventWarning, "InvalidSpec", "Validate", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, "InvalidSpec", "Validate", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonImmutableField:
-			r.event(s.vc, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonReplyTooLarge:
-			r.event(s.vc, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonRollBlocked:
 			// Said once, when the roll stops; the members' own causes are told by
 			// reportMemberCauses (a member that cannot run, under its reason).
-			r.event(s.vc, nil, eventWarning, c.Reason, "Roll", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, c.Reason, "Roll", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventNormal, "Ready", "Observe", "%s", c.Message)
+			r.event(s.VC, nil, eventNormal, "Ready", "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionPaused && c.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventNormal, "Paused", "Pause", "%s", c.Message)
+			r.event(s.VC, nil, eventNormal, "Paused", "Pause", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionPaused && old != nil && old.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventNormal, "Resumed", "Pause", "the cluster is resumed: planned changes start again")
+			r.event(s.VC, nil, eventNormal, "Resumed", "Pause", "the cluster is resumed: planned changes start again")
 		}
 	}
 }
 
 func computeClusterStatus(s *scope, runErr error) clusterStatus {
-	vc := s.vc
+	vc := s.VC
 	gen := vc.Generation
 	st := clusterStatus{ObservedGeneration: vc.Status.ObservedGeneration, AppliedSpec: vc.Status.AppliedSpec}
 	if runErr == nil && s.mayAct() && !s.pending {
@@ -124,14 +124,14 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	st.Shards = shardStatuses(s)
 	st.SeedEndpoints = seedEndpoints(s)
 	st.Failover = failoverRequestStatus(s)
-	st.ReadyShards = s.shardsReady()
-	ready := s.credErr == nil && s.ready()
+	st.ReadyShards = s.ShardsReady()
+	ready := s.credErr == nil && s.Ready()
 	applied := ready && s.mayAct() && runErr == nil && s.applied() && !s.pending
 	degraded := degradedCondition(s, gen)
 
 	progressing := conditions.New(v1alpha1.ConditionProgressing, false, v1alpha1.ReasonReconciled, "the cluster is as the spec asks", gen)
 	readyCond := conditions.New(v1alpha1.ConditionReady, true, v1alpha1.ReasonClusterReady,
-		fmt.Sprintf("%d shards with %d replicas each serve all %d slots", s.shards(), s.replicas(), plan.SlotCount), gen)
+		fmt.Sprintf("%d shards with %d replicas each serve all %d slots", s.Shards(), s.Replicas(), plan.SlotCount), gen)
 	if !applied {
 		reason, msg := s.step.reason, s.step.message
 		switch {
@@ -145,12 +145,12 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 			reason, msg = v1alpha1.ReasonReconcileError, runErr.Error()
 		case reason == "" && s.paused && ready:
 			reason, msg = v1alpha1.ReasonPaused, "the cluster is paused ("+v1alpha1.AnnotationPaused+"): planned changes wait until it is resumed"
-		case reason == "" && len(s.externalPending()) > 0:
-			reason, msg = v1alpha1.ReasonAddressPending, "waiting for external addresses: "+strings.Join(s.externalPending(), "; ")
-		case reason == "" && len(s.externalUnseen()) > 0:
-			reason, msg = v1alpha1.ReasonAddressNotPropagated, "waiting for the members to learn each other's external addresses: "+strings.Join(s.externalUnseen(), "; ")
+		case reason == "" && len(s.ExternalPending()) > 0:
+			reason, msg = v1alpha1.ReasonAddressPending, "waiting for external addresses: "+strings.Join(s.ExternalPending(), "; ")
+		case reason == "" && len(s.ExternalUnseen()) > 0:
+			reason, msg = v1alpha1.ReasonAddressNotPropagated, "waiting for the members to learn each other's external addresses: "+strings.Join(s.ExternalUnseen(), "; ")
 		case reason == "":
-			reason, msg = v1alpha1.ReasonWaitingForSync, fmt.Sprintf("%d of %d shards ready", st.ReadyShards, s.shards())
+			reason, msg = v1alpha1.ReasonWaitingForSync, fmt.Sprintf("%d of %d shards ready", st.ReadyShards, s.Shards())
 		}
 		if !ready {
 			readyCond = conditions.New(v1alpha1.ConditionReady, false, reason, msg, gen)
@@ -170,7 +170,7 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	holdForRestore(vc, &st)
 	st.FirstReadyTime = vc.Status.FirstReadyTime
 	if st.FirstReadyTime == nil && conditions.IsTrue(st.Conditions, v1alpha1.ConditionReady) {
-		now := metav1.NewTime(s.topo.Now)
+		now := metav1.NewTime(s.Topo.Now)
 		st.FirstReadyTime = &now
 	}
 	st.Conditions = append(st.Conditions, kstatusConditions(*conditions.Get(st.Conditions, v1alpha1.ConditionProgressing),
@@ -224,10 +224,10 @@ func clusterState(s *scope, ready bool, degraded metav1.Condition) v1alpha1.Clus
 		return v1alpha1.StateInvalid
 	case ready:
 		return v1alpha1.StateReady
-	case plan.BlockingReasons[s.step.reason] && !s.ready():
+	case plan.BlockingReasons[s.step.reason] && !s.Ready():
 		// Members cannot run and will not until something is fixed (Ready says what).
 		return v1alpha1.StateFailed
-	case plan.Empty(s.topo):
+	case plan.Empty(s.Topo):
 		return v1alpha1.StateCreating
 	case degraded.Status == metav1.ConditionTrue:
 		return v1alpha1.StateDegraded
@@ -241,17 +241,17 @@ func clusterState(s *scope, ready bool, degraded metav1.Condition) v1alpha1.Clus
 }
 
 func degradedCondition(s *scope, gen int64) metav1.Condition {
-	if s.credErr == nil && plan.Empty(s.topo) && s.vc.Status.FirstReadyTime != nil {
+	if s.credErr == nil && plan.Empty(s.Topo) && s.VC.Status.FirstReadyTime != nil {
 		why := "no member answers"
-		if len(s.topo.Reachable()) > 0 {
+		if len(s.Topo.Reachable()) > 0 {
 			why = "no member that answers serves one"
 		}
 		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonSlotsUncovered, "no server serves any slot (0-16383): "+why, gen)
 	}
-	if s.credErr != nil || plan.Empty(s.topo) {
+	if s.credErr != nil || plan.Empty(s.Topo) {
 		return conditions.New(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonWaiting, "the cluster is being created", gen)
 	}
-	if lost := s.topo.LostPrimaries(); len(lost) > 0 {
+	if lost := s.Topo.LostPrimaries(); len(lost) > 0 {
 		ids := make([]string, len(lost))
 		for i, lp := range lost {
 			ids[i] = fmt.Sprintf("%s (slots %s)", plan.ShortID(lp.ID), valkey.FormatRanges(lp.Slots))
@@ -259,16 +259,16 @@ func degradedCondition(s *scope, gen int64) metav1.Condition {
 		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonPrimaryLost,
 			"primaries not answering: "+strings.Join(ids, ", "), gen)
 	}
-	if covered := s.topo.CoveredSlots(); covered < plan.SlotCount {
+	if covered := s.Topo.CoveredSlots(); covered < plan.SlotCount {
 		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonSlotsUncovered,
 			fmt.Sprintf("%d of %d slots have no primary: requests to them fail", plan.SlotCount-covered, plan.SlotCount), gen)
 	}
 	var missing []string
-	for sh := int32(0); sh < s.shards(); sh++ {
-		p := s.topo.PrimaryOf(sh)
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		p := s.Topo.PrimaryOf(sh)
 		var n int32
 		var behind []string
-		for _, m := range s.active(sh) {
+		for _, m := range s.Active(sh) {
 			switch {
 			case m == p:
 			case p == nil:
@@ -284,8 +284,8 @@ func degradedCondition(s *scope, gen int64) metav1.Condition {
 		switch {
 		case p == nil:
 			missing = append(missing, fmt.Sprintf("shard %d has no primary", sh))
-		case n < s.replicas():
-			msg := fmt.Sprintf("shard %d has %d of %d replicas in sync", sh, n, s.replicas())
+		case n < s.Replicas():
+			msg := fmt.Sprintf("shard %d has %d of %d replicas in sync", sh, n, s.Replicas())
 			if len(behind) > 0 {
 				msg += " (not in sync: " + strings.Join(behind, ", ") + ")"
 			}
@@ -301,7 +301,7 @@ func degradedCondition(s *scope, gen int64) metav1.Condition {
 
 func formedCondition(s *scope, gen int64) metav1.Condition {
 	var missing []string
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if !m.Leaving() && !m.Reachable {
 			missing = append(missing, m.Name())
 		}
@@ -310,21 +310,21 @@ func formedCondition(s *scope, gen int64) metav1.Condition {
 	case len(missing) > 0:
 		return conditions.New(v1alpha1.ConditionClusterFormed, false, v1alpha1.ReasonMembersMissing,
 			"members not answering yet: "+strings.Join(missing, ", "), gen)
-	case !s.topo.Formed():
+	case !s.Topo.Formed():
 		return conditions.New(v1alpha1.ConditionClusterFormed, false, v1alpha1.ReasonMeetingMembers,
 			"the members do not all know each other yet", gen)
 	}
 	return conditions.New(v1alpha1.ConditionClusterFormed, true, v1alpha1.ReasonAllMembersKnown,
-		fmt.Sprintf("all %d members know each other", len(s.topo.Reachable())), gen)
+		fmt.Sprintf("all %d members know each other", len(s.Topo.Reachable())), gen)
 }
 
 func slotsCondition(s *scope, gen int64) metav1.Condition {
-	covered := s.topo.CoveredSlots()
+	covered := s.Topo.CoveredSlots()
 	switch {
 	case covered < plan.SlotCount:
 		return conditions.New(v1alpha1.ConditionSlotsAssigned, false, v1alpha1.ReasonSlotsUncovered,
 			fmt.Sprintf("%d of %d slots assigned", covered, plan.SlotCount), gen)
-	case s.topo.OpenSlots():
+	case s.Topo.OpenSlots():
 		return conditions.New(v1alpha1.ConditionSlotsAssigned, false, v1alpha1.ReasonOpenSlots,
 			"slots are being migrated", gen)
 	}
@@ -367,10 +367,10 @@ func graceCondition(vc *v1alpha1.ValkeyCluster, gen int64) metav1.Condition {
 
 func unschedulableCondition(s *scope, gen int64) metav1.Condition {
 	var msgs []string
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		if c := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil &&
 			c.Status != metav1.ConditionTrue && c.Reason == v1alpha1.ReasonPodUnschedulable && !m.Leaving() {
-			msgs = append(msgs, fmt.Sprintf("%s: %s", m.Name(), memberMessage(c)))
+			msgs = append(msgs, fmt.Sprintf("%s: %s", m.Name(), plan.MemberMessage(c)))
 		}
 	}
 	if len(msgs) > 0 {
@@ -382,14 +382,14 @@ func unschedulableCondition(s *scope, gen int64) metav1.Condition {
 // shardStatuses lists each shard as the servers report it.
 func shardStatuses(s *scope) []v1alpha1.ShardStatus {
 	var indexes []int32
-	for sh := range s.topo.Shards {
+	for sh := range s.Topo.Shards {
 		indexes = append(indexes, sh)
 	}
 	sort.Slice(indexes, func(i, j int) bool { return indexes[i] < indexes[j] })
 	var out []v1alpha1.ShardStatus
 	for _, sh := range indexes {
 		st := v1alpha1.ShardStatus{Index: sh}
-		p := s.topo.PrimaryOf(sh)
+		p := s.Topo.PrimaryOf(sh)
 		if p != nil {
 			st.Primary = p.Name()
 			for _, r := range p.Slots() {
@@ -400,7 +400,7 @@ func shardStatuses(s *scope) []v1alpha1.ShardStatus {
 				st.PrimaryZone = s.place.zones[st.PrimaryNode]
 			}
 		}
-		for _, m := range s.topo.Shards[sh] {
+		for _, m := range s.Topo.Shards[sh] {
 			if m != p && p != nil && m.Reachable && m.Self.Replica && m.Self.PrimaryID == p.ID() {
 				st.Replicas = append(st.Replicas, m.Name())
 			}
@@ -419,7 +419,7 @@ func shardStatuses(s *scope) []v1alpha1.ShardStatus {
 // writeMemberStatus applies the member's node ID, lifecycle, Joined and Synced.
 func (r *Reconciler) writeMemberStatus(ctx context.Context, s *scope, m *plan.Member) error {
 	want := computeMemberStatus(s, m)
-	want.Conditions = conditions.Resolve(m.Node.Status.Conditions, s.topo.Now, want.Conditions...)
+	want.Conditions = conditions.Resolve(m.Node.Status.Conditions, s.Topo.Now, want.Conditions...)
 	have := memberStatus{NodeID: m.Node.Status.NodeID, Lifecycle: m.Node.Status.Lifecycle, ExternalAddress: m.Node.Status.ExternalAddress,
 		Conditions: conditions.Owned(m.Node.Status.Conditions, memberConditionTypes...)}
 	if status.Equal(have, want) {
@@ -431,8 +431,8 @@ func (r *Reconciler) writeMemberStatus(ctx context.Context, s *scope, m *plan.Me
 func computeMemberStatus(s *scope, m *plan.Member) memberStatus {
 	gen := m.Node.Generation
 	st := memberStatus{NodeID: m.ID(), Lifecycle: m.Node.Status.Lifecycle, ExternalAddress: memberExternalAddress(s, m)}
-	p := s.topo.PrimaryOf(m.Shard())
-	known := m.Reachable && s.topo.FormedWith(m)
+	p := s.Topo.PrimaryOf(m.Shard())
+	known := m.Reachable && s.Topo.FormedWith(m)
 	isPrimary := p == m
 	follows := m.Reachable && p != nil && m.Self.Replica && m.Self.PrimaryID == p.ID()
 	joined := conditions.New(v1alpha1.ConditionJoined, false, v1alpha1.ReasonNotJoined, "", gen)

@@ -35,7 +35,7 @@ func condOf(cs []metav1.Condition, typ string) string {
 // noAnswers makes every member's server silent, as newScope does while the operator's
 // credentials are not published: nobody is asked.
 func noAnswers(s *scope) {
-	for _, m := range s.topo.Members {
+	for _, m := range s.Topo.Members {
 		m.Reachable, m.Self, m.View, m.Err = false, valkey.ClusterNode{}, nil, s.credErr
 	}
 }
@@ -182,7 +182,7 @@ func TestComputeClusterStatus(t *testing.T) {
 			fms:  plantest.HealthyThreeByOne(),
 			mod: func(s *scope) {
 				s.progress(v1alpha1.ReasonScalingIn, "moving 5461 slots off shard 2")
-				for _, m := range s.topo.Members {
+				for _, m := range s.Topo.Members {
 					m.Addr = m.IP() + ":6379"
 				}
 				s.stopTooLarge("scale", errors.New("connection refused")) // not a reply too large: no change
@@ -204,7 +204,7 @@ func TestComputeClusterStatus(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			vc := cluster(nil)
+			vc := plantest.Cluster(nil)
 			vc.Generation, vc.Status.ObservedGeneration = 3, 2
 			s := scopeFor(t, vc, c.fms)
 			if c.mod != nil {
@@ -236,7 +236,7 @@ func TestComputeClusterStatus(t *testing.T) {
 // wasReady marks the scope's cluster as one that has been Ready.
 func wasReady(s *scope) {
 	at := metav1.NewTime(plantest.T0.Add(-time.Hour))
-	s.vc.Status.FirstReadyTime = &at
+	s.VC.Status.FirstReadyTime = &at
 }
 
 func TestDegradedCondition(t *testing.T) {
@@ -340,7 +340,7 @@ func TestDegradedCondition(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(c.vc), c.fms)
+			s := scopeFor(t, plantest.Cluster(c.vc), c.fms)
 			if c.mod != nil {
 				c.mod(s)
 			}
@@ -401,7 +401,7 @@ func TestComputeMemberStatus(t *testing.T) {
 			fms:    plantest.With(plantest.HealthyThreeByOne(), "c2", func(f *plantest.FakeMember) { f.Down = true }),
 			member: "c2",
 			mod: func(s *scope) {
-				plantest.MemberNamed(t, s.topo, "c2").Err = errors.New("dial tcp 10.0.0.6:6379: connect: connection refused")
+				plantest.MemberNamed(t, s.Topo, "c2").Err = errors.New("dial tcp 10.0.0.6:6379: connect: connection refused")
 			},
 			nodeID: "C2", lifecycle: v1alpha1.LifecycleActive,
 			joined: "False NotJoined: the server is not reachable: dial tcp 10.0.0.6:6379: connect: connection refused",
@@ -419,7 +419,7 @@ func TestComputeMemberStatus(t *testing.T) {
 			fms: append(plantest.HealthyThreeByOne(),
 				plantest.FakeMember{Name: "a3", Shard: 0, IP: "10.0.0.7", ID: "A3", Primary: "A", Offset: 100, LinkUp: true, Joining: true}),
 			member: "a3",
-			mod:    func(s *scope) { plantest.Unknown(s.topo, "A3") },
+			mod:    func(s *scope) { plantest.Unknown(s.Topo, "A3") },
 			nodeID: "A3", lifecycle: v1alpha1.LifecycleJoining, joined: notJoined, synced: inSync,
 		},
 		{
@@ -432,17 +432,17 @@ func TestComputeMemberStatus(t *testing.T) {
 			name:   "a pod that came back with a new identity reports the server's node ID",
 			fms:    plantest.HealthyThreeByOne(),
 			member: "a2",
-			mod:    func(s *scope) { plantest.MemberNamed(t, s.topo, "a2").Node.Status.NodeID = "A2-BEFORE" },
+			mod:    func(s *scope) { plantest.MemberNamed(t, s.Topo, "a2").Node.Status.NodeID = "A2-BEFORE" },
 			nodeID: "A2", lifecycle: v1alpha1.LifecycleActive, joined: fmt.Sprintf(joined, 0), synced: inSync,
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(nil), c.fms)
+			s := scopeFor(t, plantest.Cluster(nil), c.fms)
 			if c.mod != nil {
 				c.mod(s)
 			}
-			st := computeMemberStatus(s, plantest.MemberNamed(t, s.topo, c.member))
+			st := computeMemberStatus(s, plantest.MemberNamed(t, s.Topo, c.member))
 			if st.NodeID != c.nodeID {
 				t.Errorf("nodeID = %s, want %s", st.NodeID, c.nodeID)
 			}

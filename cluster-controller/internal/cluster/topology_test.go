@@ -23,7 +23,7 @@ func scopeFor(t *testing.T, vc *v1alpha1.ValkeyCluster, fms []plantest.FakeMembe
 	topo := plantest.Build(t, fms, extra...)
 	for _, f := range fms {
 		m := plantest.MemberNamed(t, topo, f.Name)
-		m.Node.Spec = desiredSpec(vc, m.Shard())
+		m.Node.Spec = plan.DesiredSpec(vc, m.Shard())
 		m.Node.Spec.Revision, m.Node.Status.Revision = 1, 1
 		if f.Outdated {
 			m.Node.Spec.Image = "valkey/valkey:7.2"
@@ -32,7 +32,7 @@ func scopeFor(t *testing.T, vc *v1alpha1.ValkeyCluster, fms []plantest.FakeMembe
 			m.Node.Spec.Revision = 2
 		}
 	}
-	return &scope{vc: vc, guard: guard.Check(vc), topo: topo}
+	return &scope{Cluster: plan.Cluster{VC: vc, Topo: topo}, guard: guard.Check(vc)}
 }
 
 func TestEvenSlots(t *testing.T) {
@@ -65,7 +65,7 @@ func TestShardInFailoverHasNoCandidate(t *testing.T) {
 	if !topo.InFailover(0) {
 		t.Fatal("shard 0 is in failover")
 	}
-	s := &scope{vc: cluster(nil), topo: topo}
+	s := &scope{Cluster: plan.Cluster{VC: plantest.Cluster(nil), Topo: topo}}
 	if c := s.candidate(0); c != nil {
 		t.Fatalf("candidate of a shard in failover = %s, want none", c.Name())
 	}
@@ -78,7 +78,7 @@ func TestShardInFailoverHasNoCandidate(t *testing.T) {
 // other replica of that shard is asked until it completed or the window passed.
 func TestFailoverPendingIsPerShard(t *testing.T) {
 	topo := plantest.Build(t, plantest.ThreeByOne())
-	s := &scope{vc: cluster(nil), topo: topo}
+	s := &scope{Cluster: plan.Cluster{VC: plantest.Cluster(nil), Topo: topo}}
 	if s.failoverPending(0) != nil {
 		t.Fatal("nothing asked yet")
 	}

@@ -1,26 +1,28 @@
 package plan
 
 import (
+	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// external is what a pass knows of one member's external address.
+// External is what a pass knows of one member's external address.
 type External struct {
-	// host and port clients reach the member at ("" while pending).
+	// Host and port clients reach the member at ("" while pending).
 	Host string
 	Port int
-	// hostname from the template, announced instead of the address when set.
+	// Hostname from the template, announced instead of the address when set.
 	Hostname string
-	// pending says why there is no address yet.
+	// Pending says why there is no address yet.
 	Pending string
 	// announced: the member's server announces it (CONFIG GET agrees).
 	Announced bool
 }
 
-// address is "host:port" as clients use it: the hostname when there is one.
+// Address is "host:port" as clients use it: the hostname when there is one.
 func (e *External) Address() string {
 	if e == nil || e.Host == "" {
 		return ""
@@ -32,7 +34,7 @@ func (e *External) Address() string {
 	return net.JoinHostPort(h, strconv.Itoa(e.Port))
 }
 
-// clientView rewrites, in every member's CLUSTER NODES, the address a member announces to
+// ClientView rewrites, in every member's CLUSTER NODES, the address a member announces to
 // clients back to its pod address. A server shows the client-facing address (the
 // announced client IPv4 and port) to every client, the operator included, while the
 // members reach each other at the pod addresses: the topology is about the latter.
@@ -104,4 +106,52 @@ func markUnseen(members []*Member) {
 			}
 		}
 	}
+}
+
+// ExternalReady reports whether member m may be introduced to the cluster: without
+// external access always; with it once it announces its external address.
+func (c *Cluster) ExternalReady(m *Member) bool {
+	return !c.VC.Spec.ExternalAccessEnabled() || m.External != nil && m.External.Announced
+}
+
+// ExternalPending lists the members (not leaving) that have no announced external address.
+func (c *Cluster) ExternalPending() []string {
+	if !c.VC.Spec.ExternalAccessEnabled() {
+		return nil
+	}
+	var out []string
+	for _, m := range c.Topo.Members {
+		if m.Leaving() || c.ExternalReady(m) {
+			continue
+		}
+		why := "its server does not answer"
+		if m.External != nil && m.External.Pending != "" {
+			why = m.External.Pending
+		}
+		out = append(out, m.Name()+": "+why)
+	}
+	return out
+}
+
+// ExternalKnown reports whether every member knows member m and shows it at its
+// announced external address, so that no redirection or slot map names its pod address:
+// always without external access.
+func (c *Cluster) ExternalKnown(m *Member) bool {
+	return !c.VC.Spec.ExternalAccessEnabled() || len(m.UnseenBy) == 0 && c.Topo.FormedWith(m)
+}
+
+// ExternalUnseen lists the members (not leaving) whose announced address some members do
+// not show yet.
+func (c *Cluster) ExternalUnseen() []string {
+	if !c.VC.Spec.ExternalAccessEnabled() {
+		return nil
+	}
+	var out []string
+	for _, m := range c.Topo.Members {
+		if m.Leaving() || !c.ExternalReady(m) || c.ExternalKnown(m) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s: %s not known to %s yet", m.Name(), m.External.Address(), strings.Join(m.UnseenBy, ", ")))
+	}
+	return out
 }

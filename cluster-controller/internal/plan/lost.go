@@ -13,7 +13,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// partitioned describes the members among ms whose server does not answer the operator,
+// Partitioned describes the members among ms whose server does not answer the operator,
 // that some members flag as failing while others still reach it: a partition, not a dead
 // server (a dead one is flagged by every member after the node timeout, and by none
 // before; a member whose ValkeyNode reports ServerDown is dead whatever the others' views
@@ -37,7 +37,7 @@ func (t *Topology) Partitioned(ms []*Member) string {
 		"dead server: no failover is forced): " + strings.Join(parts, "; ")
 }
 
-// flaggedByAny reports whether a member that answered flags node id as failing.
+// FlaggedByAny reports whether a member that answered flags node id as failing.
 func (t *Topology) FlaggedByAny(id string) bool {
 	for _, v := range t.Reachable() {
 		if e, ok := v.Entry(id); ok && (e.Fail || e.PFail) {
@@ -47,23 +47,23 @@ func (t *Topology) FlaggedByAny(id string) bool {
 	return false
 }
 
-// lostPrimary is a primary that owns slots and does not answer, with the replicas that
+// LostPrimary is a primary that owns slots and does not answer, with the replicas that
 // still follow it.
 type LostPrimary struct {
 	ID       string
 	Slots    []valkey.SlotRange
 	Replicas []*Member
-	// silentFor is how long ago the replicas last heard from it.
+	// SilentFor is how long ago the replicas last heard from it.
 	SilentFor time.Duration
-	// reachedBy names the members that answered the operator and do not flag the primary
+	// ReachedBy names the members that answered the operator and do not flag the primary
 	// as failing: they still reach it, so it is partitioned from the operator, not dead.
 	ReachedBy []string
-	// dead, when set, is the proof that the primary's process is gone: another server
+	// Dead, when set, is the proof that the primary's process is gone: another server
 	// answers at its address.
 	Dead string
 }
 
-// lostPrimaries finds primaries with slots that reachable replicas follow but that the
+// LostPrimaries finds primaries with slots that reachable replicas follow but that the
 // replicas see as failing, or without an address: a node answered at its address with
 // another identity (a server that restarted empty in the same pod), and Valkey never
 // flags such a node as failing, so its replicas would wait for it forever.
@@ -110,7 +110,7 @@ func (t *Topology) LostPrimaries() []LostPrimary {
 	return out
 }
 
-// seenAliveBy names the members that answered the operator and whose view does not flag
+// SeenAliveBy names the members that answered the operator and whose view does not flag
 // node id as failing (or without an address): they still reach it.
 func (t *Topology) SeenAliveBy(id string) []string {
 	var out []string
@@ -122,7 +122,7 @@ func (t *Topology) SeenAliveBy(id string) []string {
 	return out
 }
 
-// addressTakenFrom returns the proof that node e's process is gone, or "": a member
+// AddressTakenFrom returns the proof that node e's process is gone, or "": a member
 // answering at e's address with another node ID (the pod's server restarted empty).
 func (t *Topology) AddressTakenFrom(e valkey.ClusterNode) string {
 	for _, m := range t.Reachable() {
@@ -133,7 +133,7 @@ func (t *Topology) AddressTakenFrom(e valkey.ClusterNode) string {
 	return ""
 }
 
-// serverExited returns the proof that node id's process is gone from its member's
+// ServerExited returns the proof that node id's process is gone from its member's
 // ServerDown condition (the kubelet saw the server container exit, and the server has
 // not answered since), or "".
 func (t *Topology) ServerExited(id string) string {
@@ -151,7 +151,7 @@ func (t *Topology) ServerExited(id string) string {
 	return ""
 }
 
-// primaryMajorityReachable reports whether the operator reaches more than half of the
+// PrimaryMajorityReachable reports whether the operator reaches more than half of the
 // primaries that serve slots: then a forced failover can win its election.
 func (t *Topology) PrimaryMajorityReachable() bool {
 	owners := t.OwnedSlots()
@@ -164,7 +164,7 @@ func (t *Topology) PrimaryMajorityReachable() bool {
 	return reached*2 > len(owners)
 }
 
-// staleEpoch returns the config epoch replica m knows for node id, and the highest one
+// StaleEpoch returns the config epoch replica m knows for node id, and the highest one
 // a voter (a reachable primary with slots) knows for it.
 func (t *Topology) StaleEpoch(m *Member, id string) (mine, known uint64) {
 	if e, ok := m.Entry(id); ok {
@@ -182,7 +182,7 @@ func (t *Topology) StaleEpoch(m *Member, id string) (mine, known uint64) {
 	return mine, known
 }
 
-// toForget returns the strangers to forget now, unless a replica follows them: the old
+// ToForget returns the strangers to forget now, unless a replica follows them: the old
 // identities of members that came back with a new one, and the nodes the cluster flags as
 // failed that cannot be a member that did not answer. soon reports a stranger that may be
 // forgotten once Valkey flags it as failed.
@@ -206,7 +206,7 @@ func (t *Topology) ToForget() (forget []string, soon bool) {
 	return forget, soon
 }
 
-// replacedIdentities are the node IDs members had until this pass: a member whose server
+// ReplacedIdentities are the node IDs members had until this pass: a member whose server
 // now answers with another ID (its pod came back empty) left its old identity behind for
 // good, so it is forgotten at once instead of after Valkey flags it as failed (about the
 // node timeout later). Only this pass knows it: the member's status gets the new ID.
@@ -220,7 +220,7 @@ func (t *Topology) ReplacedIdentities() map[string]bool {
 	return out
 }
 
-// failed reports whether a member's view flags node id as failed (the cluster agreed it
+// Failed reports whether a member's view flags node id as failed (the cluster agreed it
 // is unreachable) or without an address. A stranger that still talks may be a member
 // whose new pod the operator has not seen yet (its ValkeyNode's status lags the pod): it
 // is never forgotten, or it would be cut out of the cluster it just joined.
@@ -233,7 +233,7 @@ func (t *Topology) Failed(id string) bool {
 	return false
 }
 
-// followed reports whether a reachable member replicates node id.
+// Followed reports whether a reachable member replicates node id.
 func (t *Topology) Followed(id string) bool {
 	for _, m := range t.Reachable() {
 		if m.Self.Replica && m.Self.PrimaryID == id {
@@ -243,7 +243,7 @@ func (t *Topology) Followed(id string) bool {
 	return false
 }
 
-// mayBeMember reports whether node id sits at the address of a member whose server did
+// MayBeMember reports whether node id sits at the address of a member whose server did
 // not answer this pass: it may be that member, so it is not forgotten.
 func (t *Topology) MayBeMember(id string) bool {
 	for _, m := range t.Members {

@@ -2,10 +2,10 @@ package plan
 
 import "github.com/valkey-operator/valkey-operator/valkey"
 
-// serving says whether a member serves its shard's slots.
+// Serving says whether a member serves its shard's slots.
 type Serving int
 
-// servesSlots reports whether m serves slots: its own word when it answers the operator;
+// ServesSlots reports whether m serves slots: its own word when it answers the operator;
 // else, when another member serves its shard, no; else the views of the members that
 // answer (any one showing it a primary with slots is enough). A member whose node ID was
 // never recorded was never given slots by the operator.
@@ -37,7 +37,7 @@ func (t *Topology) ServesSlots(m *Member) Serving {
 	return ServingUnknown
 }
 
-// caughtUp reports whether replica r follows m with its link up and no full sync under
+// CaughtUp reports whether replica r follows m with its link up and no full sync under
 // way: a coordinated failover then completes without losing a write m acknowledged.
 // When m answers, r must be in sync by m's own offsets.
 func CaughtUp(r, m *Member) bool {
@@ -47,7 +47,7 @@ func CaughtUp(r, m *Member) bool {
 	return r != m && r.Reachable && r.Self.Replica && r.Self.PrimaryID == m.ID() && r.Repl.LinkUp && !r.Repl.SyncInProgress
 }
 
-// formedWith reports whether every reachable member knows m.
+// FormedWith reports whether every reachable member knows m.
 func (t *Topology) FormedWith(m *Member) bool {
 	for _, o := range t.Reachable() {
 		if o != m && !o.Knows(m.ID()) {
@@ -57,7 +57,7 @@ func (t *Topology) FormedWith(m *Member) bool {
 	return true
 }
 
-// ownerOf returns the member serving slot, by its own report.
+// OwnerOf returns the member serving slot, by its own report.
 func (t *Topology) OwnerOf(slot int) *Member {
 	for _, m := range t.Reachable() {
 		if m.IsPrimary() && valkey.ContainsSlot(m.Slots(), slot) {

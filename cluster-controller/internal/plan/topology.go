@@ -12,35 +12,35 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// member is one ValkeyNode of the cluster with what its server reported this pass.
+// Member is one ValkeyNode of the cluster with what its server reported this pass.
 type Member struct {
 	Node *v1alpha1.ValkeyNode
-	// addr is the client address of its server (Reconciler.Addr).
+	// Addr is the client address of its server (Reconciler.Addr).
 	Addr string
 	// reachable: the server answered this pass.
 	Reachable bool
-	// err is why it did not, for status messages.
+	// Err is why it did not, for status messages.
 	Err error
-	// self is the server's own line of CLUSTER NODES.
+	// Self is the server's own line of CLUSTER NODES.
 	Self valkey.ClusterNode
-	// view is the server's CLUSTER NODES.
+	// View is the server's CLUSTER NODES.
 	View []valkey.ClusterNode
-	// state is cluster_state from CLUSTER INFO.
+	// State is cluster_state from CLUSTER INFO.
 	State string
-	// repl is INFO replication.
+	// Repl is INFO replication.
 	Repl valkey.Replication
-	// keys counts the keys of its dataset (INFO keyspace); keysKnown is false when the
+	// Keys counts the keys of its dataset (INFO keyspace); keysKnown is false when the
 	// reply could not be read.
 	Keys      int64
 	KeysKnown bool
-	// version of the server.
+	// Version of the server.
 	Version valkey.Version
-	// external is its external address (spec.externalAccess), nil without.
+	// External is its external address (spec.externalAccess), nil without.
 	External *External
 	// announceReset: without external access, the server announces its pod address
 	// (checked, or set back, this pass).
 	AnnounceReset bool
-	// unseenBy names the members whose CLUSTER NODES does not show the client address
+	// UnseenBy names the members whose CLUSTER NODES does not show the client address
 	// this member announces yet (gossip carries it, seconds after the CONFIG SET): they
 	// still name its pod address in MOVED, ASK and CLUSTER SLOTS.
 	UnseenBy []string
@@ -51,7 +51,7 @@ func (m *Member) Shard() int32  { return m.Node.Spec.ShardIndex }
 func (m *Member) IP() string    { return m.Node.Status.PodIP }
 func (m *Member) Leaving() bool { return !m.Node.DeletionTimestamp.IsZero() }
 
-// hostPort splits the member's client address for the commands that take a host and a
+// HostPort splits the member's client address for the commands that take a host and a
 // port (CLUSTER MEET, MIGRATE). The cluster bus is on the port + 10000.
 func (m *Member) HostPort() (string, int, error) {
 	host, p, err := net.SplitHostPort(m.Addr)
@@ -65,7 +65,7 @@ func (m *Member) HostPort() (string, int, error) {
 	return host, port, nil
 }
 
-// id is the member's Valkey node ID as its server reports it, or as last recorded.
+// ID is the member's Valkey node ID as its server reports it, or as last recorded.
 func (m *Member) ID() string {
 	if m.Reachable && m.Self.ID != "" {
 		return m.Self.ID
@@ -73,10 +73,10 @@ func (m *Member) ID() string {
 	return m.Node.Status.NodeID
 }
 
-// isPrimary reports whether the server says it is a primary.
+// IsPrimary reports whether the server says it is a primary.
 func (m *Member) IsPrimary() bool { return m.Reachable && m.Self.Primary }
 
-// slots the member's server says it serves.
+// Slots the member's server says it serves.
 func (m *Member) Slots() []valkey.SlotRange {
 	if !m.Reachable {
 		return nil
@@ -84,7 +84,7 @@ func (m *Member) Slots() []valkey.SlotRange {
 	return m.Self.Slots
 }
 
-// knows reports whether the member's view holds a connected, settled entry for id.
+// Knows reports whether the member's view holds a connected, settled entry for id.
 func (m *Member) Knows(id string) bool {
 	for _, n := range m.View {
 		if n.ID == id {
@@ -94,7 +94,7 @@ func (m *Member) Knows(id string) bool {
 	return false
 }
 
-// votersNotReaching names the primaries serving slots (the voters of a failover) whose
+// VotersNotReaching names the primaries serving slots (the voters of a failover) whose
 // link to m is not up at m's current address: m's vote requests reach them, their votes
 // would not reach m.
 func (t *Topology) VotersNotReaching(m *Member) []string {
@@ -111,7 +111,7 @@ func (t *Topology) VotersNotReaching(m *Member) []string {
 	return out
 }
 
-// entry returns the member's view of node id.
+// Entry returns the member's view of node id.
 func (m *Member) Entry(id string) (valkey.ClusterNode, bool) {
 	for _, n := range m.View {
 		if n.ID == id {
@@ -121,11 +121,11 @@ func (m *Member) Entry(id string) (valkey.ClusterNode, bool) {
 	return valkey.ClusterNode{}, false
 }
 
-// topology is the cluster as the members' servers report it this pass. Nothing of it is
+// Topology is the cluster as the members' servers report it this pass. Nothing of it is
 // remembered between passes: the operator restarting at any point rebuilds it the same.
 type Topology struct {
 	Members []*Member
-	// shards maps a shard index to its members, oldest first.
+	// Shards maps a shard index to its members, oldest first.
 	Shards map[int32][]*Member
 	Now    time.Time
 	// ignoreServerDown: the members' ServerDown conditions are not proof of death (the
@@ -142,7 +142,7 @@ func NewTopology(members []*Member, now time.Time) *Topology {
 	return t
 }
 
-// reachable lists the members whose servers answered.
+// Reachable lists the members whose servers answered.
 func (t *Topology) Reachable() []*Member {
 	var out []*Member
 	for _, m := range t.Members {
@@ -153,7 +153,7 @@ func (t *Topology) Reachable() []*Member {
 	return out
 }
 
-// byID finds the member whose server has node ID id.
+// ByID finds the member whose server has node ID id.
 func (t *Topology) ByID(id string) *Member {
 	if id == "" {
 		return nil
@@ -166,7 +166,7 @@ func (t *Topology) ByID(id string) *Member {
 	return nil
 }
 
-// primaryOf returns the member serving shard s as primary: the member of the shard that
+// PrimaryOf returns the member serving shard s as primary: the member of the shard that
 // owns slots; else the one the shard's replicas follow; else nil.
 func (t *Topology) PrimaryOf(s int32) *Member {
 	var best *Member
@@ -190,7 +190,7 @@ func (t *Topology) PrimaryOf(s int32) *Member {
 	return nil
 }
 
-// inFailover reports whether a reachable member of shard sh replicates a primary that is
+// InFailover reports whether a reachable member of shard sh replicates a primary that is
 // not a reachable member: the primary is gone and the replica is the shard's data.
 func (t *Topology) InFailover(sh int32) bool {
 	for _, m := range t.Shards[sh] {
@@ -204,7 +204,7 @@ func (t *Topology) InFailover(sh int32) bool {
 	return false
 }
 
-// ownedSlots returns the slots each node ID serves, by consensus of the reachable members'
+// OwnedSlots returns the slots each node ID serves, by consensus of the reachable members'
 // views: an owner's own report wins; owners that did not answer are taken from the view
 // of the member with the highest epoch for them.
 func (t *Topology) OwnedSlots() map[string][]valkey.SlotRange {
@@ -229,7 +229,7 @@ func (t *Topology) OwnedSlots() map[string][]valkey.SlotRange {
 	return out
 }
 
-// coveredSlots counts the slots some primary serves.
+// CoveredSlots counts the slots some primary serves.
 func (t *Topology) CoveredSlots() int {
 	var all []valkey.SlotRange
 	for _, r := range t.OwnedSlots() {
@@ -238,7 +238,7 @@ func (t *Topology) CoveredSlots() int {
 	return valkey.CountSlots(valkey.NormalizeRanges(all))
 }
 
-// openSlots reports whether any reachable primary has a slot importing or migrating.
+// OpenSlots reports whether any reachable primary has a slot importing or migrating.
 // Replicas are left out: Valkey 8.0+ copies the states to them, but only a primary's
 // counts (finishOpenSlots acts on primaries only, replicas refuse SETSLOT), and a replica
 // that joined mid-migration may keep a state its primary closed since, which nothing
@@ -252,7 +252,7 @@ func (t *Topology) OpenSlots() bool {
 	return false
 }
 
-// slotsUnsettled names the reachable members whose CLUSTER NODES does not show every
+// SlotsUnsettled names the reachable members whose CLUSTER NODES does not show every
 // reachable member serving exactly the slots it says it serves. A migration's end or a
 // failover changes a slot's owner, and gossip brings the change to the other members
 // moments later; until it has, a client that reads the slot map from such a member
@@ -300,7 +300,7 @@ func (t *Topology) Formed() bool {
 	return len(r) > 0
 }
 
-// strangers returns the node IDs some member knows that belong to no ValkeyNode: stale
+// Strangers returns the node IDs some member knows that belong to no ValkeyNode: stale
 // entries of replaced pods, or nodes that were never ours.
 func (t *Topology) Strangers() []string {
 	ours := map[string]bool{}
@@ -323,10 +323,10 @@ func (t *Topology) Strangers() []string {
 	return out
 }
 
-// synced reports whether replica m is linked to primary p and caught up.
+// Synced reports whether replica m is linked to primary p and caught up.
 func Synced(m, p *Member) bool { return SyncFault(m, p) == "" }
 
-// syncFault says why replica m does not count as in sync with primary p, "" when it does:
+// SyncFault says why replica m does not count as in sync with primary p, "" when it does:
 // the words of the Degraded condition's message, so that a replica judged behind for a
 // moment says why.
 func SyncFault(m, p *Member) string {
@@ -351,7 +351,7 @@ func SyncFault(m, p *Member) string {
 	return ""
 }
 
-// acknowledged reports whether primary p lists the replica at ip as online with an
+// Acknowledged reports whether primary p lists the replica at ip as online with an
 // acknowledged offset close to its own. After a full sync over a socket the replica says
 // its link is up, and the primary calls it online, before the replica's first
 // acknowledgement (sent once a second) starts the stream of the writes held back
@@ -367,6 +367,6 @@ func Acknowledged(p *Member, ip string) bool {
 	return false
 }
 
-// syncLagBytes is how far behind its primary a replica may be and count as in sync: a
+// SyncLagBytes is how far behind its primary a replica may be and count as in sync: a
 // write in flight, not a backlog.
 const SyncLagBytes = 1 << 20

@@ -259,3 +259,13 @@ func OldIdentity(id, slots string, mod func(*valkey.ClusterNode)) valkey.Cluster
 	mod(&n)
 	return n
 }
+
+// Cluster is a ValkeyCluster vk in namespace ns with the spec mod makes (the defaults
+// for nil).
+func Cluster(mod func(*v1alpha1.ValkeyClusterSpec)) *v1alpha1.ValkeyCluster {
+	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "vk", Namespace: "ns"}}
+	if mod != nil {
+		mod(&vc.Spec)
+	}
+	return vc
+}
