@@ -217,7 +217,7 @@ func (s *scope) candidate(sh int32) *plan.Member {
 	if s.Topo.InFailover(sh) {
 		return nil
 	}
-	if s.place != nil {
+	if s.Place != nil {
 		return s.newPrimary(sh)
 	}
 	for _, m := range s.Active(sh) {
@@ -231,7 +231,7 @@ func (s *scope) candidate(sh int32) *plan.Member {
 // newPrimary is the member to become the first primary of shard sh, chosen once per
 // pass for every shard without a primary (newPrimaries).
 func (s *scope) newPrimary(sh int32) *plan.Member {
-	if s.place.first == nil {
+	if s.Place.First == nil {
 		candidates := map[int32][]string{}
 		for i := int32(0); i < s.Shards(); i++ {
 			if s.Topo.PrimaryOf(i) != nil || s.Topo.InFailover(i) {
@@ -243,10 +243,10 @@ func (s *scope) newPrimary(sh int32) *plan.Member {
 				}
 			}
 		}
-		s.place.first = newPrimaries(s.place.shards, candidates)
+		s.Place.First = plan.NewPrimaries(s.Place.Shards, candidates)
 	}
 	for _, m := range s.Active(sh) {
-		if m.Name() == s.place.first[sh] && m.Reachable {
+		if m.Name() == s.Place.First[sh] && m.Reachable {
 			return m
 		}
 	}

@@ -11,19 +11,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/valkey"
-	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
-
-const (
-	// takeoverMargin is added to twice the node timeout before the operator concludes that
-	// Valkey's own failover will not happen (quorum lost) and forces one.
-	takeoverMargin = 2 * time.Second
-)
-
-// nodeTimeout is the cluster's cluster-node-timeout.
-func nodeTimeout(vc *v1alpha1.ValkeyCluster) time.Duration {
-	return valkeyconf.NodeTimeout(vc.Spec.Config)
-}
 
 // reconcileHeal handles what Valkey cannot handle alone: a failover that does not happen
 // because a majority of primaries is gone (quorum lost), and slots whose data is gone.
@@ -99,7 +87,7 @@ type takeover struct {
 // replica still has not taken over. Without a proof of death the operator never takes
 // over while a majority could vote.
 func (s *scope) planTakeovers() []takeover {
-	limit := 2*nodeTimeout(s.VC) + takeoverMargin
+	limit := 2*plan.NodeTimeout(s.VC) + plan.TakeoverMargin
 	mode := valkey.FailoverTakeover
 	if s.Topo.PrimaryMajorityReachable() {
 		mode = valkey.FailoverForce
@@ -109,7 +97,7 @@ func (s *scope) planTakeovers() []takeover {
 		t := takeover{lost: lp, mode: mode}
 		switch {
 		case lp.Dead != "":
-			by := s.spreadChoice(shardOfLost(lp), mostCaughtUpAll(promotable(lp.Replicas, lp.SilentFor+limit)))
+			by := s.SpreadChoice(shardOfLost(lp), plan.MostCaughtUpAll(promotable(lp.Replicas, lp.SilentFor+limit)))
 			if by == nil {
 				break
 			}
@@ -125,7 +113,7 @@ func (s *scope) planTakeovers() []takeover {
 				t.why += fmt.Sprintf("; silent for %s, longer than a forced failover is given (%s), and not taken over", lp.SilentFor.Round(time.Second), w)
 			}
 		case len(lp.ReachedBy) == 0 && lp.SilentFor >= limit:
-			t.by = s.spreadChoice(shardOfLost(lp), mostCaughtUpAll(lp.Replicas))
+			t.by = s.SpreadChoice(shardOfLost(lp), plan.MostCaughtUpAll(lp.Replicas))
 			t.why = fmt.Sprintf("primary %s did not answer for %s, every member flags it as failing and no failover happened (quorum lost)",
 				plan.ShortID(lp.ID), lp.SilentFor.Round(time.Second))
 		}
@@ -159,20 +147,6 @@ func shardOfLost(lp plan.LostPrimary) int32 {
 		return -1
 	}
 	return lp.Replicas[0].Shard()
-}
-
-// mostCaughtUp returns the replica with the highest replication offset, nil for none.
-func mostCaughtUp(ms []*plan.Member) *plan.Member {
-	if len(ms) == 0 {
-		return nil
-	}
-	best := ms[0]
-	for _, m := range ms[1:] {
-		if m.Repl.Offset > best.Repl.Offset {
-			best = m
-		}
-	}
-	return best
 }
 
 // reassignLostSlots gives slots nobody serves any more (their only holder died without a

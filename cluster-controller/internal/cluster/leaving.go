@@ -118,7 +118,7 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, p *plan.Member) (ti
 			inSync = append(inSync, m)
 		}
 	}
-	best := s.spreadChoice(p.Shard(), byOffset(inSync))
+	best := s.SpreadChoice(p.Shard(), plan.ByOffset(inSync))
 	if best == nil {
 		s.progress(v1alpha1.ReasonReplacingMember, "primary %s is leaving: waiting for a replica of shard %d in sync to take over", p.Name(), p.Shard())
 		return requeueWait, nil
@@ -210,7 +210,7 @@ func (s *scope) plannedWindow() time.Duration {
 
 // forcedWindow is how long a forced failover is awaited (see failoverWindow).
 func (s *scope) forcedWindow() time.Duration {
-	return max(s.plannedWindow(), 2*max(2*nodeTimeout(s.VC), 2*time.Second))
+	return max(s.plannedWindow(), 2*max(2*plan.NodeTimeout(s.VC), 2*time.Second))
 }
 
 func failoverRequestedAt(m *plan.Member) (time.Time, bool) {

@@ -190,7 +190,7 @@ func (s *scope) planLoginFailover(m *plan.Member) loginPlan {
 	}
 	switch {
 	case len(ready) > 0:
-		return loginPlan{step: loginFailover, member: m, replica: s.spreadChoice(sh, byOffset(ready)), after: requeueFast}
+		return loginPlan{step: loginFailover, member: m, replica: s.SpreadChoice(sh, plan.ByOffset(ready)), after: requeueFast}
 	case s.Replicas() > 0:
 		return loginPlan{step: loginWait, member: m, after: requeueWait, message: fmt.Sprintf(
 			"waiting for a replica of shard %d in sync to take over from %s", sh, m.Name())}

@@ -348,8 +348,8 @@ func viewOf(s *scope, st clusterStatus) *clusterView {
 		v.scaling = (p.step != scaleNothing && !surplusOfRoll) || s.Topo.OpenSlots()
 	}
 	sort.Slice(v.lag, func(i, j int) bool { return v.lag[i].member < v.lag[j].member })
-	if c := conditions.Get(st.Conditions, v1alpha1.ConditionPrimariesSpread); c != nil && c.Status != metav1.ConditionUnknown && s.place != nil {
-		v.placed, v.spread, v.misplaced = true, c.Status == metav1.ConditionTrue, len(s.place.plan.moves)
+	if c := conditions.Get(st.Conditions, v1alpha1.ConditionPrimariesSpread); c != nil && c.Status != metav1.ConditionUnknown && s.Place != nil {
+		v.placed, v.spread, v.misplaced = true, c.Status == metav1.ConditionTrue, len(s.Place.Plan.Moves)
 	}
 	return v
 }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
@@ -151,7 +152,7 @@ valkey_operator_shard_slots{cluster="vk",namespace="ns",shard="3"} 0
 		},
 		{
 			name: "shard 0's primary failed over next to shard 1's: not spread, one primary to move back",
-			fms:  failedOver(spreadThreeByOne()),
+			fms:  plantest.FailedOver(plantest.SpreadThreeByOne()),
 			want: `
 # HELP valkey_operator_cluster_primaries_spread 1 when the cluster's PrimariesSpread condition is True (the primaries are spread over nodes and zones as spec.primaryPlacement asks, or as evenly as the members' nodes allow), 0 when False; absent with policy None or while a primary's node is not known.
 # TYPE valkey_operator_cluster_primaries_spread gauge
@@ -164,7 +165,7 @@ valkey_operator_cluster_primaries_misplaced{cluster="vk",namespace="ns"} 1
 		},
 		{
 			name: "one primary per node and zone: spread",
-			fms:  spreadThreeByOne(),
+			fms:  plantest.SpreadThreeByOne(),
 			want: `
 # HELP valkey_operator_cluster_primaries_spread 1 when the cluster's PrimariesSpread condition is True (the primaries are spread over nodes and zones as spec.primaryPlacement asks, or as evenly as the members' nodes allow), 0 when False; absent with policy None or while a primary's node is not known.
 # TYPE valkey_operator_cluster_primaries_spread gauge
@@ -184,7 +185,7 @@ valkey_operator_cluster_primaries_misplaced{cluster="vk",namespace="ns"} 0
 			}
 			s := scopeFor(t, vc, c.fms)
 			if c.fms[0].Node != "" {
-				s.place = newPlacementView(s, v1alpha1.DefaultPlacementTopologyKey, threeZones, nil)
+				s.Place = plan.NewPlacement(&s.Cluster, v1alpha1.DefaultPlacementTopologyKey, plantest.ThreeZones, nil)
 			}
 			m := NewMetrics(prometheus.NewRegistry())
 			m.observe(s, computeClusterStatus(s, nil), true)

@@ -133,7 +133,7 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 		if len(inSync) == 0 {
 			return wait("waiting for a replica in sync")
 		}
-		target = s.spreadChoice(req.shard, byOffset(inSync))
+		target = s.SpreadChoice(req.shard, plan.ByOffset(inSync))
 	}
 	if !plan.Synced(target, p) {
 		return wait("waiting for %s to be in sync with %s", target.Name(), p.Name())

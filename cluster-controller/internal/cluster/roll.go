@@ -275,7 +275,7 @@ func (s *scope) planRollByReplacement(sh int32) rollPlan {
 			message: fmt.Sprintf("shard %d: retiring outdated replica %s", sh, m.Name())}
 	}
 	if primaryOutdated && len(freshSynced) > 0 {
-		return rollPlan{step: rollFailover, shard: sh, member: s.spreadChoice(sh, byOffset(freshSynced)), after: requeueFast}
+		return rollPlan{step: rollFailover, shard: sh, member: s.SpreadChoice(sh, plan.ByOffset(freshSynced)), after: requeueFast}
 	}
 	return rollPlan{step: rollWait, shard: sh, after: requeueWait,
 		message: fmt.Sprintf("shard %d: waiting for an up-to-date replica in sync", sh)}
@@ -324,7 +324,7 @@ func (s *scope) planRollInPlace(sh int32) rollPlan {
 		return rollPlan{step: rollRestart, shard: sh, member: outdatedReplica, after: requeueWait}
 	}
 	if len(freshSynced) > 0 {
-		return rollPlan{step: rollFailover, shard: sh, member: s.spreadChoice(sh, byOffset(freshSynced)), after: requeueFast}
+		return rollPlan{step: rollFailover, shard: sh, member: s.SpreadChoice(sh, plan.ByOffset(freshSynced)), after: requeueFast}
 	}
 	return rollPlan{step: rollWait, shard: sh, after: requeueWait,
 		message: fmt.Sprintf("shard %d: waiting for an up-to-date replica in sync", sh)}

@@ -57,9 +57,6 @@ type scope struct {
 	failedPhase string
 	// reported is the cluster status the pass computed.
 	reported clusterStatus
-	// place is where the members run and the primaries' plan (failback.go); nil with
-	// spec.primaryPlacement.policy None.
-	place *placementView
 }
 
 // lookAgainWithin asks for the next pass within d at the latest (the shortest ask wins).
@@ -113,7 +110,7 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 	}
 	s.Topo = plan.NewTopology(members, r.Clock())
 	s.Topo.IgnoreServerDown = !r.FastFailover
-	s.place = r.observePlacement(ctx, s)
+	s.Place = r.observePlacement(ctx, s)
 	return s, nil
 }
 

@@ -396,8 +396,8 @@ func shardStatuses(s *scope) []v1alpha1.ShardStatus {
 				st.Slots = append(st.Slots, r.String())
 			}
 			st.PrimaryNode = p.Node.Status.NodeName
-			if s.place != nil {
-				st.PrimaryZone = s.place.zones[st.PrimaryNode]
+			if s.Place != nil {
+				st.PrimaryZone = s.Place.Zones[st.PrimaryNode]
 			}
 		}
 		for _, m := range s.Topo.Shards[sh] {

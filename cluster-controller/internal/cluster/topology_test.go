@@ -14,27 +14,6 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
-// scopeFor builds the scope of a pass over vc whose members are fms: each member's spec
-// is the one vc asks for its shard, at revision 1 with its pod built for it, except the
-// members marked outdated (an older image) or restarting (revision 2 authorised, the pod
-// still at 1).
-func scopeFor(t *testing.T, vc *v1alpha1.ValkeyCluster, fms []plantest.FakeMember, extra ...valkey.ClusterNode) *scope {
-	t.Helper()
-	topo := plantest.Build(t, fms, extra...)
-	for _, f := range fms {
-		m := plantest.MemberNamed(t, topo, f.Name)
-		m.Node.Spec = plan.DesiredSpec(vc, m.Shard())
-		m.Node.Spec.Revision, m.Node.Status.Revision = 1, 1
-		if f.Outdated {
-			m.Node.Spec.Image = "valkey/valkey:7.2"
-		}
-		if f.Restarting {
-			m.Node.Spec.Revision = 2
-		}
-	}
-	return &scope{Cluster: plan.Cluster{VC: vc, Topo: topo}, guard: guard.Check(vc)}
-}
-
 func TestEvenSlots(t *testing.T) {
 	for _, n := range []int32{1, 2, 3, 5, 6} {
 		total := 0
@@ -144,4 +123,11 @@ func TestMeetingsRepairAOneSidedView(t *testing.T) {
 	if n := len(meetings(plantest.Build(t, plantest.ThreeByOne()).Reachable())); n != 0 {
 		t.Errorf("a formed cluster needs %d meetings, want none", n)
 	}
+}
+
+// scopeFor builds the scope of a pass over vc whose members are fms
+// (plantest.ClusterFor).
+func scopeFor(t *testing.T, vc *v1alpha1.ValkeyCluster, fms []plantest.FakeMember, extra ...valkey.ClusterNode) *scope {
+	t.Helper()
+	return &scope{Cluster: *plantest.ClusterFor(t, vc, fms, extra...), guard: guard.Check(vc)}
 }

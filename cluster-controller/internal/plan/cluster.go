@@ -20,6 +20,9 @@ type Cluster struct {
 	// Unpublished is set while a Secret the members mount is not named in the cluster's
 	// status by its producer: no member is created or changed.
 	Unpublished *v1alpha1.NotPublishedError
+	// Place is where the members run and the primaries' plan; nil with
+	// spec.primaryPlacement.policy None.
+	Place *Placement
 }
 
 // Outdated reports whether a member needs a new pod to match the spec, and why. While a

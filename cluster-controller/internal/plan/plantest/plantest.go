@@ -269,3 +269,70 @@ func Cluster(mod func(*v1alpha1.ValkeyClusterSpec)) *v1alpha1.ValkeyCluster {
 	}
 	return vc
 }
+
+// OnNodes puts the members of fms on Kubernetes nodes: nodes maps a member to its node.
+func OnNodes(fms []FakeMember, nodes map[string]string) []FakeMember {
+	out := append([]FakeMember(nil), fms...)
+	for i := range out {
+		out[i].Node = nodes[out[i].Name]
+	}
+	return out
+}
+
+// SpreadThreeByOne is HealthyThreeByOne on three nodes, one primary each, every replica
+// on another node than its primary.
+func SpreadThreeByOne() []FakeMember {
+	return OnNodes(HealthyThreeByOne(), map[string]string{"a": "n1", "b": "n2", "c": "n3", "a2": "n2", "b2": "n3", "c2": "n1"})
+}
+
+// FailedOver is fms after shard 0's replica a2 took over from a (a back as its replica,
+// in sync): a2's config epoch is the newest.
+func FailedOver(fms []FakeMember) []FakeMember {
+	fms = With(fms, "a", func(f *FakeMember) { f.Primary, f.Slots, f.LinkUp = "A2", "", true })
+	return With(fms, "a2", func(f *FakeMember) { f.Primary, f.Slots, f.LinkUp, f.Epoch = "", "0-5461", false, 9 })
+}
+
+// ThreeZones puts the nodes n1, n2 and n3 in zones z1, z2 and z3.
+var ThreeZones = map[string]string{"n1": "z1", "n2": "z2", "n3": "z3"}
+
+// PlacedCluster is the planners' input of a pass over a 3x1 cluster whose members are fms, with the
+// placement read from zones; every member has been in sync for a minute.
+func PlacedCluster(t *testing.T, fms []FakeMember, zones map[string]string) *plan.Cluster {
+	t.Helper()
+	s := ClusterFor(t, Cluster(nil), fms)
+	for _, m := range s.Topo.Members {
+		m.Node.Status.Conditions = append(m.Node.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSynced,
+			Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced, LastTransitionTime: metav1.NewTime(T0.Add(-time.Minute))})
+	}
+	s.Place = plan.NewPlacement(s, v1alpha1.DefaultPlacementTopologyKey, zones, nil)
+	ServedLong(s)
+	return s
+}
+
+// ServedLong makes every shard's primary serve for an hour already.
+func ServedLong(s *plan.Cluster) {
+	for i := range s.Place.Shards {
+		s.Place.Shards[i].PrimaryFor = time.Hour
+	}
+}
+
+// ClusterFor builds the planners' input of a pass over vc whose members are fms: each member's spec
+// is the one vc asks for its shard, at revision 1 with its pod built for it, except the
+// members marked outdated (an older image) or restarting (revision 2 authorised, the pod
+// still at 1).
+func ClusterFor(t *testing.T, vc *v1alpha1.ValkeyCluster, fms []FakeMember, extra ...valkey.ClusterNode) *plan.Cluster {
+	t.Helper()
+	topo := Build(t, fms, extra...)
+	for _, f := range fms {
+		m := MemberNamed(t, topo, f.Name)
+		m.Node.Spec = plan.DesiredSpec(vc, m.Shard())
+		m.Node.Spec.Revision, m.Node.Status.Revision = 1, 1
+		if f.Outdated {
+			m.Node.Spec.Image = "valkey/valkey:7.2"
+		}
+		if f.Restarting {
+			m.Node.Spec.Revision = 2
+		}
+	}
+	return &plan.Cluster{VC: vc, Topo: topo}
+}
