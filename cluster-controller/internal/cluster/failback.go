@@ -143,7 +143,7 @@ func (s *scope) failbackBusy() string {
 		return fmt.Sprintf("waiting for the cluster to finish what it is doing (%s)", s.step.reason)
 	case !s.Ready():
 		return "waiting for the cluster to be Ready, every replica in sync"
-	case !s.settled():
+	case !s.Settled():
 		return "waiting for the cluster to settle"
 	case !s.MembersUpToDate():
 		return "waiting for the roll to end"
@@ -197,7 +197,7 @@ func (r *Reconciler) reconcilePlacement(ctx context.Context, s *scope) (time.Dur
 	if err := r.failoverAs(ctx, s, to, "restoring the primaries' spread", v1alpha1.FailoverPlacement); err != nil {
 		return 0, err
 	}
-	return requeueFast, nil
+	return plan.RequeueFast, nil
 }
 
 // failbackHold is how long a member must have been in sync before failback makes it a

@@ -162,7 +162,7 @@ func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration
 		s.progress(v1alpha1.ReasonMeetingMembers, "waiting for the members to learn of each other")
 	} else if u := s.ExternalUnseen(); len(u) > 0 {
 		// Gossip spreads an announced address; no event says when it has.
-		return requeueSync, nil
+		return plan.RequeueSync, nil
 	}
 	return 0, nil
 }
@@ -368,7 +368,7 @@ func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (time.Dura
 				// A replica is in every slot map: it is made one only once every member
 				// names it by its external address (gossip spreads it, no event says when).
 				pending = append(pending, m.Name()+" (its external address not known to every member yet)")
-				after = requeueSync
+				after = plan.RequeueSync
 				continue
 			}
 			c, err := r.client(ctx, s, m)

@@ -24,16 +24,16 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 			s.progress(v1alpha1.ReasonPartitioned,
 				"primary %s does not answer the operator, but %s still reach it: a partition, not a death, so no failover is forced",
 				plan.ShortID(lp.ID), strings.Join(lp.ReachedBy, ", "))
-			wait = requeueWait
+			wait = plan.RequeueWait
 			continue
 		case best == nil:
 			s.progress(v1alpha1.ReasonFailingOver, "primary %s is not answering; waiting for Valkey's failover", plan.ShortID(lp.ID))
-			wait = requeueWait
+			wait = plan.RequeueWait
 			continue
 		}
 		if pending := s.failoverPending(best.Shard()); pending != nil {
 			s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to complete its takeover of shard %d", pending.Name(), best.Shard())
-			wait = requeueFast
+			wait = plan.RequeueFast
 			continue
 		}
 		if err := r.recordFailoverRequest(ctx, best, s.Topo.Now, v1alpha1.FailoverForced); err != nil {
@@ -50,7 +50,7 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 		r.event(s.VC, best.Node, eventWarning, "Takeover", "Failover", "%s: %s takes over the slots %s (%s)",
 			t.why, best.Name(), valkey.FormatRanges(lp.Slots), t.mode)
 		s.progress(v1alpha1.ReasonFailingOver, "%s takes over the slots of a lost primary", best.Name())
-		wait = requeueFast
+		wait = plan.RequeueFast
 	}
 	if wait > 0 {
 		return 0, nil

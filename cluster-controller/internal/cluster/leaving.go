@@ -53,7 +53,7 @@ func (r *Reconciler) leave(ctx context.Context, s *scope, m *plan.Member) (time.
 	}
 	if reason, msg := s.holdDeparture(m); reason != "" {
 		s.progress(reason, "%s", msg)
-		return requeueWait, nil
+		return plan.RequeueWait, nil
 	}
 	if err := r.forgetEverywhere(ctx, s, id); err != nil {
 		return 0, err
@@ -87,7 +87,7 @@ func (r *Reconciler) leaveReachable(ctx context.Context, s *scope, m *plan.Membe
 	if s.Topo.Followed(m.ID()) {
 		// Its replicas move to the shard's new primary first (replicas phase).
 		s.progress(v1alpha1.ReasonReplacingMember, "waiting for the replicas of %s to follow another primary", m.Name())
-		return requeueWait, nil
+		return plan.RequeueWait, nil
 	}
 	c, err := r.client(ctx, s, m)
 	if err != nil {
@@ -121,12 +121,12 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, p *plan.Member) (ti
 	best := s.SpreadChoice(p.Shard(), plan.ByOffset(inSync))
 	if best == nil {
 		s.progress(v1alpha1.ReasonReplacingMember, "primary %s is leaving: waiting for a replica of shard %d in sync to take over", p.Name(), p.Shard())
-		return requeueWait, nil
+		return plan.RequeueWait, nil
 	}
 	if err := r.failover(ctx, s, best, fmt.Sprintf("primary %s is leaving", p.Name())); err != nil {
 		return 0, err
 	}
-	return requeueFast, nil
+	return plan.RequeueFast, nil
 }
 
 // The failover asked of a replica is recorded in its status.failover (MemberFailover)

@@ -112,7 +112,7 @@ func (s *scope) planLoginRecovery(period time.Duration) loginPlan {
 	})
 	for _, m := range s.Topo.Members {
 		if m.Restarting() {
-			return loginPlan{step: loginWait, member: m, after: requeueWait, message: fmt.Sprintf(
+			return loginPlan{step: loginWait, member: m, after: plan.RequeueWait, message: fmt.Sprintf(
 				"%s: waiting for %s to restart first", refusing(locked), m.Name())}
 		}
 	}
@@ -162,16 +162,16 @@ func (s *scope) planLoginOf(m *plan.Member, period time.Duration) loginPlan {
 	}
 	switch s.Topo.ServesSlots(m) {
 	case plan.ServingUnknown:
-		return loginPlan{step: loginWait, member: m, after: requeueWait, message: fmt.Sprintf(
+		return loginPlan{step: loginWait, member: m, after: plan.RequeueWait, message: fmt.Sprintf(
 			"no member that answers knows whether %s serves slots", m.Name())}
 	case plan.ServingYes:
 		return s.planLoginFailover(m)
 	}
 	if other := s.shardUnsettled(sh, m); other != nil {
-		return loginPlan{step: loginWait, member: other, after: requeueWait, message: fmt.Sprintf(
+		return loginPlan{step: loginWait, member: other, after: plan.RequeueWait, message: fmt.Sprintf(
 			"waiting for %s to be back in sync before %s restarts", other.Name(), m.Name())}
 	}
-	return loginPlan{step: loginRestart, member: m, after: requeueWait}
+	return loginPlan{step: loginRestart, member: m, after: plan.RequeueWait}
 }
 
 // planLoginFailover: a member that serves its shard hands it to a replica that has
@@ -179,7 +179,7 @@ func (s *scope) planLoginOf(m *plan.Member, period time.Duration) loginPlan {
 func (s *scope) planLoginFailover(m *plan.Member) loginPlan {
 	sh := m.Shard()
 	if pending := s.failoverPending(sh); pending != nil {
-		return loginPlan{step: loginWait, member: pending, after: requeueFast, message: fmt.Sprintf(
+		return loginPlan{step: loginWait, member: pending, after: plan.RequeueFast, message: fmt.Sprintf(
 			"waiting for %s to take over shard %d from %s", pending.Name(), sh, m.Name())}
 	}
 	var ready []*plan.Member
@@ -190,14 +190,14 @@ func (s *scope) planLoginFailover(m *plan.Member) loginPlan {
 	}
 	switch {
 	case len(ready) > 0:
-		return loginPlan{step: loginFailover, member: m, replica: s.SpreadChoice(sh, plan.ByOffset(ready)), after: requeueFast}
+		return loginPlan{step: loginFailover, member: m, replica: s.SpreadChoice(sh, plan.ByOffset(ready)), after: plan.RequeueFast}
 	case s.Replicas() > 0:
-		return loginPlan{step: loginWait, member: m, after: requeueWait, message: fmt.Sprintf(
+		return loginPlan{step: loginWait, member: m, after: plan.RequeueWait, message: fmt.Sprintf(
 			"waiting for a replica of shard %d in sync to take over from %s", sh, m.Name())}
 	case s.VC.Spec.Persistence != nil:
-		return loginPlan{step: loginRestart, member: m, after: requeueWait}
+		return loginPlan{step: loginRestart, member: m, after: plan.RequeueWait}
 	}
-	return loginPlan{step: loginWait, member: m, after: requeueSteady, message: fmt.Sprintf(
+	return loginPlan{step: loginWait, member: m, after: plan.RequeueSteady, message: fmt.Sprintf(
 		"%s serves shard %d alone and keeps its data in memory only: a restart would lose the shard's data, so the operator does not restart it", m.Name(), sh)}
 }
 

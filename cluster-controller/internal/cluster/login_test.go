@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
@@ -41,17 +42,17 @@ func TestPlanLoginRecovery(t *testing.T) {
 		{
 			name: "a replica refuses: it restarts at once",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
-			step: loginRestart, member: "b2", after: requeueWait,
+			step: loginRestart, member: "b2", after: plan.RequeueWait,
 		},
 		{
 			name: "a primary refuses: its replica in sync takes over first, read from the replica's side",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b", locked),
-			step: loginFailover, member: "b", replica: "b2", after: requeueFast,
+			step: loginFailover, member: "b", replica: "b2", after: plan.RequeueFast,
 		},
 		{
 			name: "a primary refuses and its replica's link is down: it waits, nothing restarts",
 			fms:  plantest.With(plantest.ThreeByOne(), "c", locked),
-			step: loginWait, member: "c", after: requeueWait,
+			step: loginWait, member: "c", after: plan.RequeueWait,
 			message: "c refuses the operator's login: waiting for a replica of shard 2 in sync to take over from c",
 		},
 		{
@@ -64,7 +65,7 @@ func TestPlanLoginRecovery(t *testing.T) {
 				{Name: "b2", Shard: 1, IP: "10.0.0.5", ID: "B2", Slots: "5462-10922", Offset: 100},
 				{Name: "c2", Shard: 2, IP: "10.0.0.6", ID: "C2", Primary: "C", Offset: 100, LinkUp: true},
 			},
-			step: loginRestart, member: "b", after: requeueWait,
+			step: loginRestart, member: "b", after: plan.RequeueWait,
 		},
 		{
 			name: "a failover asked already is waited for",
@@ -73,13 +74,13 @@ func TestPlanLoginRecovery(t *testing.T) {
 				plantest.MemberNamed(t, s.Topo, "b2").Node.Status.Failover = &v1alpha1.MemberFailover{
 					Kind: v1alpha1.FailoverPlanned, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-time.Second))}
 			},
-			step: loginWait, member: "b2", after: requeueFast,
+			step: loginWait, member: "b2", after: plan.RequeueFast,
 			message: "b refuses the operator's login: waiting for b2 to take over shard 1 from b",
 		},
 		{
 			name: "one restart at a time: a member restarting is waited for",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b2", locked), "a2", func(f *plantest.FakeMember) { f.Restarting = true }),
-			step: loginWait, member: "a2", after: requeueWait,
+			step: loginWait, member: "a2", after: plan.RequeueWait,
 			message: "b2 refuses the operator's login: waiting for a2 to restart first",
 		},
 		{
@@ -107,28 +108,28 @@ func TestPlanLoginRecovery(t *testing.T) {
 			mod: func(t *testing.T, s *scope) {
 				plantest.MemberNamed(t, s.Topo, "b2").Node.Spec.RestartedAt = plantest.T0.Add(-11 * time.Minute).Format(time.RFC3339)
 			},
-			step: loginRestart, member: "b2", after: requeueWait,
+			step: loginRestart, member: "b2", after: plan.RequeueWait,
 		},
 		{
 			name: "a replica waits while another replica of its shard is not in sync",
 			vc:   oneShard, fms: plantest.With(plantest.With(twoReplicas, "a2", locked), "a3", func(f *plantest.FakeMember) { f.LinkUp = false }),
-			step: loginWait, member: "a3", after: requeueWait,
+			step: loginWait, member: "a3", after: plan.RequeueWait,
 			message: "a2 refuses the operator's login: waiting for a3 to be back in sync before a2 restarts",
 		},
 		{
 			name: "a primary and a replica refuse: the replica's restart does not wait for the primary, whose only other replica is locked",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", locked), "b2", locked),
-			step: loginRestart, member: "b2", after: requeueWait,
+			step: loginRestart, member: "b2", after: plan.RequeueWait,
 		},
 		{
 			name: "a primary refuses and another of its replicas is in sync: the primary hands over first",
 			vc:   oneShard, fms: plantest.With(plantest.With(twoReplicas, "a", locked), "a2", locked),
-			step: loginFailover, member: "a", replica: "a3", after: requeueFast,
+			step: loginFailover, member: "a", replica: "a3", after: plan.RequeueFast,
 		},
 		{
 			name: "no replicas and no volume: the primary is not restarted",
 			vc:   noReplicas, fms: plantest.With(plantest.Without(plantest.HealthyThreeByOne(), "a2", "b2", "c2"), "b", locked),
-			step: loginWait, member: "b", after: requeueSteady,
+			step: loginWait, member: "b", after: plan.RequeueSteady,
 			message: "b refuses the operator's login: b serves shard 1 alone and keeps its data in memory only: " +
 				"a restart would lose the shard's data, so the operator does not restart it",
 		},
@@ -139,13 +140,13 @@ func TestPlanLoginRecovery(t *testing.T) {
 				s.Persistence = &v1alpha1.PersistenceSpec{Size: resource.MustParse("1Gi")}
 			},
 			fms:  plantest.With(plantest.Without(plantest.HealthyThreeByOne(), "a2", "b2", "c2"), "b", locked),
-			step: loginRestart, member: "b", after: requeueWait,
+			step: loginRestart, member: "b", after: plan.RequeueWait,
 		},
 		{
 			name: "a member nobody that answers knows: it is not restarted blind",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", locked), "b2", func(f *plantest.FakeMember) { f.Down = true }),
 			mod:  func(_ *testing.T, s *scope) { plantest.Unknown(s.Topo, "B") },
-			step: loginWait, member: "b", after: requeueWait,
+			step: loginWait, member: "b", after: plan.RequeueWait,
 			message: "b refuses the operator's login: no member that answers knows whether b serves slots",
 		},
 		{

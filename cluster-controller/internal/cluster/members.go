@@ -44,7 +44,7 @@ func (r *Reconciler) awaitPublished(_ context.Context, s *scope) (time.Duration,
 	}
 	s.progress(s.Unpublished.Reason, "%s", s.Unpublished.Error())
 	// The producer's status write is a change of the cluster, which brings the next pass.
-	return requeueSteady, nil
+	return plan.RequeueSteady, nil
 }
 
 // newMemberName is {cluster}-{5 random characters}: identity lives in labels.

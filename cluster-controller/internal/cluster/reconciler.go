@@ -33,18 +33,12 @@ import (
 // FieldManager is the field manager of everything this controller writes.
 const FieldManager = "cluster-controller"
 
-// Requeue intervals. Progress on the Kubernetes side comes from watches; these cover
-// what only Valkey can tell (gossip converging, a replica catching up, a failover), which
-// has no event to watch.
+// Pass sizes and the requeue intervals the planners do not choose (plan.RequeueFast and
+// the like are theirs).
 const (
-	requeueFast = 250 * time.Millisecond
-	requeueWait = time.Second
-	requeueSync = 300 * time.Millisecond
 	// createBatch is the default CreateBatch: a cluster of up to 32 members (10 shards
 	// with 2 replicas) is created in one pass.
 	createBatch = 32
-	// requeueSteady is the default RestPeriod.
-	requeueSteady = 30 * time.Second
 	// requeueNameConflict: an object that is not the cluster's is looked at again (it is
 	// not watched: the cluster does not own it).
 	requeueNameConflict = 10 * time.Second
@@ -130,7 +124,7 @@ func (r *Reconciler) restPeriod() time.Duration {
 	if r.RestPeriod > 0 {
 		return r.RestPeriod
 	}
-	return requeueSteady
+	return plan.RequeueSteady
 }
 
 // addr is the client address of a member's server.
@@ -219,8 +213,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.rememberRest(s, inputs, runErr == nil && s.atRest && res.RequeueAfter == r.restPeriod())
 	if runErr != nil {
 		logger.Error(runErr, "reconcile pass failed")
-		if res.RequeueAfter == 0 || res.RequeueAfter > requeueWait {
-			res.RequeueAfter = requeueWait
+		if res.RequeueAfter == 0 || res.RequeueAfter > plan.RequeueWait {
+			res.RequeueAfter = plan.RequeueWait
 		}
 	}
 	return res, nil
@@ -298,7 +292,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			return ctrl.Result{RequeueAfter: requeueNameConflict}, nil
 		}
 		if s.stopTooLarge(p.name, err) {
-			return ctrl.Result{RequeueAfter: requeueSteady}, nil
+			return ctrl.Result{RequeueAfter: plan.RequeueSteady}, nil
 		}
 		if err != nil {
 			s.failedPhase = p.name
@@ -308,14 +302,14 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	after := requeueWait
+	after := plan.RequeueWait
 	switch {
 	case s.applied() && !s.recheck:
 		after, s.atRest = r.restPeriod(), true
 	case s.step.reason == "":
 		// Nothing left to do but wait for the servers (replicas syncing, the cluster
 		// state spreading): no Kubernetes event announces that, so look again soon.
-		after = requeueSync
+		after = plan.RequeueSync
 	}
 	if s.within > 0 && s.within < after {
 		after = s.within

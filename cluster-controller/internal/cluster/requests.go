@@ -93,7 +93,7 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 		s.progress(v1alpha1.ReasonFailingOver, "requested failover of shard %d: %s", req.shard, st.Message)
 		return 0, nil // the other phases go on; the pass comes back soon
 	}
-	s.lookAgainWithin(requeueWait)
+	s.lookAgainWithin(plan.RequeueWait)
 	p := s.Topo.PrimaryOf(req.shard)
 	named := req.member
 	if named == "" {
@@ -117,7 +117,7 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 	} else if s.Replicas() == 0 {
 		return refuse("shard %d has no replica to take over", req.shard)
 	}
-	if !s.settled() {
+	if !s.Settled() {
 		return wait("waiting for the cluster to settle")
 	}
 	if p == nil || !p.Reachable {
@@ -148,7 +148,7 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 	}
 	st.Phase, st.Target = v1alpha1.FailoverRequestInProgress, target.Name()
 	st.Message = fmt.Sprintf("%s was asked to take over shard %d from %s", target.Name(), req.shard, p.Name())
-	s.lookAgainWithin(requeueFast)
+	s.lookAgainWithin(plan.RequeueFast)
 	return 0, nil
 }
 

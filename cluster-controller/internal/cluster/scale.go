@@ -45,7 +45,7 @@ func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duratio
 		return 0, nil
 	case scaleWaitForPrimaries:
 		s.progress(p.reason, "%s", p.message)
-		return requeueWait, nil
+		return plan.RequeueWait, nil
 	case scaleMoveSlots:
 		return r.moveAll(ctx, s, p)
 	}
@@ -55,7 +55,7 @@ func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duratio
 		}
 	}
 	s.progress(p.reason, "%s", p.message)
-	return requeueFast, nil
+	return plan.RequeueFast, nil
 }
 
 // scaleHeld reports whether scaling waits: the cluster is being created, or a primary is
@@ -174,18 +174,18 @@ func (r *Reconciler) moveAll(ctx context.Context, s *scope, p scalePlan) (time.D
 	for _, mv := range p.moves {
 		from, to := s.Topo.ByID(mv.From), s.Topo.ByID(mv.To)
 		if from == nil || to == nil || !from.Reachable || !to.Reachable {
-			return requeueWait, nil
+			return plan.RequeueWait, nil
 		}
 		done, err := r.moveSlots(ctx, s, from, to, mv.Slots, deadline)
 		if err != nil {
 			return 0, err
 		}
 		if !done {
-			return requeueFast, nil
+			return plan.RequeueFast, nil
 		}
 	}
 	r.event(s.VC, nil, eventNormal, "SlotsMoved", "MigrateSlots", "moved %d slots to balance %d shards", p.slots, s.Shards())
-	return requeueFast, nil
+	return plan.RequeueFast, nil
 }
 
 // needsRebalance reports whether a shard of the spec has no slots or a removed shard
@@ -347,7 +347,7 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 			for _, j := range jobs {
 				if !j.Done() {
 					s.progress(v1alpha1.ReasonMigratingSlots, "an atomic slot migration is running on %s", m.Name())
-					return requeueWait, nil
+					return plan.RequeueWait, nil
 				}
 			}
 		}
@@ -367,7 +367,7 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 			to := s.Topo.ByID(m.Self.Migrating[slot])
 			if to == nil || !to.Reachable || !to.IsPrimary() {
 				s.progress(v1alpha1.ReasonMigratingSlots, "slot %d is migrating to a member that does not answer as a primary", slot)
-				return requeueWait, nil
+				return plan.RequeueWait, nil
 			}
 			src, err := r.client(ctx, s, m)
 			if err != nil {
@@ -408,7 +408,7 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 		}
 	}
 	if s.step.reason == v1alpha1.ReasonMigratingSlots {
-		return requeueFast, nil
+		return plan.RequeueFast, nil
 	}
 	return 0, nil
 }
@@ -423,7 +423,7 @@ func (r *Reconciler) awaitSlotMaps(_ context.Context, s *scope) (time.Duration, 
 		return 0, nil
 	}
 	s.progress(v1alpha1.ReasonSlotsNotPropagated, "waiting for %s to learn which primary serves each slot", strings.Join(u, ", "))
-	return requeueSync, nil
+	return plan.RequeueSync, nil
 }
 
 // removedShardMembers are the members of shards beyond the spec whose primary holds no

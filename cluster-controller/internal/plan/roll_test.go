@@ -1,4 +1,4 @@
-package cluster
+package plan_test
 
 import (
 	"fmt"
@@ -27,8 +27,8 @@ func TestRollEndsWhenTheLastMemberIsBack(t *testing.T) {
 		m.Node.Spec = plan.DesiredSpec(vc, m.Shard())
 		m.Node.Spec.Revision, m.Node.Status.Revision = 1, 1
 	}
-	s := &scope{Cluster: plan.Cluster{VC: vc, Topo: topo}}
-	if sh, ok := s.nextShardToRoll(); ok {
+	s := &plan.Cluster{VC: vc, Topo: topo}
+	if sh, ok := s.NextShardToRoll(); ok {
 		t.Fatalf("nothing to roll, got shard %d", sh)
 	}
 	if !s.MembersUpToDate() {
@@ -37,7 +37,7 @@ func TestRollEndsWhenTheLastMemberIsBack(t *testing.T) {
 
 	c2 := topo.ByID("C2")
 	c2.Node.Spec.Revision = 2 // authorised, its pod not rebuilt yet
-	if sh, ok := s.nextShardToRoll(); !ok || sh != 2 {
+	if sh, ok := s.NextShardToRoll(); !ok || sh != 2 {
 		t.Errorf("next shard to roll = %d %v, want 2 (c2 is restarting)", sh, ok)
 	}
 	if s.MembersUpToDate() {
@@ -45,7 +45,7 @@ func TestRollEndsWhenTheLastMemberIsBack(t *testing.T) {
 	}
 
 	c2.Node.Status.Revision = 2
-	if sh, ok := s.nextShardToRoll(); ok {
+	if sh, ok := s.NextShardToRoll(); ok {
 		t.Errorf("c2 is back: nothing to roll, got shard %d", sh)
 	}
 	if !s.MembersUpToDate() {
@@ -53,9 +53,9 @@ func TestRollEndsWhenTheLastMemberIsBack(t *testing.T) {
 	}
 }
 
-var rollStepNames = map[rollStep]string{
-	rollNothing: "nothing", rollSettleFirst: "settle first", rollWait: "wait", rollBlocked: "blocked",
-	rollAddSuccessor: "add successor", rollRetire: "retire", rollRestart: "restart", rollFailover: "failover",
+var rollStepNames = map[plan.RollStep]string{
+	plan.RollNothing: "nothing", plan.RollSettleFirst: "settle first", plan.RollWait: "wait", plan.RollBlocked: "blocked",
+	plan.RollAddSuccessor: "add successor", plan.RollRetire: "retire", plan.RollRestart: "restart", plan.RollFailover: "failover",
 }
 
 func TestPlanRoll(t *testing.T) {
@@ -73,67 +73,67 @@ func TestPlanRoll(t *testing.T) {
 		name    string
 		vc      func(*v1alpha1.ValkeyClusterSpec)
 		fms     []plantest.FakeMember
-		step    rollStep
+		step    plan.RollStep
 		member  string
 		message string
 		after   time.Duration
 	}{
-		{name: "every member runs the spec's pod: nothing to roll", fms: plantest.HealthyThreeByOne(), step: rollNothing},
+		{name: "every member runs the spec's pod: nothing to roll", fms: plantest.HealthyThreeByOne(), step: plan.RollNothing},
 		{
 			name: "a member of a removed shard is not rolled",
 			fms:  append(plantest.HealthyThreeByOne(), plantest.FakeMember{Name: "d", Shard: 3, IP: "10.0.0.7", ID: "D", Outdated: true}),
-			step: rollNothing,
+			step: plan.RollNothing,
 		},
 		{
 			name: "an outdated member while a primary is lost: the roll waits for the cluster to settle, the pass goes on",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { f.Down = true }), "b2", outdated),
-			step: rollSettleFirst, message: "shard 1 needs a roll; waiting for the cluster to settle first",
+			step: plan.RollSettleFirst, message: "shard 1 needs a roll; waiting for the cluster to settle first",
 		},
 		{
 			name: "an outdated member while a member leaves: the roll waits for the cluster to settle",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "c2", func(f *plantest.FakeMember) { f.Leaving = true }), "b2", outdated),
-			step: rollSettleFirst, message: "shard 1 needs a roll; waiting for the cluster to settle first",
+			step: plan.RollSettleFirst, message: "shard 1 needs a roll; waiting for the cluster to settle first",
 		},
 		{
 			name: "the lowest shard with an outdated member rolls first",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "c2", outdated), "b2", outdated),
-			step: rollAddSuccessor, message: "shard 1: creating a successor with the new spec", after: requeueWait,
+			step: plan.RollAddSuccessor, message: "shard 1: creating a successor with the new spec", after: plan.RequeueWait,
 		},
 		{
 			name: "by replacement: an outdated replica gets an up-to-date successor first",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", outdated),
-			step: rollAddSuccessor, message: "shard 1: creating a successor with the new spec", after: requeueWait,
+			step: plan.RollAddSuccessor, message: "shard 1: creating a successor with the new spec", after: plan.RequeueWait,
 		},
 		{
 			name: "by replacement: an outdated primary gets an up-to-date successor first",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b", outdated),
-			step: rollAddSuccessor, message: "shard 1: creating a successor with the new spec", after: requeueWait,
+			step: plan.RollAddSuccessor, message: "shard 1: creating a successor with the new spec", after: plan.RequeueWait,
 		},
 		{
 			name: "by replacement: a successor not in sync yet is waited for",
 			fms:  append(plantest.With(plantest.HealthyThreeByOne(), "b2", outdated), b3Syncing),
-			step: rollWait, member: "b3", message: "shard 1: waiting for successor b3 to sync", after: requeueSync,
+			step: plan.RollWait, member: "b3", message: "shard 1: waiting for successor b3 to sync", after: plan.RequeueSync,
 		},
 		{
 			name: "by replacement: a shard whose members are all outdated gets all its successors at once",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), "b2", outdated),
-			step: rollAddSuccessor, message: "shard 1: creating 2 successors with the new spec", after: requeueWait,
+			step: plan.RollAddSuccessor, message: "shard 1: creating 2 successors with the new spec", after: plan.RequeueWait,
 		},
 		{
 			name: "by replacement: a successor whose image does not pull blocks the roll, the old members keep serving",
 			fms:  append(plantest.With(plantest.HealthyThreeByOne(), "b2", outdated), b3NoImage),
-			step: rollBlocked, member: "b3", after: requeueSteady,
+			step: plan.RollBlocked, member: "b3", after: plan.RequeueSteady,
 			message: "shard 1: the roll is blocked: successor b3 cannot run (ImagePullBackOff: the pod does not run); the old members keep serving",
 		},
 		{
 			name: "by replacement: once the successor is in sync the outdated replica retires",
 			fms:  append(plantest.With(plantest.HealthyThreeByOne(), "b2", outdated), b3),
-			step: rollRetire, member: "b2", message: "shard 1: retiring outdated replica b2", after: requeueFast,
+			step: plan.RollRetire, member: "b2", message: "shard 1: retiring outdated replica b2", after: plan.RequeueFast,
 		},
 		{
 			name: "by replacement: only the primary outdated, the most caught-up replica in sync takes over",
 			fms:  append(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), b3), // b2 is 10 bytes behind b3
-			step: rollFailover, member: "b3", after: requeueFast,
+			step: plan.RollFailover, member: "b3", after: plan.RequeueFast,
 		},
 		{
 			name: "without replicas, volumes or not, a shard rolls by replacement",
@@ -142,22 +142,22 @@ func TestPlanRoll(t *testing.T) {
 				s.ReplicasPerShard = ptr.To[int32](0)
 			},
 			fms:  plantest.With(plantest.Without(plantest.HealthyThreeByOne(), "a2", "b2", "c2"), "a", outdated),
-			step: rollAddSuccessor, message: "shard 0: creating a successor with the new spec", after: requeueWait,
+			step: plan.RollAddSuccessor, message: "shard 0: creating a successor with the new spec", after: plan.RequeueWait,
 		},
 		{
 			name: "in place: an outdated replica restarts first, on its volume",
 			vc:   volumes, fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), "b2", outdated),
-			step: rollRestart, member: "b2", after: requeueWait,
+			step: plan.RollRestart, member: "b2", after: plan.RequeueWait,
 		},
 		{
 			name: "in place: a member authorised a new pod not rebuilt yet is waited for",
 			vc:   volumes, fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), "b2", func(f *plantest.FakeMember) { f.Restarting = true }),
-			step: rollWait, member: "b2", message: "shard 1: waiting for b2 to come back in sync", after: requeueWait,
+			step: plan.RollWait, member: "b2", message: "shard 1: waiting for b2 to come back in sync", after: plan.RequeueWait,
 		},
 		{
 			name: "in place: a restarted replica not in sync yet holds the failover back",
 			vc:   volumes, fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), "b2", func(f *plantest.FakeMember) { f.LinkUp = false }),
-			step: rollWait, member: "b2", message: "shard 1: waiting for b2 to come back in sync", after: requeueWait,
+			step: plan.RollWait, member: "b2", message: "shard 1: waiting for b2 to come back in sync", after: plan.RequeueWait,
 		},
 		{
 			name: "in place: a restarted replica that crash-loops blocks the roll",
@@ -165,13 +165,13 @@ func TestPlanRoll(t *testing.T) {
 			fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", outdated), "b2", func(f *plantest.FakeMember) {
 				f.Restarting, f.PodNotReady = true, v1alpha1.ReasonCrashLoop
 			}),
-			step: rollBlocked, member: "b2", after: requeueWait,
+			step: plan.RollBlocked, member: "b2", after: plan.RequeueWait,
 			message: "shard 1: the roll is blocked: b2 cannot run (CrashLoop: the pod does not run)",
 		},
 		{
 			name: "in place: the replicas up to date, the primary's replica in sync takes over",
 			vc:   volumes, fms: plantest.With(plantest.HealthyThreeByOne(), "b", outdated),
-			step: rollFailover, member: "b2", after: requeueFast,
+			step: plan.RollFailover, member: "b2", after: plan.RequeueFast,
 		},
 		{
 			name: "in place: the old primary, now a replica, restarts last",
@@ -184,20 +184,20 @@ func TestPlanRoll(t *testing.T) {
 				{Name: "b2", Shard: 1, IP: "10.0.0.5", ID: "B2", Slots: "5462-10922", Offset: 100},
 				{Name: "c2", Shard: 2, IP: "10.0.0.6", ID: "C2", Primary: "C", Offset: 100, LinkUp: true},
 			},
-			step: rollRestart, member: "b", after: requeueWait,
+			step: plan.RollRestart, member: "b", after: plan.RequeueWait,
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, plantest.Cluster(c.vc), c.fms)
-			p := s.planRoll()
+			s := plantest.ClusterFor(t, plantest.Cluster(c.vc), c.fms)
+			p := s.PlanRoll()
 			var member string
-			if p.member != nil {
-				member = p.member.Name()
+			if p.Member != nil {
+				member = p.Member.Name()
 			}
-			if p.step != c.step || member != c.member || p.message != c.message || p.after != c.after {
+			if p.Step != c.step || member != c.member || p.Message != c.message || p.After != c.after {
 				t.Errorf("plan = %s %q %q after %s\nwant   %s %q %q after %s",
-					rollStepNames[p.step], member, p.message, p.after, rollStepNames[c.step], c.member, c.message, c.after)
+					rollStepNames[p.Step], member, p.Message, p.After, rollStepNames[c.step], c.member, c.message, c.after)
 			}
 		})
 	}
@@ -230,10 +230,10 @@ func TestShardsAhead(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, plantest.Cluster(nil), c.fms)
+			s := plantest.ClusterFor(t, plantest.Cluster(nil), c.fms)
 			var got []string
-			for _, a := range s.shardsAhead(0, c.n) {
-				got = append(got, fmt.Sprintf("%d:%d", a.shard, a.count))
+			for _, a := range s.ShardsAhead(0, c.n) {
+				got = append(got, fmt.Sprintf("%d:%d", a.Shard, a.Count))
 			}
 			if g := strings.Join(got, " "); g != c.want {
 				t.Errorf("ahead = %q, want %q", g, c.want)
