@@ -84,7 +84,7 @@ func (c memberCause) note() string {
 		more = fmt.Sprintf(" and %d more", len(names)-maxNamedMembers)
 		names = names[:maxNamedMembers]
 	}
-	return fmt.Sprintf("%s: %d %s (%s%s): %s", c.reason, len(c.members), what, strings.Join(names, ", "), more, truncate(c.message, 400))
+	return fmt.Sprintf("%s: %d %s (%s%s): %s", c.reason, len(c.members), what, strings.Join(names, ", "), more, plan.Truncate(c.message, 400))
 }
 
 // memberCauses collects the causes of the members (pure), in reason order. Members

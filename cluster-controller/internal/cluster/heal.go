@@ -217,7 +217,7 @@ func (s *scope) leastLoadedPrimary() *plan.Member {
 // slotlessPrimary is the primary of the lowest shard of the spec that holds no slots.
 func (s *scope) slotlessPrimary() *plan.Member {
 	for sh := int32(0); sh < s.Shards(); sh++ {
-		p := s.candidate(sh)
+		p := s.Candidate(sh)
 		if p != nil && p.Reachable && !p.Leaving() && len(p.Slots()) == 0 && !p.Self.Replica {
 			return p
 		}

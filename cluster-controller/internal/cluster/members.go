@@ -15,7 +15,6 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
-	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 // memberFinalizer holds a ValkeyNode that is being deleted until its server has handed
@@ -155,9 +154,4 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, vn *v1alpha1.ValkeyNo
 		return fmt.Errorf("release member %s: %w", vn.Name, err)
 	}
 	return nil
-}
-
-// evenSlotsFor returns the slots shard s gets in a fresh cluster of n shards.
-func evenSlotsFor(n, s int32) []valkey.SlotRange {
-	return valkey.EvenRanges(int(n))[s]
 }

@@ -120,7 +120,7 @@ func (s *scope) planScale() scalePlan {
 func (s *scope) primaries() ([]*plan.Member, bool) {
 	out := make([]*plan.Member, s.Shards())
 	for sh := range out {
-		p := s.candidate(int32(sh))
+		p := s.Candidate(int32(sh))
 		if p == nil || !p.Reachable || p.Leaving() || p.Self.Replica || !s.Topo.FormedWith(p) || !s.ExternalKnown(p) {
 			return nil, false
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -234,10 +233,7 @@ func TestComputeClusterStatus(t *testing.T) {
 }
 
 // wasReady marks the scope's cluster as one that has been Ready.
-func wasReady(s *scope) {
-	at := metav1.NewTime(plantest.T0.Add(-time.Hour))
-	s.VC.Status.FirstReadyTime = &at
-}
+func wasReady(s *scope) { plantest.WasReady(&s.Cluster) }
 
 func TestDegradedCondition(t *testing.T) {
 	const fine = "False ClusterReady: every shard has its primary and all its replicas in sync"

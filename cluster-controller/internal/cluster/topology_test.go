@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -13,45 +12,6 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/guard"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
-
-func TestEvenSlots(t *testing.T) {
-	for _, n := range []int32{1, 2, 3, 5, 6} {
-		total := 0
-		for s := int32(0); s < n; s++ {
-			total += valkey.CountSlots(evenSlotsFor(n, s))
-		}
-		if total != plan.SlotCount {
-			t.Errorf("%d shards cover %d slots", n, total)
-		}
-	}
-	if got := fmt.Sprint(evenSlotsFor(3, 0)); got != "[0-5461]" {
-		t.Errorf("shard 0 of 3 = %s", got)
-	}
-}
-
-// TestShardInFailoverHasNoCandidate: the primary of shard 0 died and its pod came back
-// empty under the same member with a new node ID; the replica still follows the old ID.
-// The empty member must not become the candidate, or the replica (the data) would be
-// told to replicate it.
-func TestShardInFailoverHasNoCandidate(t *testing.T) {
-	fms := plantest.ThreeByOne()
-	fms[0].ID = "A-NEW" // a's pod came back empty
-	fms[0].Slots = ""
-	dead := valkey.ClusterNode{ID: "A", IP: "10.0.0.1", Port: 6379, Primary: true, PFail: true}
-	rs, _ := valkey.ParseRanges("0-5461")
-	dead.Slots = rs
-	topo := plantest.Build(t, fms, dead)
-	if !topo.InFailover(0) {
-		t.Fatal("shard 0 is in failover")
-	}
-	s := &scope{Cluster: plan.Cluster{VC: plantest.Cluster(nil), Topo: topo}}
-	if c := s.candidate(0); c != nil {
-		t.Fatalf("candidate of a shard in failover = %s, want none", c.Name())
-	}
-	if c := s.candidate(1); c == nil || c.Name() != "b" {
-		t.Fatalf("candidate of shard 1 = %v", c)
-	}
-}
 
 // TestFailoverPendingIsPerShard: once any replica of a shard was asked to take over, no
 // other replica of that shard is asked until it completed or the window passed.
@@ -90,38 +50,6 @@ func TestFailoverPendingIsPerShard(t *testing.T) {
 	a2.Self.Primary, a2.Self.Replica = true, false
 	if s.failoverPending(0) != nil {
 		t.Error("a completed takeover no longer blocks")
-	}
-}
-
-// TestMeetingsRepairAOneSidedView: c2's pod came back with a new identity and the other
-// members forgot it while it still knows them all. Each of them must meet it; nothing else
-// needs a meeting.
-func TestMeetingsRepairAOneSidedView(t *testing.T) {
-	topo := plantest.Build(t, plantest.ThreeByOne())
-	c2 := topo.ByID("C2")
-	for _, m := range topo.Members {
-		if m == c2 {
-			continue
-		}
-		var kept []valkey.ClusterNode
-		for _, n := range m.View {
-			if n.ID != "C2" {
-				kept = append(kept, n)
-			}
-		}
-		m.View = kept
-	}
-	got := meetings(topo.Reachable())
-	if len(got) != 5 {
-		t.Fatalf("%d meetings, want 5 (everyone meets c2)", len(got))
-	}
-	for _, p := range got {
-		if p[1] != c2 || p[0] == c2 {
-			t.Errorf("meeting %s -> %s, want every other member -> c2", p[0].Name(), p[1].Name())
-		}
-	}
-	if n := len(meetings(plantest.Build(t, plantest.ThreeByOne()).Reachable())); n != 0 {
-		t.Errorf("a formed cluster needs %d meetings, want none", n)
 	}
 }
 

@@ -336,3 +336,9 @@ func ClusterFor(t *testing.T, vc *v1alpha1.ValkeyCluster, fms []FakeMember, extr
 	}
 	return &plan.Cluster{VC: vc, Topo: topo}
 }
+
+// WasReady marks the input's cluster as one that has been Ready.
+func WasReady(c *plan.Cluster) {
+	at := metav1.NewTime(T0.Add(-time.Hour))
+	c.VC.Status.FirstReadyTime = &at
+}
