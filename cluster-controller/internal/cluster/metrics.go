@@ -339,13 +339,13 @@ func viewOf(s *scope, st clusterStatus) *clusterView {
 			v.inSync[sh], v.shardSlots[sh] = 0, 0
 		}
 	}
-	if s.mayAct() && !s.scaleHeld() {
-		p := s.planScale()
-		v.slotsToMove = p.slots
+	if s.mayAct() && !s.ScaleHeld() {
+		p := s.PlanScale()
+		v.slotsToMove = p.Slots
 		// A roll's successors are surplus replicas of their shard until the old members
 		// leave: that is the roll, not a scale.
-		surplusOfRoll := p.step == scaleRetireSurplusReplicas && v.rolling
-		v.scaling = (p.step != scaleNothing && !surplusOfRoll) || s.Topo.OpenSlots()
+		surplusOfRoll := p.Step == plan.ScaleRetireSurplusReplicas && v.rolling
+		v.scaling = (p.Step != plan.ScaleNothing && !surplusOfRoll) || s.Topo.OpenSlots()
 	}
 	sort.Slice(v.lag, func(i, j int) bool { return v.lag[i].member < v.lag[j].member })
 	if c := conditions.Get(st.Conditions, v1alpha1.ConditionPrimariesSpread); c != nil && c.Status != metav1.ConditionUnknown && s.Place != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
-	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -33,145 +32,36 @@ const (
 // members of removed shards, and surplus replicas (never a primary). Slots left open are
 // finished first; planScale decides the rest.
 func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duration, error) {
-	if s.scaleHeld() {
+	if s.ScaleHeld() {
 		return 0, nil
 	}
 	if wait, err := r.finishOpenSlots(ctx, s); err != nil || wait > 0 {
 		return wait, err
 	}
-	p := s.planScale()
-	switch p.step {
-	case scaleNothing:
+	p := s.PlanScale()
+	switch p.Step {
+	case plan.ScaleNothing:
 		return 0, nil
-	case scaleWaitForPrimaries:
-		s.progress(p.reason, "%s", p.message)
+	case plan.ScaleWaitForPrimaries:
+		s.progress(p.Reason, "%s", p.Message)
 		return plan.RequeueWait, nil
-	case scaleMoveSlots:
+	case plan.ScaleMoveSlots:
 		return r.moveAll(ctx, s, p)
 	}
-	for _, rt := range p.retire {
-		if err := r.retire(ctx, s.VC, rt.member, rt.why); err != nil {
+	for _, rt := range p.Retire {
+		if err := r.retire(ctx, s.VC, rt.Member, rt.Why); err != nil {
 			return 0, err
 		}
 	}
-	s.progress(p.reason, "%s", p.message)
+	s.progress(p.Reason, "%s", p.Message)
 	return plan.RequeueFast, nil
 }
 
-// scaleHeld reports whether scaling waits: the cluster is being created, or a primary is
-// lost (healing comes first).
-func (s *scope) scaleHeld() bool {
-	return plan.Empty(s.Topo) || len(s.Topo.LostPrimaries()) > 0
-}
-
-// scaleStep is what the scale phase does once no slot is left open.
-type scaleStep int
-
-const (
-	// scaleNothing: the shards hold their even shares and no member is beyond the spec.
-	scaleNothing scaleStep = iota
-	// scaleWaitForPrimaries: slots must move to shards whose primary has not joined yet.
-	scaleWaitForPrimaries
-	// scaleMoveSlots: move slots between primaries (moves).
-	scaleMoveSlots
-	// scaleRetireRemovedShards: retire the members of shards beyond the spec, drained.
-	scaleRetireRemovedShards
-	// scaleRetireSurplusReplicas: retire the replicas beyond replicasPerShard.
-	scaleRetireSurplusReplicas
-)
-
-// scalePlan is the scale phase's next step, decided from the scope alone.
-type scalePlan struct {
-	step scaleStep
-	// moves are the slot moves, and slots the number of slots they carry.
-	moves []valkey.Move
-	slots int
-	// retire lists the members to retire, each with why.
-	retire []retirement
-	// reason and message are Progressing's.
-	reason, message string
-}
-
-type retirement struct {
-	member *plan.Member
-	why    string
-}
-
-// planScale plans the fewest slot moves that leave each shard of the spec within one slot
-// of an even share; with none to make, the members of removed shards whose primary holds
-// no slots; with none, the surplus replicas of each shard.
-func (s *scope) planScale() scalePlan {
-	if p := s.planRebalance(); p.step != scaleNothing {
-		return p
-	}
-	if rs := s.removedShardMembers(); len(rs) > 0 {
-		return scalePlan{step: scaleRetireRemovedShards, retire: rs, reason: v1alpha1.ReasonScalingIn,
-			message: fmt.Sprintf("retiring %d members of removed shards", len(rs))}
-	}
-	if rs := s.surplusReplicas(); len(rs) > 0 {
-		return scalePlan{step: scaleRetireSurplusReplicas, retire: rs, reason: v1alpha1.ReasonRemovingReplicas,
-			message: fmt.Sprintf("retiring %d surplus replicas", len(rs))}
-	}
-	return scalePlan{}
-}
-
-// primaries returns the primary of every shard of the spec, or false while one has none
-// (a new shard still forming).
-func (s *scope) primaries() ([]*plan.Member, bool) {
-	out := make([]*plan.Member, s.Shards())
-	for sh := range out {
-		p := s.Candidate(int32(sh))
-		if p == nil || !p.Reachable || p.Leaving() || p.Self.Replica || !s.Topo.FormedWith(p) || !s.ExternalKnown(p) {
-			return nil, false
-		}
-		out[sh] = p
-	}
-	return out, true
-}
-
-// planRebalance plans the fewest slot moves that leave each shard of the spec within one
-// slot of an even share.
-func (s *scope) planRebalance() scalePlan {
-	targets, ok := s.primaries()
-	if !ok {
-		if s.Topo.CoveredSlots() == plan.SlotCount && s.needsRebalance() {
-			return scalePlan{step: scaleWaitForPrimaries, reason: v1alpha1.ReasonScalingOut,
-				message: "waiting for the new shards' primaries to join"}
-		}
-		return scalePlan{}
-	}
-	current := map[string][]valkey.SlotRange{}
-	for id, rs := range s.Topo.OwnedSlots() {
-		current[id] = rs
-	}
-	ids := make([]string, len(targets))
-	for i, p := range targets {
-		ids[i] = p.ID()
-		if _, ok := current[p.ID()]; !ok {
-			current[p.ID()] = nil
-		}
-	}
-	moves := valkey.PlanMoves(current, ids)
-	if len(moves) == 0 {
-		return scalePlan{}
-	}
-	reason := v1alpha1.ReasonScalingOut
-	if len(s.Topo.Shards) > int(s.Shards()) {
-		reason = v1alpha1.ReasonScalingIn
-	}
-	total := 0
-	for _, mv := range moves {
-		total += valkey.CountSlots(mv.Slots)
-	}
-	return scalePlan{step: scaleMoveSlots, moves: moves, slots: total, reason: reason,
-		message: fmt.Sprintf("moving %d slots in %d moves", total, len(moves))}
-}
-
 // moveAll makes the plan's slot moves, for at most migrationBudget.
-func (r *Reconciler) moveAll(ctx context.Context, s *scope, p scalePlan) (time.Duration, error) {
-	s.progress(p.reason, "%s", p.message)
+func (r *Reconciler) moveAll(ctx context.Context, s *scope, p plan.ScalePlan) (time.Duration, error) {
+	s.progress(p.Reason, "%s", p.Message)
 	deadline := time.Now().Add(migrationBudget)
-	for _, mv := range p.moves {
+	for _, mv := range p.Moves {
 		from, to := s.Topo.ByID(mv.From), s.Topo.ByID(mv.To)
 		if from == nil || to == nil || !from.Reachable || !to.Reachable {
 			return plan.RequeueWait, nil
@@ -184,21 +74,8 @@ func (r *Reconciler) moveAll(ctx context.Context, s *scope, p scalePlan) (time.D
 			return plan.RequeueFast, nil
 		}
 	}
-	r.event(s.VC, nil, eventNormal, "SlotsMoved", "MigrateSlots", "moved %d slots to balance %d shards", p.slots, s.Shards())
+	r.event(s.VC, nil, eventNormal, "SlotsMoved", "MigrateSlots", "moved %d slots to balance %d shards", p.Slots, s.Shards())
 	return plan.RequeueFast, nil
-}
-
-// needsRebalance reports whether a shard of the spec has no slots or a removed shard
-// still has some.
-func (s *scope) needsRebalance() bool {
-	for sh := range s.Topo.Shards {
-		p := s.Topo.PrimaryOf(sh)
-		has := p != nil && len(p.Slots()) > 0
-		if (sh < s.Shards()) != has {
-			return true
-		}
-	}
-	return false
 }
 
 // allAtLeast9 reports whether every reachable member runs Valkey 9.0 or later, where a
@@ -424,66 +301,4 @@ func (r *Reconciler) awaitSlotMaps(_ context.Context, s *scope) (time.Duration, 
 	}
 	s.progress(v1alpha1.ReasonSlotsNotPropagated, "waiting for %s to learn which primary serves each slot", strings.Join(u, ", "))
 	return plan.RequeueSync, nil
-}
-
-// removedShardMembers are the members of shards beyond the spec whose primary holds no
-// slots: replicas and primary leave together; the leaving phase orders them.
-func (s *scope) removedShardMembers() []retirement {
-	var indexes []int32
-	for sh := range s.Topo.Shards {
-		if sh >= s.Shards() {
-			indexes = append(indexes, sh)
-		}
-	}
-	slices.Sort(indexes)
-	var out []retirement
-	for _, sh := range indexes {
-		if p := s.Topo.PrimaryOf(sh); p != nil && len(p.Slots()) > 0 {
-			continue // still draining
-		}
-		for _, m := range s.Topo.Shards[sh] {
-			if !m.Leaving() {
-				out = append(out, retirement{m, fmt.Sprintf("shard %d is removed (spec.shards is %d)", sh, s.Shards())})
-			}
-		}
-	}
-	return out
-}
-
-// surplusReplicas are the replicas beyond replicasPerShard, never a primary: replicas
-// not in sync first, then the newest.
-func (s *scope) surplusReplicas() []retirement {
-	var out []retirement
-	for sh := int32(0); sh < s.Shards(); sh++ {
-		members := s.Active(sh)
-		surplus := len(members) - int(1+s.Replicas())
-		if surplus <= 0 {
-			continue
-		}
-		p := s.Topo.PrimaryOf(sh)
-		var replicas []*plan.Member
-		for _, m := range members {
-			if m != p && len(m.Slots()) == 0 {
-				replicas = append(replicas, m)
-			}
-		}
-		// Outdated ones first (a roll's successors are the surplus of their shard until
-		// the old members are retired), then those not in sync, then the newest.
-		sort.SliceStable(replicas, func(i, j int) bool {
-			oi, _ := s.Outdated(replicas[i])
-			oj, _ := s.Outdated(replicas[j])
-			if oi != oj {
-				return oi
-			}
-			si, sj := plan.Synced(replicas[i], p), plan.Synced(replicas[j], p)
-			if si != sj {
-				return !si
-			}
-			return membership.Older(replicas[j].Node, replicas[i].Node)
-		})
-		for i := 0; i < surplus && i < len(replicas); i++ {
-			out = append(out, retirement{replicas[i], fmt.Sprintf("shard %d has more than %d replicas", sh, s.Replicas())})
-		}
-	}
-	return out
 }

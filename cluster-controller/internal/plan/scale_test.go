@@ -1,4 +1,4 @@
-package cluster
+package plan_test
 
 import (
 	"fmt"
@@ -8,12 +8,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
-var scaleStepNames = map[scaleStep]string{
-	scaleNothing: "nothing", scaleWaitForPrimaries: "wait for primaries", scaleMoveSlots: "move slots",
-	scaleRetireRemovedShards: "retire removed shards", scaleRetireSurplusReplicas: "retire surplus replicas",
+var scaleStepNames = map[plan.ScaleStep]string{
+	plan.ScaleNothing: "nothing", plan.ScaleWaitForPrimaries: "wait for primaries", plan.ScaleMoveSlots: "move slots",
+	plan.ScaleRetireRemovedShards: "retire removed shards", plan.ScaleRetireSurplusReplicas: "retire surplus replicas",
 }
 
 func TestPlanScale(t *testing.T) {
@@ -37,10 +38,10 @@ func TestPlanScale(t *testing.T) {
 		name string
 		vc   func(*v1alpha1.ValkeyClusterSpec)
 		fms  []plantest.FakeMember
-		mod  func(*scope)
+		mod  func(*plan.Cluster)
 		// hold: the phase does nothing at all, not even finish open slots (scaleHeld).
 		hold    bool
-		step    scaleStep
+		step    plan.ScaleStep
 		moves   string // "from -> to: slots" joined by "; "
 		retire  string // "member: why" joined by "; "
 		reason  string
@@ -61,47 +62,47 @@ func TestPlanScale(t *testing.T) {
 		},
 		{
 			name: "scale out: a new shard's primary the others do not know yet is waited for",
-			vc:   shards(4), fms: append(plantest.HealthyThreeByOne(), d), mod: func(s *scope) { plantest.Unknown(s.Topo, "D") },
-			step: scaleWaitForPrimaries, reason: v1alpha1.ReasonScalingOut, message: "waiting for the new shards' primaries to join",
+			vc:   shards(4), fms: append(plantest.HealthyThreeByOne(), d), mod: func(s *plan.Cluster) { plantest.Unknown(s.Topo, "D") },
+			step: plan.ScaleWaitForPrimaries, reason: v1alpha1.ReasonScalingOut, message: "waiting for the new shards' primaries to join",
 		},
 		{
 			name: "scale out: each shard gives the new shard's primary the top of its slots",
 			vc:   shards(4), fms: append(plantest.HealthyThreeByOne(), d),
-			step:  scaleMoveSlots,
+			step:  plan.ScaleMoveSlots,
 			moves: "A -> D: 4096-5461; B -> D: 9558-10922; C -> D: 15019-16383", reason: v1alpha1.ReasonScalingOut,
 			message: "moving 4096 slots in 3 moves",
 		},
 		{
 			name: "scale in: the slots of the removed shard go to the remaining ones",
 			vc:   shards(2), fms: plantest.HealthyThreeByOne(),
-			step:  scaleMoveSlots,
+			step:  plan.ScaleMoveSlots,
 			moves: "C -> A: 10923-13652; C -> B: 13653-16383", reason: v1alpha1.ReasonScalingIn,
 			message: "moving 5461 slots in 2 moves",
 		},
 		{
 			name: "scale in: once drained, the members of the removed shard retire together",
 			vc:   shards(2), fms: twoShards,
-			step:   scaleRetireRemovedShards,
+			step:   plan.ScaleRetireRemovedShards,
 			retire: "c: shard 2 is removed (spec.shards is 2); c2: shard 2 is removed (spec.shards is 2)",
 			reason: v1alpha1.ReasonScalingIn, message: "retiring 2 members of removed shards",
 		},
 		{
 			name: "scale in: a member already leaving is not retired again",
 			vc:   shards(2), fms: plantest.With(twoShards, "c2", func(f *plantest.FakeMember) { f.Leaving = true }),
-			step:   scaleRetireRemovedShards,
+			step:   plan.ScaleRetireRemovedShards,
 			retire: "c: shard 2 is removed (spec.shards is 2)",
 			reason: v1alpha1.ReasonScalingIn, message: "retiring 1 members of removed shards",
 		},
 		{
 			name: "fewer replicas: the newest of the replicas in sync retires",
 			fms:  append(plantest.HealthyThreeByOne(), a3),
-			step: scaleRetireSurplusReplicas, retire: "a3: shard 0 has more than 1 replicas",
+			step: plan.ScaleRetireSurplusReplicas, retire: "a3: shard 0 has more than 1 replicas",
 			reason: v1alpha1.ReasonRemovingReplicas, message: "retiring 1 surplus replicas",
 		},
 		{
 			name: "fewer replicas: a replica not in sync retires before a newer one in sync",
 			fms:  append(plantest.With(plantest.HealthyThreeByOne(), "a2", func(f *plantest.FakeMember) { f.LinkUp = false }), a3),
-			step: scaleRetireSurplusReplicas, retire: "a2: shard 0 has more than 1 replicas",
+			step: plan.ScaleRetireSurplusReplicas, retire: "a2: shard 0 has more than 1 replicas",
 			reason: v1alpha1.ReasonRemovingReplicas, message: "retiring 1 surplus replicas",
 		},
 		{
@@ -110,39 +111,39 @@ func TestPlanScale(t *testing.T) {
 			fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), // shard 0 failed over: a2 is its primary
 				"a", func(f *plantest.FakeMember) { f.Slots, f.Primary, f.LinkUp = "", "A2", true }),
 				"a2", func(f *plantest.FakeMember) { f.Slots, f.Primary = "0-5461", "" }),
-			step:   scaleRetireSurplusReplicas,
+			step:   plan.ScaleRetireSurplusReplicas,
 			retire: "a: shard 0 has more than 0 replicas; b2: shard 1 has more than 0 replicas; c2: shard 2 has more than 0 replicas",
 			reason: v1alpha1.ReasonRemovingReplicas, message: "retiring 3 surplus replicas",
 		},
 		{
 			name: "slots move before surplus replicas retire",
 			vc:   shards(2), fms: append(plantest.HealthyThreeByOne(), a3),
-			step:  scaleMoveSlots,
+			step:  plan.ScaleMoveSlots,
 			moves: "C -> A: 10923-13652; C -> B: 13653-16383", reason: v1alpha1.ReasonScalingIn,
 			message: "moving 5461 slots in 2 moves",
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, plantest.Cluster(c.vc), c.fms)
+			s := plantest.ClusterFor(t, plantest.Cluster(c.vc), c.fms)
 			if c.mod != nil {
 				c.mod(s)
 			}
-			if hold := s.scaleHeld(); hold != c.hold {
+			if hold := s.ScaleHeld(); hold != c.hold {
 				t.Fatalf("held = %v, want %v", hold, c.hold)
 			}
 			if c.hold {
 				return
 			}
-			p := s.planScale()
+			p := s.PlanScale()
 			var moves, retire []string
-			for _, mv := range p.moves {
+			for _, mv := range p.Moves {
 				moves = append(moves, mv.String())
 			}
-			for _, r := range p.retire {
-				retire = append(retire, fmt.Sprintf("%s: %s", r.member.Name(), r.why))
+			for _, r := range p.Retire {
+				retire = append(retire, fmt.Sprintf("%s: %s", r.Member.Name(), r.Why))
 			}
-			got := fmt.Sprintf("%s [%s] [%s] %s %q", scaleStepNames[p.step], strings.Join(moves, "; "), strings.Join(retire, "; "), p.reason, p.message)
+			got := fmt.Sprintf("%s [%s] [%s] %s %q", scaleStepNames[p.Step], strings.Join(moves, "; "), strings.Join(retire, "; "), p.Reason, p.Message)
 			want := fmt.Sprintf("%s [%s] [%s] %s %q", scaleStepNames[c.step], c.moves, c.retire, c.reason, c.message)
 			if got != want {
 				t.Errorf("plan = %s\nwant   %s", got, want)
