@@ -155,47 +155,6 @@ func TestFailbackWaitsForTheCluster(t *testing.T) {
 	}
 }
 
-func TestPromotionsKeepTheSpread(t *testing.T) {
-	// Shard 0 has two replicas, on n2 (beside shard 1's primary) and on n3 (alone).
-	fms := append(plantest.SpreadThreeByOne(),
-		plantest.FakeMember{Name: "a3", Shard: 0, IP: "10.0.0.7", ID: "A3", Primary: "A", Offset: 100, LinkUp: true, Node: "n3"})
-	fms = plantest.With(fms, "c", func(f *plantest.FakeMember) { f.Node = "n1" })
-	fms = plantest.With(fms, "c2", func(f *plantest.FakeMember) { f.Node = "n2" })
-
-	t.Run("a lost primary: of its replicas equally caught up, the one on the free node", func(t *testing.T) {
-		s := placedScope(t, plantest.With(fms, "a", func(f *plantest.FakeMember) {
-			f.Down, f.Silent, f.Unflagged, f.ServerDown = true, time.Second, true, true
-		}), nil)
-		ts := s.planTakeovers()
-		if len(ts) != 1 || ts[0].by == nil || ts[0].by.Name() != "a3" {
-			t.Fatalf("takeovers %+v, want a3", ts)
-		}
-	})
-	t.Run("a lost primary: the most caught up replica comes first, wherever it runs", func(t *testing.T) {
-		s := placedScope(t, plantest.With(plantest.With(fms, "a", func(f *plantest.FakeMember) {
-			f.Down, f.Silent, f.Unflagged, f.ServerDown = true, time.Second, true, true
-		}),
-			"a2", func(f *plantest.FakeMember) { f.Offset = 120 }), nil)
-		ts := s.planTakeovers()
-		if len(ts) != 1 || ts[0].by == nil || ts[0].by.Name() != "a2" {
-			t.Fatalf("takeovers %+v, want a2", ts)
-		}
-	})
-	t.Run("a planned failover (roll, request, leaving primary): the replica in sync on the free node", func(t *testing.T) {
-		s := placedScope(t, fms, nil)
-		if got := s.SpreadChoice(0, plan.ByOffset([]*plan.Member{plantest.MemberNamed(t, s.Topo, "a2"), plantest.MemberNamed(t, s.Topo, "a3")})); got.Name() != "a3" {
-			t.Errorf("got %s, want a3", got.Name())
-		}
-	})
-	t.Run("policy None: the most caught up, as before", func(t *testing.T) {
-		s := placedScope(t, fms, nil)
-		s.Place = nil
-		if got := s.SpreadChoice(0, plan.ByOffset([]*plan.Member{plantest.MemberNamed(t, s.Topo, "a2"), plantest.MemberNamed(t, s.Topo, "a3")})); got.Name() != "a2" {
-			t.Errorf("got %s, want a2", got.Name())
-		}
-	})
-}
-
 func TestShardStatusesNameThePrimaryNodeAndZone(t *testing.T) {
 	s := placedScope(t, plantest.FailedOver(plantest.SpreadThreeByOne()), plantest.ThreeZones)
 	st := shardStatuses(s)

@@ -16,7 +16,6 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/valkey"
-	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // reconcileLeaving walks every member being deleted through its exit: a primary with slots
@@ -51,7 +50,7 @@ func (r *Reconciler) leave(ctx context.Context, s *scope, m *plan.Member) (time.
 	if m.Reachable {
 		return r.leaveReachable(ctx, s, m)
 	}
-	if reason, msg := s.holdDeparture(m); reason != "" {
+	if reason, msg := s.HoldDeparture(m); reason != "" {
 		s.progress(reason, "%s", msg)
 		return plan.RequeueWait, nil
 	}
@@ -60,24 +59,6 @@ func (r *Reconciler) leave(ctx context.Context, s *scope, m *plan.Member) (time.
 	}
 	r.event(s.VC, m.Node, eventNormal, "MemberLeft", "Forget", "member %s (%s) is gone and was forgotten by every member", m.Name(), plan.ShortID(id))
 	return 0, r.releaseFinalizer(ctx, m.Node)
-}
-
-// holdDeparture says why a leaving member that does not answer may not be forgotten yet,
-// or "": a replica still follows it (the failover comes first: Valkey's, or the heal
-// phase's), or it owns slots no other member has the data of and its server may come back
-// (only a bare pod that is gone for good takes its data with it). Forgetting it would
-// drop those slots, and the heal phase would give them out empty.
-func (s *scope) holdDeparture(m *plan.Member) (reason, msg string) {
-	id := m.ID()
-	if s.Topo.Followed(id) {
-		return v1alpha1.ReasonFailingOver, fmt.Sprintf("waiting for the replicas of departed %s to take over", m.Name())
-	}
-	if slots := s.Topo.OwnedSlots()[id]; len(slots) > 0 && !plan.Gone(m) {
-		return v1alpha1.ReasonWaitingForMember, fmt.Sprintf(
-			"%s is leaving but does not answer, and no other member has the data of its slots %s: "+
-				"it stays in the cluster until its server is back and hands them over", m.Name(), valkey.FormatRanges(slots))
-	}
-	return "", ""
 }
 
 func (r *Reconciler) leaveReachable(ctx context.Context, s *scope, m *plan.Member) (time.Duration, error) {
@@ -197,20 +178,9 @@ func (s *scope) failoverPending(sh int32) *plan.Member {
 // its Takeover event) on a node slow to gather the votes.
 func (s *scope) failoverWindow(m *plan.Member) time.Duration {
 	if f, _ := failoverRecord(m); f.Kind == v1alpha1.FailoverForced {
-		return s.forcedWindow()
+		return s.ForcedWindow()
 	}
-	return s.plannedWindow()
-}
-
-// plannedWindow is how long a planned failover is awaited: the manual failover timeout
-// plus a margin.
-func (s *scope) plannedWindow() time.Duration {
-	return valkeyconf.ManualFailoverTimeout(s.VC.Spec.Config) + 2*time.Second
-}
-
-// forcedWindow is how long a forced failover is awaited (see failoverWindow).
-func (s *scope) forcedWindow() time.Duration {
-	return max(s.plannedWindow(), 2*max(2*plan.NodeTimeout(s.VC), 2*time.Second))
+	return s.PlannedWindow()
 }
 
 func failoverRequestedAt(m *plan.Member) (time.Time, bool) {

@@ -1,4 +1,4 @@
-package cluster
+package plan_test
 
 import (
 	"testing"
@@ -47,8 +47,8 @@ func TestHoldDeparture(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, plantest.Cluster(c.vc), c.fms)
-			reason, msg := s.holdDeparture(plantest.MemberNamed(t, s.Topo, c.member))
+			s := plantest.ClusterFor(t, plantest.Cluster(c.vc), c.fms)
+			reason, msg := s.HoldDeparture(plantest.MemberNamed(t, s.Topo, c.member))
 			if reason != c.want {
 				t.Errorf("reason = %q (%s), want %q", reason, msg, c.want)
 			}

@@ -1,4 +1,4 @@
-package cluster
+package plan_test
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func TestPlanTakeovers(t *testing.T) {
 		vc    func(*v1alpha1.ValkeyClusterSpec)
 		fms   []plantest.FakeMember
 		extra []valkey.ClusterNode
-		mod   func(*scope)
+		mod   func(*plan.Cluster)
 		want  string // "lost primary: the replica taking over, or wait", joined by "; "
 	}{
 		{
@@ -46,7 +46,7 @@ func TestPlanTakeovers(t *testing.T) {
 		{
 			name: "the same with --fast-failover=false: Valkey's own detection stands",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
-			mod:  func(s *scope) { s.Topo.IgnoreServerDown = true },
+			mod:  func(s *plan.Cluster) { s.Topo.IgnoreServerDown = true },
 			want: "",
 		},
 		{
@@ -57,7 +57,7 @@ func TestPlanTakeovers(t *testing.T) {
 		{
 			name: "a replica in the middle of a full sync is not promoted on a proof of death",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "a", exited), "a2", func(f *plantest.FakeMember) { f.LinkUp = false }),
-			mod: func(s *scope) {
+			mod: func(s *plan.Cluster) {
 				plantest.MemberNamed(t, s.Topo, "a2").Repl.SyncInProgress = true
 			},
 			want: "A: wait",
@@ -109,7 +109,7 @@ func TestPlanTakeovers(t *testing.T) {
 		{
 			name: "Kubernetes saw the primary's server exit, but its replica knows an older config epoch of it than the voters: FORCE cannot win",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
-			mod: func(s *scope) {
+			mod: func(s *plan.Cluster) {
 				setEpoch(plantest.MemberNamed(t, s.Topo, "b"), "A", 2)
 				setEpoch(plantest.MemberNamed(t, s.Topo, "a2"), "A", 1)
 			},
@@ -123,7 +123,7 @@ func TestPlanTakeovers(t *testing.T) {
 		{
 			name: "a proven death whose forced failover did not take effect, the replica's link down since the death: still the one to take over",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { exited(f); f.Silent = 30 * time.Second }),
-			mod: func(s *scope) {
+			mod: func(s *plan.Cluster) {
 				r := plantest.MemberNamed(t, s.Topo, "a2")
 				r.Repl.LinkUp, r.Repl.LinkDownSince = false, 30
 			},
@@ -132,7 +132,7 @@ func TestPlanTakeovers(t *testing.T) {
 		{
 			name: "a proven death, but the replica's link went down long before the primary went silent: not promoted",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { exited(f); f.Silent = 3 * time.Second }),
-			mod: func(s *scope) {
+			mod: func(s *plan.Cluster) {
 				r := plantest.MemberNamed(t, s.Topo, "a2")
 				r.Repl.LinkUp, r.Repl.LinkDownSince = false, 60
 			},
@@ -169,17 +169,17 @@ func TestPlanTakeovers(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, plantest.Cluster(c.vc), c.fms, c.extra...)
+			s := plantest.ClusterFor(t, plantest.Cluster(c.vc), c.fms, c.extra...)
 			if c.mod != nil {
 				c.mod(s)
 			}
 			var got []string
-			for _, to := range s.planTakeovers() {
+			for _, to := range s.PlanTakeovers() {
 				by := "wait"
-				if to.by != nil {
-					by = to.by.Name() + " " + to.mode.String()
+				if to.By != nil {
+					by = to.By.Name() + " " + to.Mode.String()
 				}
-				got = append(got, fmt.Sprintf("%s: %s", to.lost.ID, by))
+				got = append(got, fmt.Sprintf("%s: %s", to.Lost.ID, by))
 			}
 			if g := strings.Join(got, "; "); g != c.want {
 				t.Errorf("takeovers = %q, want %q", g, c.want)
@@ -194,7 +194,7 @@ func TestLostSlots(t *testing.T) {
 	cases := []struct {
 		name   string
 		fms    []plantest.FakeMember
-		mod    func(*scope)
+		mod    func(*plan.Cluster)
 		lost   string
 		target string
 	}{
@@ -222,7 +222,7 @@ func TestLostSlots(t *testing.T) {
 		{
 			name: "a slot migrating: nothing is given while a migration is open",
 			fms:  twoShards,
-			mod:  func(s *scope) { plantest.MemberNamed(t, s.Topo, "a").Self.Migrating = map[int]string{5: "B"} },
+			mod:  func(s *plan.Cluster) { plantest.MemberNamed(t, s.Topo, "a").Self.Migrating = map[int]string{5: "B"} },
 		},
 		{
 			name: "a cluster being created has no lost slots",
@@ -234,11 +234,11 @@ func TestLostSlots(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, plantest.Cluster(nil), c.fms)
+			s := plantest.ClusterFor(t, plantest.Cluster(nil), c.fms)
 			if c.mod != nil {
 				c.mod(s)
 			}
-			lost, target := s.lostSlots()
+			lost, target := s.LostSlots()
 			var name string
 			if target != nil {
 				name = target.Name()
@@ -263,7 +263,7 @@ func TestToForget(t *testing.T) {
 		name   string
 		fms    []plantest.FakeMember
 		extra  []valkey.ClusterNode
-		mod    func(*scope)
+		mod    func(*plan.Cluster)
 		forget string
 		soon   bool
 	}{
@@ -297,7 +297,7 @@ func TestToForget(t *testing.T) {
 			name:   "the old identity of a member whose pod came back empty is forgotten at once",
 			fms:    aCameBack,
 			extra:  []valkey.ClusterNode{plantest.OldIdentity("A", "", func(n *valkey.ClusterNode) { n.PFail = true })},
-			mod:    func(s *scope) { plantest.MemberNamed(t, s.Topo, "a").Node.Status.NodeID = "A" },
+			mod:    func(s *plan.Cluster) { plantest.MemberNamed(t, s.Topo, "a").Node.Status.NodeID = "A" },
 			forget: "A",
 		},
 		{
@@ -308,7 +308,7 @@ func TestToForget(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, plantest.Cluster(nil), c.fms, c.extra...)
+			s := plantest.ClusterFor(t, plantest.Cluster(nil), c.fms, c.extra...)
 			if c.mod != nil {
 				c.mod(s)
 			}
@@ -318,4 +318,44 @@ func TestToForget(t *testing.T) {
 			}
 		})
 	}
+}
+func TestPromotionsKeepTheSpread(t *testing.T) {
+	// Shard 0 has two replicas, on n2 (beside shard 1's primary) and on n3 (alone).
+	fms := append(plantest.SpreadThreeByOne(),
+		plantest.FakeMember{Name: "a3", Shard: 0, IP: "10.0.0.7", ID: "A3", Primary: "A", Offset: 100, LinkUp: true, Node: "n3"})
+	fms = plantest.With(fms, "c", func(f *plantest.FakeMember) { f.Node = "n1" })
+	fms = plantest.With(fms, "c2", func(f *plantest.FakeMember) { f.Node = "n2" })
+
+	t.Run("a lost primary: of its replicas equally caught up, the one on the free node", func(t *testing.T) {
+		s := plantest.PlacedCluster(t, plantest.With(fms, "a", func(f *plantest.FakeMember) {
+			f.Down, f.Silent, f.Unflagged, f.ServerDown = true, time.Second, true, true
+		}), nil)
+		ts := s.PlanTakeovers()
+		if len(ts) != 1 || ts[0].By == nil || ts[0].By.Name() != "a3" {
+			t.Fatalf("takeovers %+v, want a3", ts)
+		}
+	})
+	t.Run("a lost primary: the most caught up replica comes first, wherever it runs", func(t *testing.T) {
+		s := plantest.PlacedCluster(t, plantest.With(plantest.With(fms, "a", func(f *plantest.FakeMember) {
+			f.Down, f.Silent, f.Unflagged, f.ServerDown = true, time.Second, true, true
+		}),
+			"a2", func(f *plantest.FakeMember) { f.Offset = 120 }), nil)
+		ts := s.PlanTakeovers()
+		if len(ts) != 1 || ts[0].By == nil || ts[0].By.Name() != "a2" {
+			t.Fatalf("takeovers %+v, want a2", ts)
+		}
+	})
+	t.Run("a planned failover (roll, request, leaving primary): the replica in sync on the free node", func(t *testing.T) {
+		s := plantest.PlacedCluster(t, fms, nil)
+		if got := s.SpreadChoice(0, plan.ByOffset([]*plan.Member{plantest.MemberNamed(t, s.Topo, "a2"), plantest.MemberNamed(t, s.Topo, "a3")})); got.Name() != "a3" {
+			t.Errorf("got %s, want a3", got.Name())
+		}
+	})
+	t.Run("policy None: the most caught up, as before", func(t *testing.T) {
+		s := plantest.PlacedCluster(t, fms, nil)
+		s.Place = nil
+		if got := s.SpreadChoice(0, plan.ByOffset([]*plan.Member{plantest.MemberNamed(t, s.Topo, "a2"), plantest.MemberNamed(t, s.Topo, "a3")})); got.Name() != "a2" {
+			t.Errorf("got %s, want a2", got.Name())
+		}
+	})
 }
