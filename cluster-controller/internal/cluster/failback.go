@@ -152,7 +152,7 @@ func (s *scope) failbackBusy() string {
 		return "waiting for the requested failover"
 	}
 	for sh := int32(0); sh < s.Shards(); sh++ {
-		if m := s.failoverPending(sh); m != nil {
+		if m := s.FailoverPending(sh); m != nil {
 			return fmt.Sprintf("waiting for %s to complete its takeover of shard %d", m.Name(), sh)
 		}
 	}

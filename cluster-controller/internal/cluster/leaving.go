@@ -114,15 +114,6 @@ func (r *Reconciler) handOver(ctx context.Context, s *scope, p *plan.Member) (ti
 // before the command, so a pass that comes before the failover completed does not ask
 // again (and a failover is counted once), even across an operator restart.
 
-// legacyFailoverAt and legacyFailoverKind are the annotations in which earlier versions of
-// the controller recorded a failover. A member that still carries them (a failover in
-// flight while the operator was upgraded) is read as if its status held them, and they
-// are removed when that failover is closed; they are never written.
-const (
-	legacyFailoverAt   = "valkey.io/failover-requested-at"
-	legacyFailoverKind = "valkey.io/failover-kind"
-)
-
 // The kinds of failovers the operator counts (the kind label of the failovers metric).
 const (
 	kindPlanned = "planned"
@@ -131,22 +122,6 @@ const (
 	// (failback.go): counted as planned, and as a primary move.
 	kindPlacement = "placement"
 )
-
-// failoverRecord returns the failover asked of m, if any.
-func failoverRecord(m *plan.Member) (v1alpha1.MemberFailover, bool) {
-	if f := m.Node.Status.Failover; f != nil {
-		return *f, true
-	}
-	at, err := time.Parse(time.RFC3339Nano, m.Node.Annotations[legacyFailoverAt])
-	if err != nil {
-		return v1alpha1.MemberFailover{}, false
-	}
-	kind := v1alpha1.FailoverPlanned
-	if m.Node.Annotations[legacyFailoverKind] == kindForced {
-		kind = v1alpha1.FailoverForced
-	}
-	return v1alpha1.MemberFailover{Kind: kind, RequestedAt: metav1.NewMicroTime(at)}, true
-}
 
 // metricKind is the failovers metric's kind label of a recorded failover.
 func metricKind(f v1alpha1.MemberFailover) string {
@@ -157,35 +132,6 @@ func metricKind(f v1alpha1.MemberFailover) string {
 		return kindPlacement
 	}
 	return kindPlanned
-}
-
-// failoverPending returns the member of shard sh asked to take over less than its
-// failover window ago, if any.
-func (s *scope) failoverPending(sh int32) *plan.Member {
-	for _, m := range s.Topo.Shards[sh] {
-		if at, ok := failoverRequestedAt(m); ok && s.Topo.Now.Sub(at) < s.failoverWindow(m) && !m.IsPrimary() {
-			return m // still a replica: the failover has not completed
-		}
-	}
-	return nil
-}
-
-// failoverWindow is how long a failover asked of m is awaited before it is reported as
-// timed out and may be asked again: the manual failover timeout plus a margin; for a
-// forced one at least Valkey's election retry time (twice the election timeout of twice
-// the node timeout, at least 2 s), because a replica whose election failed starts no
-// new one sooner, whatever it is asked: asking again would only repeat the request (and
-// its Takeover event) on a node slow to gather the votes.
-func (s *scope) failoverWindow(m *plan.Member) time.Duration {
-	if f, _ := failoverRecord(m); f.Kind == v1alpha1.FailoverForced {
-		return s.ForcedWindow()
-	}
-	return s.PlannedWindow()
-}
-
-func failoverRequestedAt(m *plan.Member) (time.Time, bool) {
-	f, ok := failoverRecord(m)
-	return f.RequestedAt.Time, ok
 }
 
 // failover asks for the one planned, client-visible failover of a shard: CLUSTER FAILOVER
@@ -199,7 +145,7 @@ func (r *Reconciler) failover(ctx context.Context, s *scope, replica *plan.Membe
 func (r *Reconciler) failoverAs(ctx context.Context, s *scope, replica *plan.Member, why string, kind v1alpha1.FailoverKind) error {
 	// One failover per shard at a time: a pass that comes before it completed may rank
 	// another replica of the shard first, and must not ask that one too.
-	if pending := s.failoverPending(replica.Shard()); pending != nil {
+	if pending := s.FailoverPending(replica.Shard()); pending != nil {
 		s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to complete its takeover of shard %d", pending.Name(), replica.Shard())
 		return nil
 	}
@@ -234,20 +180,20 @@ func (r *Reconciler) failoverAs(ctx context.Context, s *scope, replica *plan.Mem
 // window timed out (reported; the phase that wanted it may ask again).
 func (r *Reconciler) settleFailovers(ctx context.Context, s *scope) (time.Duration, error) {
 	for _, m := range s.Topo.Members {
-		at, ok := failoverRequestedAt(m)
+		at, ok := plan.FailoverRequestedAt(m)
 		if !ok || !m.Reachable {
 			continue
 		}
 		completed := m.IsPrimary() && len(m.Slots()) > 0
-		if !completed && s.Topo.Now.Sub(at) < s.failoverWindow(m) {
+		if !completed && s.Topo.Now.Sub(at) < s.FailoverWindow(m) {
 			continue
 		}
 		// The request is closed first, on the version of the member this pass read: a
 		// pass that read it from a cache not yet updated by the previous close conflicts
 		// and reports nothing, so each failover is counted once.
-		f, _ := failoverRecord(m)
+		f, _ := plan.FailoverRecord(m)
 		kind := metricKind(f)
-		window := s.failoverWindow(m) // before closing the request drops its kind
+		window := s.FailoverWindow(m) // before closing the request drops its kind
 		if closed, err := r.closeFailoverRequest(ctx, m); err != nil || !closed {
 			return 0, err
 		}
@@ -279,8 +225,8 @@ func (r *Reconciler) closeFailoverRequest(ctx context.Context, m *plan.Member) (
 		m.Node.Status.Failover = nil
 		err = r.Status().Patch(ctx, m.Node, patch, client.FieldOwner(FieldManager))
 	} else {
-		delete(m.Node.Annotations, legacyFailoverAt)
-		delete(m.Node.Annotations, legacyFailoverKind)
+		delete(m.Node.Annotations, plan.LegacyFailoverAt)
+		delete(m.Node.Annotations, plan.LegacyFailoverKind)
 		err = r.Patch(ctx, m.Node, patch, client.FieldOwner(FieldManager))
 	}
 	if err != nil {

@@ -451,7 +451,7 @@ func electedFailovers(prev []v1alpha1.ShardStatus, s *scope, requested map[strin
 func failoverRequests(nodes []*v1alpha1.ValkeyNode) map[string]bool {
 	out := map[string]bool{}
 	for _, vn := range nodes {
-		if _, ok := failoverRecord(&plan.Member{Node: vn}); ok {
+		if _, ok := plan.FailoverRecord(&plan.Member{Node: vn}); ok {
 			out[vn.Name] = true
 		}
 	}

@@ -141,7 +141,7 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 	if err := r.failover(ctx, s, target, "requested through the "+v1alpha1.AnnotationFailover+" annotation"); err != nil {
 		return 0, err
 	}
-	if _, asked := failoverRecord(target); !asked {
+	if _, asked := plan.FailoverRecord(target); !asked {
 		// Held this pass (another failover of the shard in flight, voters that do not
 		// reach the target yet): Progressing says why.
 		return wait("waiting to ask %s to take over from %s", target.Name(), p.Name())

@@ -103,20 +103,20 @@ func TestFailoverRequestStatusTransitionTime(t *testing.T) {
 // holds one.
 func TestFailoverRecordReadsLegacyAnnotations(t *testing.T) {
 	m := &plan.Member{Node: &v1alpha1.ValkeyNode{}}
-	if _, ok := failoverRecord(m); ok {
+	if _, ok := plan.FailoverRecord(m); ok {
 		t.Fatal("a member with neither has a record")
 	}
-	m.Node.Annotations = map[string]string{legacyFailoverAt: plantest.T0.Add(-time.Second).Format(time.RFC3339Nano), legacyFailoverKind: kindForced}
-	f, ok := failoverRecord(m)
+	m.Node.Annotations = map[string]string{plan.LegacyFailoverAt: plantest.T0.Add(-time.Second).Format(time.RFC3339Nano), plan.LegacyFailoverKind: kindForced}
+	f, ok := plan.FailoverRecord(m)
 	if !ok || f.Kind != v1alpha1.FailoverForced || !f.RequestedAt.Time.Equal(plantest.T0.Add(-time.Second)) || metricKind(f) != kindForced {
 		t.Fatalf("legacy record = %+v, %v", f, ok)
 	}
-	delete(m.Node.Annotations, legacyFailoverKind)
-	if f, _ := failoverRecord(m); f.Kind != v1alpha1.FailoverPlanned || metricKind(f) != kindPlanned {
+	delete(m.Node.Annotations, plan.LegacyFailoverKind)
+	if f, _ := plan.FailoverRecord(m); f.Kind != v1alpha1.FailoverPlanned || metricKind(f) != kindPlanned {
 		t.Errorf("legacy record without a kind = %+v, want planned", f)
 	}
 	m.Node.Status.Failover = &v1alpha1.MemberFailover{Kind: v1alpha1.FailoverPlanned, RequestedAt: metav1.NewMicroTime(plantest.T0)}
-	if f, _ := failoverRecord(m); !f.RequestedAt.Time.Equal(plantest.T0) {
+	if f, _ := plan.FailoverRecord(m); !f.RequestedAt.Time.Equal(plantest.T0) {
 		t.Errorf("the status record does not win: %+v", f)
 	}
 }

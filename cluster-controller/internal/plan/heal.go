@@ -178,14 +178,3 @@ func (c *Cluster) HoldDeparture(m *Member) (reason, msg string) {
 	}
 	return "", ""
 }
-
-// PlannedWindow is how long a planned failover is awaited: the manual failover timeout
-// plus a margin.
-func (c *Cluster) PlannedWindow() time.Duration {
-	return valkeyconf.ManualFailoverTimeout(c.VC.Spec.Config) + 2*time.Second
-}
-
-// ForcedWindow is how long a forced failover is awaited (see failoverWindow).
-func (c *Cluster) ForcedWindow() time.Duration {
-	return max(c.PlannedWindow(), 2*max(2*NodeTimeout(c.VC), 2*time.Second))
-}

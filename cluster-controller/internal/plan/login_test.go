@@ -1,4 +1,4 @@
-package cluster
+package plan_test
 
 import (
 	"testing"
@@ -13,8 +13,8 @@ import (
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
-var loginStepNames = map[loginStep]string{
-	loginNothing: "nothing", loginWait: "wait", loginFailover: "failover", loginRestart: "restart",
+var loginStepNames = map[plan.LoginStep]string{
+	plan.LoginNothing: "nothing", plan.LoginWait: "wait", plan.LoginFailover: "failover", plan.LoginRestart: "restart",
 }
 
 func TestPlanLoginRecovery(t *testing.T) {
@@ -31,28 +31,28 @@ func TestPlanLoginRecovery(t *testing.T) {
 		name    string
 		vc      func(*v1alpha1.ValkeyClusterSpec)
 		fms     []plantest.FakeMember
-		mod     func(t *testing.T, s *scope)
-		step    loginStep
+		mod     func(t *testing.T, s *plan.Cluster)
+		step    plan.LoginStep
 		member  string
 		replica string
 		message string
 		after   time.Duration
 	}{
-		{name: "every member accepts the operator's login: nothing to do", fms: plantest.HealthyThreeByOne(), step: loginNothing},
+		{name: "every member accepts the operator's login: nothing to do", fms: plantest.HealthyThreeByOne(), step: plan.LoginNothing},
 		{
 			name: "a replica refuses: it restarts at once",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
-			step: loginRestart, member: "b2", after: plan.RequeueWait,
+			step: plan.LoginRestart, member: "b2", after: plan.RequeueWait,
 		},
 		{
 			name: "a primary refuses: its replica in sync takes over first, read from the replica's side",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b", locked),
-			step: loginFailover, member: "b", replica: "b2", after: plan.RequeueFast,
+			step: plan.LoginFailover, member: "b", replica: "b2", after: plan.RequeueFast,
 		},
 		{
 			name: "a primary refuses and its replica's link is down: it waits, nothing restarts",
 			fms:  plantest.With(plantest.ThreeByOne(), "c", locked),
-			step: loginWait, member: "c", after: plan.RequeueWait,
+			step: plan.LoginWait, member: "c", after: plan.RequeueWait,
 			message: "c refuses the operator's login: waiting for a replica of shard 2 in sync to take over from c",
 		},
 		{
@@ -65,71 +65,71 @@ func TestPlanLoginRecovery(t *testing.T) {
 				{Name: "b2", Shard: 1, IP: "10.0.0.5", ID: "B2", Slots: "5462-10922", Offset: 100},
 				{Name: "c2", Shard: 2, IP: "10.0.0.6", ID: "C2", Primary: "C", Offset: 100, LinkUp: true},
 			},
-			step: loginRestart, member: "b", after: plan.RequeueWait,
+			step: plan.LoginRestart, member: "b", after: plan.RequeueWait,
 		},
 		{
 			name: "a failover asked already is waited for",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b", locked),
-			mod: func(t *testing.T, s *scope) {
+			mod: func(t *testing.T, s *plan.Cluster) {
 				plantest.MemberNamed(t, s.Topo, "b2").Node.Status.Failover = &v1alpha1.MemberFailover{
 					Kind: v1alpha1.FailoverPlanned, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-time.Second))}
 			},
-			step: loginWait, member: "b2", after: plan.RequeueFast,
+			step: plan.LoginWait, member: "b2", after: plan.RequeueFast,
 			message: "b refuses the operator's login: waiting for b2 to take over shard 1 from b",
 		},
 		{
 			name: "one restart at a time: a member restarting is waited for",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b2", locked), "a2", func(f *plantest.FakeMember) { f.Restarting = true }),
-			step: loginWait, member: "a2", after: plan.RequeueWait,
+			step: plan.LoginWait, member: "a2", after: plan.RequeueWait,
 			message: "b2 refuses the operator's login: waiting for a2 to restart first",
 		},
 		{
 			name: "at most one restart per period: a member restarted 2 minutes ago waits 8 more",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
-			mod: func(t *testing.T, s *scope) {
+			mod: func(t *testing.T, s *plan.Cluster) {
 				plantest.MemberNamed(t, s.Topo, "b2").Node.Spec.RestartedAt = plantest.T0.Add(-2 * time.Minute).Format(time.RFC3339)
 			},
-			step: loginWait, member: "b2", after: 8 * time.Minute,
+			step: plan.LoginWait, member: "b2", after: 8 * time.Minute,
 			message: "b2 refuses the operator's login: b2 was restarted at 2026-11-29T11:58:00Z; it is not restarted again before 2026-11-29T12:08:00Z",
 		},
 		{
 			name: "a refusal reported 4 s ago is acted on after 10 s",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
-			mod: func(t *testing.T, s *scope) {
-				c := loginRefused(plantest.MemberNamed(t, s.Topo, "b2"))
+			mod: func(t *testing.T, s *plan.Cluster) {
+				c := plan.LoginRefused(plantest.MemberNamed(t, s.Topo, "b2"))
 				c.LastTransitionTime = metav1.NewTime(plantest.T0.Add(-4 * time.Second))
 			},
-			step: loginWait, member: "b2", after: 6 * time.Second,
+			step: plan.LoginWait, member: "b2", after: 6 * time.Second,
 			message: "b2 refuses the operator's login: reported at 2026-11-29T11:59:56Z, acted on once it has held for 10s",
 		},
 		{
 			name: "a restart older than the period does not hold it",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "b2", locked),
-			mod: func(t *testing.T, s *scope) {
+			mod: func(t *testing.T, s *plan.Cluster) {
 				plantest.MemberNamed(t, s.Topo, "b2").Node.Spec.RestartedAt = plantest.T0.Add(-11 * time.Minute).Format(time.RFC3339)
 			},
-			step: loginRestart, member: "b2", after: plan.RequeueWait,
+			step: plan.LoginRestart, member: "b2", after: plan.RequeueWait,
 		},
 		{
 			name: "a replica waits while another replica of its shard is not in sync",
 			vc:   oneShard, fms: plantest.With(plantest.With(twoReplicas, "a2", locked), "a3", func(f *plantest.FakeMember) { f.LinkUp = false }),
-			step: loginWait, member: "a3", after: plan.RequeueWait,
+			step: plan.LoginWait, member: "a3", after: plan.RequeueWait,
 			message: "a2 refuses the operator's login: waiting for a3 to be back in sync before a2 restarts",
 		},
 		{
 			name: "a primary and a replica refuse: the replica's restart does not wait for the primary, whose only other replica is locked",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", locked), "b2", locked),
-			step: loginRestart, member: "b2", after: plan.RequeueWait,
+			step: plan.LoginRestart, member: "b2", after: plan.RequeueWait,
 		},
 		{
 			name: "a primary refuses and another of its replicas is in sync: the primary hands over first",
 			vc:   oneShard, fms: plantest.With(plantest.With(twoReplicas, "a", locked), "a2", locked),
-			step: loginFailover, member: "a", replica: "a3", after: plan.RequeueFast,
+			step: plan.LoginFailover, member: "a", replica: "a3", after: plan.RequeueFast,
 		},
 		{
 			name: "no replicas and no volume: the primary is not restarted",
 			vc:   noReplicas, fms: plantest.With(plantest.Without(plantest.HealthyThreeByOne(), "a2", "b2", "c2"), "b", locked),
-			step: loginWait, member: "b", after: plan.RequeueSteady,
+			step: plan.LoginWait, member: "b", after: plan.RequeueSteady,
 			message: "b refuses the operator's login: b serves shard 1 alone and keeps its data in memory only: " +
 				"a restart would lose the shard's data, so the operator does not restart it",
 		},
@@ -140,38 +140,38 @@ func TestPlanLoginRecovery(t *testing.T) {
 				s.Persistence = &v1alpha1.PersistenceSpec{Size: resource.MustParse("1Gi")}
 			},
 			fms:  plantest.With(plantest.Without(plantest.HealthyThreeByOne(), "a2", "b2", "c2"), "b", locked),
-			step: loginRestart, member: "b", after: plan.RequeueWait,
+			step: plan.LoginRestart, member: "b", after: plan.RequeueWait,
 		},
 		{
 			name: "a member nobody that answers knows: it is not restarted blind",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", locked), "b2", func(f *plantest.FakeMember) { f.Down = true }),
-			mod:  func(_ *testing.T, s *scope) { plantest.Unknown(s.Topo, "B") },
-			step: loginWait, member: "b", after: plan.RequeueWait,
+			mod:  func(_ *testing.T, s *plan.Cluster) { plantest.Unknown(s.Topo, "B") },
+			step: plan.LoginWait, member: "b", after: plan.RequeueWait,
 			message: "b refuses the operator's login: no member that answers knows whether b serves slots",
 		},
 		{
 			name: "a leaving member is left to its retirement",
 			fms:  plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b2", locked), "b2", func(f *plantest.FakeMember) { f.Leaving = true }),
-			step: loginNothing,
+			step: plan.LoginNothing,
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, plantest.Cluster(c.vc), c.fms)
+			s := plantest.ClusterFor(t, plantest.Cluster(c.vc), c.fms)
 			if c.mod != nil {
 				c.mod(t, s)
 			}
-			p := s.planLoginRecovery(10 * time.Minute)
+			p := s.PlanLoginRecovery(10 * time.Minute)
 			var member, replica string
-			if p.member != nil {
-				member = p.member.Name()
+			if p.Member != nil {
+				member = p.Member.Name()
 			}
-			if p.replica != nil {
-				replica = p.replica.Name()
+			if p.Replica != nil {
+				replica = p.Replica.Name()
 			}
-			if p.step != c.step || member != c.member || replica != c.replica || p.message != c.message || p.after != c.after {
+			if p.Step != c.step || member != c.member || replica != c.replica || p.Message != c.message || p.After != c.after {
 				t.Errorf("plan = %s %q %q %q after %s\nwant   %s %q %q %q after %s",
-					loginStepNames[p.step], member, replica, p.message, p.after,
+					loginStepNames[p.Step], member, replica, p.Message, p.After,
 					loginStepNames[c.step], c.member, c.replica, c.message, c.after)
 			}
 		})
