@@ -18,9 +18,10 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 )
 
-// Failback keeps the primaries where they survive (spec.primaryPlacement, placement.go):
-// each pass reads where the members run (their nodes from their ValkeyNodes, the
-// nodes' zones from the nodes' labels), plans the best primaries, reports the spread
+// Failback keeps the primaries where they survive (spec.primaryPlacement, planned in
+// internal/plan/placement.go): each pass reads where the members run (their nodes from
+// their ValkeyNodes, the nodes' zones from the nodes' labels), plans the best primaries,
+// reports the spread
 // (PrimariesSpread, status.shards[].primaryNode and primaryZone, metrics), and, when
 // nothing else changes the cluster, makes the plan's first move: one planned failover,
 // the same CLUSTER FAILOVER on a replica in sync that a roll makes.
@@ -159,7 +160,7 @@ func (s *scope) failbackBusy() string {
 	return ""
 }
 
-// reconcilePlacement makes failback's next move (planFailback): one planned failover
+// reconcilePlacement makes failback's next move (plan.PlanFailback): one planned failover
 // per pass, the same a roll makes, on a replica in sync for FailbackHold at least.
 func (r *Reconciler) reconcilePlacement(ctx context.Context, s *scope) (time.Duration, error) {
 	if s.Place == nil || s.Place.Plan.Holds() {

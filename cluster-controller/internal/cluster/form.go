@@ -130,7 +130,7 @@ func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration
 }
 
 // reconcileSlots gives a cluster whose servers serve no slot at all its slots: each
-// shard's primary gets its contiguous even share, all in one pass, when planEmpty says
+// shard's primary gets its contiguous even share, all in one pass, when plan.Cluster.PlanEmpty says
 // so (a new cluster, or one whose every server came back empty).
 func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duration, error) {
 	if !plan.Empty(s.Topo) {

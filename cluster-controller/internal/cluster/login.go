@@ -52,7 +52,7 @@ func (r *Reconciler) loginRecoveryPeriod() time.Duration {
 	return DefaultLoginRecoveryPeriod
 }
 
-// reconcileLoginRecovery carries out planLoginRecovery's step.
+// reconcileLoginRecovery carries out plan.Cluster.PlanLoginRecovery's step.
 func (r *Reconciler) reconcileLoginRecovery(ctx context.Context, s *scope) (time.Duration, error) {
 	p := s.PlanLoginRecovery(r.loginRecoveryPeriod())
 	switch p.Step {

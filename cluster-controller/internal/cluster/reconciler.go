@@ -1,6 +1,11 @@
 // Package cluster reconciles ValkeyClusters: it creates the members (ValkeyNodes), forms
 // the Valkey cluster, assigns and moves slots, keeps replicas following their shard's
 // primary, heals, rolls and scales, and reports it all in the cluster's status.
+//
+// It is the acting half: a pass reads the members and their servers into a scope, whose
+// plan.Cluster the planners of package plan judge (what to roll, scale, take over,
+// assign, move back); the phases here carry their plans out with the API server and the
+// servers, and write events, metrics and status.
 package cluster
 
 import (
@@ -80,7 +85,7 @@ type Reconciler struct {
 	Addr func(*v1alpha1.ValkeyNode) string
 	// NetworkPolicy holds the operator's defaults for the clusters' NetworkPolicies.
 	NetworkPolicy NetworkPolicyDefaults
-	// RestPeriod is how often a cluster at rest is looked at (rest.go); requeueSteady
+	// RestPeriod is how often a cluster at rest is looked at (rest.go); plan.RequeueSteady
 	// when zero.
 	RestPeriod time.Duration
 	// CreateBatch is the most members one pass creates (createBatch when zero): a large

@@ -16,7 +16,7 @@ import (
 // Requests users make through the ValkeyCluster's annotations (kubectl valkey failover,
 // restart, pause): the cluster-controller carries them out with its own machinery and
 // reports them in status, conditions and events; it never writes a user's annotation.
-// Restarts enter the members' specs (desiredSpec, restartedAt); pausing is in newScope;
+// Restarts enter the members' specs (plan.DesiredSpec, plan.RestartedAt); pausing is in newScope;
 // a failover request is here, answered in status.failover.
 
 // paused reports whether the cluster's annotations pause it.

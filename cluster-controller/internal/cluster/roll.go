@@ -33,7 +33,7 @@ func (r *Reconciler) reconcileStaleMembers(ctx context.Context, s *scope) (time.
 
 // reconcileRoll brings members whose pod must change (image, resources, non-live config,
 // containers, exporter, scheduling, grace period) in line with the spec, one shard at a
-// time, with at most one client-visible failover per shard. planRoll decides the step.
+// time, with at most one client-visible failover per shard. plan.Cluster.PlanRoll decides the step.
 func (r *Reconciler) reconcileRoll(ctx context.Context, s *scope) (time.Duration, error) {
 	p := s.PlanRoll()
 	switch p.Step {

@@ -30,7 +30,7 @@ const (
 // reconcileScale moves slots until every shard of the spec holds an even share and the
 // shards beyond the spec hold none, then retires what the spec no longer asks for:
 // members of removed shards, and surplus replicas (never a primary). Slots left open are
-// finished first; planScale decides the rest.
+// finished first; plan.Cluster.PlanScale decides the rest.
 func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duration, error) {
 	if s.ScaleHeld() {
 		return 0, nil

@@ -9,7 +9,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
-// legacyFailoverAt and legacyFailoverKind are the annotations in which earlier versions of
+// LegacyFailoverAt and LegacyFailoverKind are the annotations in which earlier versions of
 // the controller recorded a failover. A member that still carries them (a failover in
 // flight while the operator was upgraded) is read as if its status held them, and they
 // are removed when that failover is closed; they are never written.
@@ -71,7 +71,7 @@ func (c *Cluster) PlannedWindow() time.Duration {
 	return valkeyconf.ManualFailoverTimeout(c.VC.Spec.Config) + 2*time.Second
 }
 
-// ForcedWindow is how long a forced failover is awaited (see failoverWindow).
+// ForcedWindow is how long a forced failover is awaited (see FailoverWindow).
 func (c *Cluster) ForcedWindow() time.Duration {
 	return max(c.PlannedWindow(), 2*max(2*NodeTimeout(c.VC), 2*time.Second))
 }

@@ -87,7 +87,7 @@ func meetPending(a, m *Member) bool {
 // vote or the operator's takeover); no other member may be chosen over it, least of all
 // an empty one that came back in place of the lost primary. A shard that has no primary
 // yet (a new cluster, a new shard) gets the member that answers whose node keeps the
-// primaries spread (newPrimaries; the oldest with policy None): the replicas phase makes
+// primaries spread (NewPrimaries; the oldest with policy None): the replicas phase makes
 // the others follow it in the same pass, which settles the choice.
 func (c *Cluster) Candidate(sh int32) *Member {
 	if p := c.Topo.PrimaryOf(sh); p != nil {
@@ -108,7 +108,7 @@ func (c *Cluster) Candidate(sh int32) *Member {
 }
 
 // newPrimary is the member to become the first primary of shard sh, chosen once per
-// pass for every shard without a primary (newPrimaries).
+// pass for every shard without a primary (NewPrimaries).
 func (c *Cluster) newPrimary(sh int32) *Member {
 	if c.Place.First == nil {
 		candidates := map[int32][]string{}

@@ -34,7 +34,7 @@ type Takeover struct {
 // for the same slots if the old one still runs, so it needs one of two proofs:
 //   - the primary's process is gone (another server answers at its address): at once;
 //   - every member the operator reaches flags the primary as failing, none reaches it,
-//     and it has been silent for twice the node timeout plus takeoverMargin, in which
+//     and it has been silent for twice the node timeout plus TakeoverMargin, in which
 //     time Valkey's own failover would have happened had a majority of primaries voted.
 //
 // A member that still reaches the primary means a partition between it and the operator:
@@ -45,7 +45,7 @@ type Takeover struct {
 // vote cannot be won or was not: the replica claims the dead primary's slots with an
 // older config epoch than a voter knows for them (each voter refuses it, and only the
 // dead primary could have told the replica its newer epoch), or the primary has been
-// silent for longer than a forced failover is given to complete (forcedWindow) and its
+// silent for longer than a forced failover is given to complete (ForcedWindow) and its
 // replica still has not taken over. Without a proof of death the operator never takes
 // over while a majority could vote.
 func (c *Cluster) PlanTakeovers() []Takeover {

@@ -38,7 +38,7 @@ const (
 	LoginRestart
 )
 
-// LoginPlan is the recovery's next step, decided from the scope alone.
+// LoginPlan is the recovery's next step, decided from its input alone.
 type LoginPlan struct {
 	Step LoginStep
 	// Member refuses the operator's login; replica takes over from it (loginFailover).

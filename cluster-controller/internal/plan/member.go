@@ -37,7 +37,7 @@ func (m *Member) CannotRun() *metav1.Condition {
 	return nil
 }
 
-// clusterEmpty reports whether no slot is served by anyone: a cluster being formed.
+// Empty reports whether no slot is served by anyone: a cluster being formed.
 func Empty(t *Topology) bool { return t.CoveredSlots() == 0 }
 
 // PodCurrent reports whether the member's pod was built for the revision its spec holds

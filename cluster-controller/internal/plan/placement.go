@@ -17,8 +17,8 @@ import (
 // the loss of one Kubernetes node, or of one zone, takes as few primaries as possible.
 // It is pure: the input is the shards with their members (node, zone, role, in sync),
 // the output the primary each shard should have, the moves that lead there, in order,
-// and what does not hold; failback.go reads the cluster into it and carries the moves
-// out.
+// and what does not hold; NewPlacement reads the cluster into it, and the reconciler's
+// failback (internal/cluster/failback.go) carries the moves out.
 //
 // The rule, in order of importance (the score, compared field by field):
 //  1. no zone holds two primaries, or as few pairs of them as the zones allow;
@@ -468,7 +468,7 @@ func BestForSpread(shards []PlacedShard, shard int32, candidates []string) strin
 }
 
 // NewPrimaries picks the first primary of each shard that has none (a new cluster, a
-// new shard): for each shard of candidates in index order, bestForSpread among its
+// new shard): for each shard of candidates in index order, BestForSpread among its
 // candidates (in the caller's order of preference), given the primaries there are and
 // those picked before it.
 func NewPrimaries(shards []PlacedShard, candidates map[int32][]string) map[int32]string {
@@ -698,7 +698,7 @@ func (g *flowGraph) augment(s, t int) bool {
 	return true
 }
 
-// FailbackTiming holds the waits of planFailback.
+// FailbackTiming holds the waits of PlanFailback.
 type FailbackTiming struct {
 	// Hold is how long the member taking over must have been in sync.
 	Hold time.Duration
@@ -757,7 +757,7 @@ func PlanFailback(shards []PlacedShard, plan PlacementPlan, busy string, timing 
 	return FailbackPlan{Move: &m}
 }
 
-// placementView is what a pass knows of where the members run; nil with policy None.
+// Placement is what a pass knows of where the members run; nil with policy None.
 type Placement struct {
 	// Key is the topology key whose values are the zones.
 	Key string
@@ -771,17 +771,17 @@ type Placement struct {
 	Plan PlacementPlan
 	// Step is what failback did or waits for this pass (set by reconcilePlacement).
 	Step string
-	// First is the first primary chosen for each shard that has none (scope.newPrimary),
+	// First is the first primary chosen for each shard that has none (Cluster.Candidate),
 	// once per pass.
 	First map[int32]string
 }
 
 // VoteWindow is how long a shard's primary must have served before failback fails it
 // over: Valkey's primaries vote about one primary once per twice the node timeout, and
-// takeoverMargin covers the clocks.
+// TakeoverMargin covers the clocks.
 func (c *Cluster) VoteWindow() time.Duration { return 2*NodeTimeout(c.VC) + TakeoverMargin }
 
-// newPlacementView plans the spec's shards with the zones given (node to zone).
+// NewPlacement plans the spec's shards with the zones given (node to zone).
 func NewPlacement(c *Cluster, key string, zones map[string]string, unread []string) *Placement {
 	pv := &Placement{Key: key, Zones: zones, Unread: unread, Shards: c.PlacedShards(zones)}
 	pv.Plan = PlanPlacement(pv.Shards)

@@ -86,7 +86,7 @@ const (
 	RollFailover
 )
 
-// RollPlan is the roll's next step, decided from the scope alone.
+// RollPlan is the roll's next step, decided from its input alone.
 type RollPlan struct {
 	Step  RollStep
 	Shard int32
@@ -134,7 +134,7 @@ func (c *Cluster) NextShardToRoll() (int32, bool) {
 	return 0, false
 }
 
-// inPlace: members with volumes in StatefulSets are rolled in place, keeping their
+// InPlace: members with volumes in StatefulSets are rolled in place, keeping their
 // volume, when the shard has a replica to fail over to. Without replicas a replacement
 // keeps the shard's slots served during the roll.
 func (c *Cluster) InPlace() bool {

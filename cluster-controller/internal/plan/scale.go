@@ -32,7 +32,7 @@ const (
 	ScaleRetireSurplusReplicas
 )
 
-// ScalePlan is the scale phase's next step, decided from the scope alone.
+// ScalePlan is the scale phase's next step, decided from its input alone.
 type ScalePlan struct {
 	Step ScaleStep
 	// Moves are the slot moves, and slots the number of slots they carry.

@@ -39,7 +39,7 @@ func TestPlanScale(t *testing.T) {
 		vc   func(*v1alpha1.ValkeyClusterSpec)
 		fms  []plantest.FakeMember
 		mod  func(*plan.Cluster)
-		// hold: the phase does nothing at all, not even finish open slots (scaleHeld).
+		// hold: the phase does nothing at all, not even finish open slots (ScaleHeld).
 		hold    bool
 		step    plan.ScaleStep
 		moves   string // "from -> to: slots" joined by "; "

@@ -90,7 +90,7 @@ func TestConfigKeysNormalised(t *testing.T) {
 
 // TestNodeSpecFieldsClassified: every field of ValkeyNodeSpec (every field of a struct
 // pointer classified by its fields, as Persistence) is rolled, live or ignored, exactly
-// once, and diffSpec answers for a change of it as its class says.
+// once, and DiffSpec answers for a change of it as its class says.
 func TestNodeSpecFieldsClassified(t *testing.T) {
 	class := map[string]string{}
 	changes := map[string]changeOf{}
@@ -121,7 +121,7 @@ func TestNodeSpecFieldsClassified(t *testing.T) {
 	for _, f := range plan.PodShapingFields {
 		shaping = append(shaping, f.Path)
 	}
-	// RestartedAt rolls only when it is later than the member's (restartRequested).
+	// RestartedAt rolls only when it is later than the member's (RestartRequested).
 	shaping = append(shaping, "RestartedAt")
 	var rolled []string
 	for _, c := range rolledFields {
@@ -217,9 +217,9 @@ type changeOf struct {
 
 // Every field of ValkeyNodeSpec is in exactly one of these lists: what a change of it
 // needs on a running member. A field added to the spec fails TestNodeSpecFieldsClassified
-// until it is classified here (and, for a pod-shaping field, in podShapingFields).
+// until it is classified here (and, for a pod-shaping field, in PodShapingFields).
 var (
-	// rolledFields need a new pod: diffSpec reports roll.
+	// rolledFields need a new pod: DiffSpec reports Roll.
 	rolledFields = []changeOf{
 		{"WorkloadType", func(s *v1alpha1.ValkeyNodeSpec) { s.WorkloadType = v1alpha1.WorkloadDeployment }},
 		{"Image", func(s *v1alpha1.ValkeyNodeSpec) { s.Image = "valkey/valkey:9.1.2" }},
@@ -244,7 +244,7 @@ var (
 		// A restart requested later than the member's pod (kubectl valkey restart).
 		{"RestartedAt", func(s *v1alpha1.ValkeyNodeSpec) { s.RestartedAt = "2026-12-01T17:00:00Z" }},
 	}
-	// liveFields are applied on the running server or volume: diffSpec reports live only.
+	// liveFields are applied on the running server or volume: DiffSpec reports Live only.
 	// Config is live key by key: a key the server does not take with CONFIG SET rolls
 	// (TestDiffSpec).
 	liveFields = []changeOf{
@@ -254,7 +254,7 @@ var (
 		// a change reaches every member without a new pod.
 		{"Persistence.ReclaimPolicy", func(s *v1alpha1.ValkeyNodeSpec) { s.Persistence.ReclaimPolicy = v1alpha1.ReclaimDelete }},
 	}
-	// ignoredFields are never compared: diffSpec reports nothing.
+	// ignoredFields are never compared: DiffSpec reports nothing.
 	ignoredFields = []changeOf{
 		// Bookkeeping: fixed at creation, or the roll's own authorisation.
 		{"ClusterName", func(s *v1alpha1.ValkeyNodeSpec) { s.ClusterName = "other" }},
