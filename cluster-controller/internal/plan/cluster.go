@@ -3,9 +3,10 @@ package plan
 import (
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Cluster is the planners' input: the spec one pass applies and the cluster as its

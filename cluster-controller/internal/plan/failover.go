@@ -60,6 +60,7 @@ func (c *Cluster) FailoverWindow(m *Member) time.Duration {
 	return c.PlannedWindow()
 }
 
+// FailoverRequestedAt is when the failover recorded on m was asked for, if one is.
 func FailoverRequestedAt(m *Member) (time.Time, bool) {
 	f, ok := FailoverRecord(m)
 	return f.RequestedAt.Time, ok

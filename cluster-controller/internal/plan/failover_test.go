@@ -4,10 +4,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestFailoverPendingIsPerShard: once any replica of a shard was asked to take over, no

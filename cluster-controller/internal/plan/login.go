@@ -6,9 +6,10 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // LoginRefusalSettle is how long a member's OperatorLoginRefused must have been True

@@ -259,6 +259,7 @@ func (t *Topology) MayBeMember(id string) bool {
 	return false
 }
 
+// ShortID is the first 8 characters of a node ID, as messages give it.
 func ShortID(id string) string {
 	if len(id) > 8 {
 		return id[:8]

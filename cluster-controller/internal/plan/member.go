@@ -1,14 +1,16 @@
 package plan
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkeyconf"
 	"github.com/valkey-operator/valkey-operator/valkeyconf/redact"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// SlotCount is the number of hash slots of a Valkey cluster.
 const SlotCount = valkey.SlotCount
 
 // Gone reports whether a member's pod is dead for good: with workloadType Pod nothing

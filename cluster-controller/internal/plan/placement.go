@@ -8,9 +8,10 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Primary placement decides which member of each shard should be its primary so that

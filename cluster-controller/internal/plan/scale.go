@@ -44,6 +44,7 @@ type ScalePlan struct {
 	Reason, Message string
 }
 
+// Retirement is a member the scale phase retires, and why.
 type Retirement struct {
 	Member *Member
 	Why    string

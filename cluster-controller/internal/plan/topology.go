@@ -133,6 +133,7 @@ type Topology struct {
 	IgnoreServerDown bool
 }
 
+// NewTopology builds the topology of members (sorted oldest first) as seen at now.
 func NewTopology(members []*Member, now time.Time) *Topology {
 	t := &Topology{Members: members, Shards: map[int32][]*Member{}, Now: now}
 	sort.SliceStable(members, func(i, j int) bool { return membership.Older(members[i].Node, members[j].Node) })
@@ -287,7 +288,7 @@ func slotsOf(n valkey.ClusterNode) string {
 	return valkey.FormatRanges(valkey.NormalizeRanges(n.Slots))
 }
 
-// known reports whether every reachable member knows every other reachable member.
+// Formed reports whether every reachable member knows every other reachable member.
 func (t *Topology) Formed() bool {
 	r := t.Reachable()
 	for _, a := range r {
