@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
-	"github.com/valkey-operator/valkey-operator/valkeyconf/redact"
 )
 
 // Member causes on the cluster. The node-controller reports each member's problems on
@@ -35,12 +35,6 @@ import (
 // event per reason is kept in memory and, the first time a process sees a cluster, read
 // from the cluster's events in the API, so a restarted controller does not tell again
 // what it told before.
-
-// memberMessage is a member's condition message as this controller repeats it, in the
-// cluster's conditions and events: with the secrets a server may have quoted removed.
-// The node-controller removes them from what it copies from a pod; this removes them
-// again, for a member status written by an older node-controller.
-func memberMessage(c *metav1.Condition) string { return redact.Text(c.Message) }
 
 // causeSettle is how long a cause keeps its members before it is told.
 const causeSettle = 5 * time.Second
@@ -90,7 +84,7 @@ func (c memberCause) note() string {
 		more = fmt.Sprintf(" and %d more", len(names)-maxNamedMembers)
 		names = names[:maxNamedMembers]
 	}
-	return fmt.Sprintf("%s: %d %s (%s%s): %s", c.reason, len(c.members), what, strings.Join(names, ", "), more, truncate(c.message, 400))
+	return fmt.Sprintf("%s: %d %s (%s%s): %s", c.reason, len(c.members), what, strings.Join(names, ", "), more, plan.Truncate(c.message, 400))
 }
 
 // memberCauses collects the causes of the members (pure), in reason order. Members
@@ -100,7 +94,7 @@ func memberCauses(nodes []*v1alpha1.ValkeyNode) []memberCause {
 	add := func(reason string, vn *v1alpha1.ValkeyNode, c *metav1.Condition) {
 		mc := by[reason]
 		if mc == nil {
-			mc = &memberCause{reason: reason, message: memberMessage(c)}
+			mc = &memberCause{reason: reason, message: plan.MemberMessage(c)}
 			by[reason] = mc
 		}
 		mc.members = append(mc.members, vn.Name)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 )
 
 // The members' causes as a user reads them on the ValkeyCluster (the real API server's
@@ -102,9 +103,9 @@ var _ = Describe("Member causes on the cluster's events", Ordered, func() {
 	It("tells a blocked roll once", func() {
 		blocked := metav1.Condition{Type: v1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRollBlocked,
 			Message: "shard 1: the roll is blocked: successor ev-f cannot run (ImagePullBackOff: the pod does not run); the old members keep serving"}
-		s := &scope{vc: vc.DeepCopy()}
+		s := &scope{Cluster: plan.Cluster{VC: vc.DeepCopy()}}
 		r.warnOnTransitions(s, []metav1.Condition{blocked})
-		s.vc.Status.Conditions = []metav1.Condition{blocked} // what the next pass reads
+		s.VC.Status.Conditions = []metav1.Condition{blocked} // what the next pass reads
 		r.warnOnTransitions(s, []metav1.Condition{blocked})
 		Eventually(func() []string { return told(v1alpha1.ReasonRollBlocked) }).Should(ConsistOf(HavePrefix("shard 1: the roll is blocked")))
 		Consistently(func() []string { return told(v1alpha1.ReasonRollBlocked) }).WithTimeout(2 * time.Second).Should(HaveLen(1))

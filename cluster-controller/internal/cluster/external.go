@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -23,9 +22,9 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/api/validation"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
-	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
 // External access (spec.externalAccess): every member gets a Service of its own, created
@@ -53,48 +52,23 @@ const (
 	keyPreferredType = "cluster-preferred-endpoint-type"
 )
 
-// external is what a pass knows of one member's external address.
-type external struct {
-	// host and port clients reach the member at ("" while pending).
-	host string
-	port int
-	// hostname from the template, announced instead of the address when set.
-	hostname string
-	// pending says why there is no address yet.
-	pending string
-	// announced: the member's server announces it (CONFIG GET agrees).
-	announced bool
-}
-
-// address is "host:port" as clients use it: the hostname when there is one.
-func (e *external) address() string {
-	if e == nil || e.host == "" {
-		return ""
-	}
-	h := e.host
-	if e.hostname != "" {
-		h = e.hostname
-	}
-	return net.JoinHostPort(h, strconv.Itoa(e.port))
-}
-
 // externalLabels are the labels of a member's Service.
-func externalLabels(vc *v1alpha1.ValkeyCluster, m *member) map[string]string {
+func externalLabels(vc *v1alpha1.ValkeyCluster, m *plan.Member) map[string]string {
 	l := map[string]string{}
 	if vc.Spec.ExternalAccess != nil {
 		maps.Copy(l, vc.Spec.ExternalAccess.Labels)
 	}
-	maps.Copy(l, v1alpha1.ShardLabels(vc.Name, m.shard()))
-	l[v1alpha1.LabelNode] = m.name()
+	maps.Copy(l, v1alpha1.ShardLabels(vc.Name, m.Shard()))
+	l[v1alpha1.LabelNode] = m.Name()
 	l[v1alpha1.LabelComponent] = componentExternal
 	return l
 }
 
 // externalService is the Service the spec asks for a member.
-func externalService(vc *v1alpha1.ValkeyCluster, m *member) *corev1ac.ServiceApplyConfiguration {
+func externalService(vc *v1alpha1.ValkeyCluster, m *plan.Member) *corev1ac.ServiceApplyConfiguration {
 	e := vc.Spec.ExternalAccess
 	selector := v1alpha1.ClusterLabels(vc.Name)
-	selector[v1alpha1.LabelNode] = m.name()
+	selector[v1alpha1.LabelNode] = m.Name()
 	spec := corev1ac.ServiceSpec().
 		WithType(corev1.ServiceType(e.Type)).
 		WithSelector(selector).
@@ -110,10 +84,10 @@ func externalService(vc *v1alpha1.ValkeyCluster, m *member) *corev1ac.ServiceApp
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	if h := e.Hostname(m.name(), vc.Name, vc.Namespace); h != "" {
+	if h := e.Hostname(m.Name(), vc.Name, vc.Namespace); h != "" {
 		annotations[v1alpha1.AnnotationExternalDNSHostname] = h
 	}
-	svc := corev1ac.Service(v1alpha1.ExternalServiceName(m.name()), vc.Namespace).
+	svc := corev1ac.Service(v1alpha1.ExternalServiceName(m.Name()), vc.Namespace).
 		WithLabels(externalLabels(vc, m)).WithOwnerReferences(ownerRef(vc)).WithSpec(spec)
 	b, _ := json.Marshal(struct {
 		A map[string]string
@@ -128,7 +102,7 @@ func externalService(vc *v1alpha1.ValkeyCluster, m *member) *corev1ac.ServiceApp
 // and announces it on the member's server; with external access off it removes the
 // Services and the announcements.
 func (r *Reconciler) reconcileExternal(ctx context.Context, s *scope) (time.Duration, error) {
-	vc := s.vc
+	vc := s.VC
 	on := vc.Spec.ExternalAccessEnabled()
 	var list corev1.ServiceList
 	sel := v1alpha1.ClusterLabels(vc.Name)
@@ -142,8 +116,8 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *scope) (time.Dura
 	}
 	wanted := map[string]bool{}
 	if on {
-		for _, m := range s.topo.members {
-			name := v1alpha1.ExternalServiceName(m.name())
+		for _, m := range s.Topo.Members {
+			name := v1alpha1.ExternalServiceName(m.Name())
 			wanted[name] = true
 			cfg := externalService(vc, m)
 			hash := cfg.Annotations[annotationExternalHash]
@@ -154,7 +128,7 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *scope) (time.Dura
 				return 0, err
 			}
 			if have[name] == nil {
-				r.event(vc, nil, eventNormal, "ExternalServiceCreated", "Create", "created Service %s for member %s", name, m.name())
+				r.event(vc, nil, eventNormal, "ExternalServiceCreated", "Create", "created Service %s for member %s", name, m.Name())
 			}
 		}
 	}
@@ -166,9 +140,9 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *scope) (time.Dura
 			return 0, fmt.Errorf("delete Service %s: %w", name, err)
 		}
 	}
-	for _, m := range s.topo.members {
+	for _, m := range s.Topo.Members {
 		if on {
-			m.external = r.externalAddress(ctx, s, m, have[v1alpha1.ExternalServiceName(m.name())])
+			m.External = r.externalAddress(ctx, s, m, have[v1alpha1.ExternalServiceName(m.Name())])
 		}
 		if err := r.announce(ctx, s, m); err != nil {
 			return 0, err
@@ -179,44 +153,44 @@ func (r *Reconciler) reconcileExternal(ctx context.Context, s *scope) (time.Dura
 
 // externalAddress reads where clients reach member m from its Service (nil: not read
 // back yet, as it was created this pass).
-func (r *Reconciler) externalAddress(ctx context.Context, s *scope, m *member, svc *corev1.Service) *external {
-	e := &external{hostname: s.vc.Spec.ExternalAccess.Hostname(m.name(), s.vc.Name, s.vc.Namespace)}
+func (r *Reconciler) externalAddress(ctx context.Context, s *scope, m *plan.Member, svc *corev1.Service) *plan.External {
+	e := &plan.External{Hostname: s.VC.Spec.ExternalAccess.Hostname(m.Name(), s.VC.Name, s.VC.Namespace)}
 	if svc == nil || len(svc.Spec.Ports) == 0 {
-		e.pending = "its Service is being created"
+		e.Pending = "its Service is being created"
 		return e
 	}
-	switch s.vc.Spec.ExternalAccessType() {
+	switch s.VC.Spec.ExternalAccessType() {
 	case v1alpha1.ExternalAccessLoadBalancer:
 		for _, in := range svc.Status.LoadBalancer.Ingress {
 			switch {
 			case in.IP != "":
-				e.host = in.IP
-			case in.Hostname != "" && e.hostname == "":
+				e.Host = in.IP
+			case in.Hostname != "" && e.Hostname == "":
 				// A load balancer known by name only (AWS): the name is announced.
-				e.host, e.hostname = in.Hostname, in.Hostname
+				e.Host, e.Hostname = in.Hostname, in.Hostname
 			}
-			if e.host != "" {
+			if e.Host != "" {
 				break
 			}
 		}
-		e.port = int(svc.Spec.Ports[0].Port)
-		if e.host == "" {
-			e.pending = fmt.Sprintf("Service %s has no load-balancer address yet", svc.Name)
+		e.Port = int(svc.Spec.Ports[0].Port)
+		if e.Host == "" {
+			e.Pending = fmt.Sprintf("Service %s has no load-balancer address yet", svc.Name)
 		}
 	case v1alpha1.ExternalAccessNodePort:
-		e.port = int(svc.Spec.Ports[0].NodePort)
-		if v := m.liveVersion(); !v.AtLeast(validation.NodePortMinimum.Major, validation.NodePortMinimum.Minor) {
-			e.pending = fmt.Sprintf("its server runs Valkey %s: %s", v, validation.NodePortUnsupported)
+		e.Port = int(svc.Spec.Ports[0].NodePort)
+		if v := m.LiveVersion(); !v.AtLeast(validation.NodePortMinimum.Major, validation.NodePortMinimum.Minor) {
+			e.Pending = fmt.Sprintf("its server runs Valkey %s: %s", v, validation.NodePortUnsupported)
 			return e
 		}
-		host, why := r.nodeAddress(ctx, m.node.Status.NodeName)
+		host, why := r.nodeAddress(ctx, m.Node.Status.NodeName)
 		if host == "" {
-			e.pending = why
+			e.Pending = why
 			return e
 		}
-		e.host = host
-		if e.port == 0 {
-			e.host, e.pending = "", fmt.Sprintf("Service %s has no node port yet", svc.Name)
+		e.Host = host
+		if e.Port == 0 {
+			e.Host, e.Pending = "", fmt.Sprintf("Service %s has no node port yet", svc.Name)
 		}
 	}
 	return e
@@ -250,25 +224,25 @@ func (r *Reconciler) nodeAddress(ctx context.Context, name string) (string, stri
 
 // announceWanted returns the client-facing announce keys member m should run with: its
 // external address, or the defaults when it has none to announce.
-func announceWanted(m *member, e *external) map[string]string {
+func announceWanted(m *plan.Member, e *plan.External) map[string]string {
 	want := map[string]string{keyClientIPv4: "", keyHostname: "", keyPreferredType: "ip"}
-	nine := m.liveVersion().AtLeast(9, 0)
+	nine := m.LiveVersion().AtLeast(9, 0)
 	if nine {
 		want[keyClientPort], want[keyClientTLSPort] = "0", "0"
 	}
-	if e == nil || e.host == "" || e.pending != "" {
+	if e == nil || e.Host == "" || e.Pending != "" {
 		return want
 	}
-	if ip, err := netip.ParseAddr(e.host); err == nil && ip.Is4() {
-		want[keyClientIPv4] = e.host
+	if ip, err := netip.ParseAddr(e.Host); err == nil && ip.Is4() {
+		want[keyClientIPv4] = e.Host
 	}
-	if e.hostname != "" {
-		want[keyHostname] = e.hostname
+	if e.Hostname != "" {
+		want[keyHostname] = e.Hostname
 		want[keyPreferredType] = "hostname"
 	}
-	if nine && e.port != valkeyconn.Port {
+	if nine && e.Port != valkeyconn.Port {
 		// With TLS the client port is the TLS one: both carry the node port.
-		want[keyClientPort], want[keyClientTLSPort] = strconv.Itoa(e.port), strconv.Itoa(e.port)
+		want[keyClientPort], want[keyClientTLSPort] = strconv.Itoa(e.Port), strconv.Itoa(e.Port)
 	}
 	return want
 }
@@ -276,25 +250,25 @@ func announceWanted(m *member, e *external) map[string]string {
 // announce brings member m's announce keys in line with its external address. Without
 // external access it asks the server only when the member announced an address before
 // (its status says so), so a cluster that never used it sees no command of this.
-func (r *Reconciler) announce(ctx context.Context, s *scope, m *member) error {
-	if !m.reachable || m.leaving() && m.external == nil {
+func (r *Reconciler) announce(ctx context.Context, s *scope, m *plan.Member) error {
+	if !m.Reachable || m.Leaving() && m.External == nil {
 		return nil
 	}
-	if m.external == nil && m.node.Status.ExternalAddress == "" {
+	if m.External == nil && m.Node.Status.ExternalAddress == "" {
 		return nil
 	}
-	want := announceWanted(m, m.external)
+	want := announceWanted(m, m.External)
 	c, err := r.client(ctx, s, m)
 	if err != nil {
 		return err
 	}
 	have, err := c.ConfigGet(ctx, "cluster-announce-*")
 	if err != nil {
-		return fmt.Errorf("read the announced address of %s: %w", m.name(), err)
+		return fmt.Errorf("read the announced address of %s: %w", m.Name(), err)
 	}
 	pref, err := c.ConfigGet(ctx, keyPreferredType)
 	if err != nil {
-		return fmt.Errorf("read the announced address of %s: %w", m.name(), err)
+		return fmt.Errorf("read the announced address of %s: %w", m.Name(), err)
 	}
 	maps.Copy(have, pref)
 	diff := map[string]string{}
@@ -305,73 +279,48 @@ func (r *Reconciler) announce(ctx context.Context, s *scope, m *member) error {
 	}
 	if len(diff) > 0 {
 		if err := c.ConfigSet(ctx, diff); err != nil {
-			return fmt.Errorf("announce the external address of %s: %w", m.name(), err)
+			return fmt.Errorf("announce the external address of %s: %w", m.Name(), err)
 		}
 		what := "its pod address only"
-		if a := m.external.address(); a != "" && m.external.pending == "" {
+		if a := m.External.Address(); a != "" && m.External.Pending == "" {
 			what = a
 		}
-		r.event(s.vc, m.node, eventNormal, "ExternalAddressAnnounced", "Announce", "member %s announces %s to clients (%s)",
-			m.name(), what, strings.Join(slices.Sorted(maps.Keys(diff)), ", "))
+		r.event(s.VC, m.Node, eventNormal, "ExternalAddressAnnounced", "Announce", "member %s announces %s to clients (%s)",
+			m.Name(), what, strings.Join(slices.Sorted(maps.Keys(diff)), ", "))
 	}
-	if m.external != nil && m.external.pending == "" && m.external.host != "" {
-		m.external.announced = true
+	if m.External != nil && m.External.Pending == "" && m.External.Host != "" {
+		m.External.Announced = true
 	}
-	if m.external == nil {
-		m.announceReset = true
+	if m.External == nil {
+		m.AnnounceReset = true
 	}
 	return nil
 }
 
-// externalReady reports whether member m may be introduced to the cluster: without
-// external access always; with it once it announces its external address.
-func (s *scope) externalReady(m *member) bool {
-	return !s.vc.Spec.ExternalAccessEnabled() || m.external != nil && m.external.announced
-}
-
-// externalPending lists the members (not leaving) that have no announced external address.
-func (s *scope) externalPending() []string {
-	if !s.vc.Spec.ExternalAccessEnabled() {
-		return nil
-	}
-	var out []string
-	for _, m := range s.topo.members {
-		if m.leaving() || s.externalReady(m) {
-			continue
-		}
-		why := "its server does not answer"
-		if m.external != nil && m.external.pending != "" {
-			why = m.external.pending
-		}
-		out = append(out, m.name()+": "+why)
-	}
-	return out
-}
-
 // externalCondition is ExternalAddressPending: True while a member waits for its address.
 func externalCondition(s *scope, gen int64) metav1.Condition {
-	if !s.vc.Spec.ExternalAccessEnabled() {
+	if !s.VC.Spec.ExternalAccessEnabled() {
 		return conditions.New(v1alpha1.ConditionExternalAddressPending, false, v1alpha1.ReasonExternalAccessOff,
 			"spec.externalAccess is off: members announce their pod addresses", gen)
 	}
-	if p := s.externalPending(); len(p) > 0 {
+	if p := s.ExternalPending(); len(p) > 0 {
 		return conditions.New(v1alpha1.ConditionExternalAddressPending, true, v1alpha1.ReasonAddressPending,
 			fmt.Sprintf("%d members have no external address yet: %s", len(p), strings.Join(p, "; ")), gen)
 	}
-	if u := s.externalUnseen(); len(u) > 0 {
+	if u := s.ExternalUnseen(); len(u) > 0 {
 		return conditions.New(v1alpha1.ConditionExternalAddressPending, true, v1alpha1.ReasonAddressNotPropagated,
 			fmt.Sprintf("%d members' external addresses are not known to every member yet: %s", len(u), strings.Join(u, "; ")), gen)
 	}
 	return conditions.New(v1alpha1.ConditionExternalAddressPending, false, v1alpha1.ReasonAddressesAnnounced,
-		fmt.Sprintf("every member announces its %s address", s.vc.Spec.ExternalAccessType()), gen)
+		fmt.Sprintf("every member announces its %s address", s.VC.Spec.ExternalAccessType()), gen)
 }
 
 // seedEndpoints are the announced external addresses of the members that serve slots.
 func seedEndpoints(s *scope) []string {
 	var out []string
-	for _, m := range s.topo.members {
-		if m.external != nil && m.external.announced && !m.leaving() && m.isPrimary() && len(m.slots()) > 0 {
-			out = append(out, m.external.address())
+	for _, m := range s.Topo.Members {
+		if m.External != nil && m.External.Announced && !m.Leaving() && m.IsPrimary() && len(m.Slots()) > 0 {
+			out = append(out, m.External.Address())
 		}
 	}
 	slices.Sort(out)
@@ -381,17 +330,17 @@ func seedEndpoints(s *scope) []string {
 // memberExternalAddress is the address member m's status reports: the announced one; the
 // one reported before while this pass could not tell (its server did not answer, or
 // external access was turned off and the server does not announce its pod address yet).
-func memberExternalAddress(s *scope, m *member) string {
+func memberExternalAddress(s *scope, m *plan.Member) string {
 	switch {
-	case !s.vc.Spec.ExternalAccessEnabled() && m.announceReset:
+	case !s.VC.Spec.ExternalAccessEnabled() && m.AnnounceReset:
 		return ""
-	case !s.vc.Spec.ExternalAccessEnabled():
+	case !s.VC.Spec.ExternalAccessEnabled():
 		// Kept until the server is back to its pod address: the next pass asks again.
-		return m.node.Status.ExternalAddress
-	case m.external != nil && m.external.announced:
-		return m.external.address()
-	case !m.reachable:
-		return m.node.Status.ExternalAddress
+		return m.Node.Status.ExternalAddress
+	case m.External != nil && m.External.Announced:
+		return m.External.Address()
+	case !m.Reachable:
+		return m.Node.Status.ExternalAddress
 	}
 	return ""
 }
@@ -404,101 +353,4 @@ func announcedBefore(nodes []*v1alpha1.ValkeyNode) bool {
 		}
 	}
 	return false
-}
-
-// clientView rewrites, in every member's CLUSTER NODES, the address a member announces to
-// clients back to its pod address. A server shows the client-facing address (the
-// announced client IPv4 and port) to every client, the operator included, while the
-// members reach each other at the pod addresses: the topology is about the latter.
-func clientView(members []*member) {
-	type pod struct {
-		ip   string
-		port int
-	}
-	announced := map[string]map[string]pod{} // node ID -> announced "ip:port" -> pod address
-	add := func(id, addr string, m *member) {
-		_, port, err := m.hostPort()
-		if id == "" || addr == "" || m.ip() == "" || err != nil {
-			return
-		}
-		if announced[id] == nil {
-			announced[id] = map[string]pod{}
-		}
-		announced[id][addr] = pod{m.ip(), port}
-	}
-	for _, m := range members {
-		if m.reachable && m.self.IP != "" && m.self.IP != m.ip() {
-			add(m.self.ID, m.self.Addr(), m)
-		}
-		if a := m.node.Status.ExternalAddress; a != "" {
-			add(m.node.Status.NodeID, a, m)
-		}
-	}
-	if len(announced) == 0 {
-		return
-	}
-	markUnseen(members)
-	fix := func(n *valkey.ClusterNode) {
-		if p, ok := announced[n.ID][n.Addr()]; ok {
-			n.IP, n.Port = p.ip, p.port
-		}
-	}
-	for _, m := range members {
-		for i := range m.view {
-			fix(&m.view[i])
-		}
-		fix(&m.self)
-	}
-}
-
-// markUnseen records, on every member that announces a client address of its own (its
-// own line of CLUSTER NODES shows another address than its pod's, or a hostname), the
-// members whose view shows it otherwise. Valkey spreads an announced address by gossip,
-// from the member itself: until a member has heard it, the member redirects clients to
-// the pod address.
-func markUnseen(members []*member) {
-	byID := map[string]*member{}
-	for _, m := range members {
-		m.unseenBy = nil
-		if m.reachable && m.self.ID != "" && (m.self.IP != "" && m.self.IP != m.ip() || m.self.Hostname != "") {
-			byID[m.self.ID] = m
-		}
-	}
-	for _, v := range members {
-		if !v.reachable {
-			continue
-		}
-		for _, n := range v.view {
-			p, ok := byID[n.ID]
-			if !ok || p == v || n.Myself || n.Handshake || n.NoAddr {
-				continue
-			}
-			if n.Addr() != p.self.Addr() || n.Hostname != p.self.Hostname {
-				p.unseenBy = append(p.unseenBy, v.name())
-			}
-		}
-	}
-}
-
-// externalKnown reports whether every member knows member m and shows it at its
-// announced external address, so that no redirection or slot map names its pod address:
-// always without external access.
-func (s *scope) externalKnown(m *member) bool {
-	return !s.vc.Spec.ExternalAccessEnabled() || len(m.unseenBy) == 0 && s.topo.formedWith(m)
-}
-
-// externalUnseen lists the members (not leaving) whose announced address some members do
-// not show yet.
-func (s *scope) externalUnseen() []string {
-	if !s.vc.Spec.ExternalAccessEnabled() {
-		return nil
-	}
-	var out []string
-	for _, m := range s.topo.members {
-		if m.leaving() || !s.externalReady(m) || s.externalKnown(m) {
-			continue
-		}
-		out = append(out, fmt.Sprintf("%s: %s not known to %s yet", m.name(), m.external.address(), strings.Join(m.unseenBy, ", ")))
-	}
-	return out
 }

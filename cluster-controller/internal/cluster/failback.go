@@ -14,12 +14,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 )
 
-// Failback keeps the primaries where they survive (spec.primaryPlacement, placement.go):
-// each pass reads where the members run (their nodes from their ValkeyNodes, the
-// nodes' zones from the nodes' labels), plans the best primaries, reports the spread
+// Failback keeps the primaries where they survive (spec.primaryPlacement, planned in
+// internal/plan/placement.go): each pass reads where the members run (their nodes from
+// their ValkeyNodes, the nodes' zones from the nodes' labels), plans the best primaries,
+// reports the spread
 // (PrimariesSpread, status.shards[].primaryNode and primaryZone, metrics), and, when
 // nothing else changes the cluster, makes the plan's first move: one planned failover,
 // the same CLUSTER FAILOVER on a replica in sync that a roll makes.
@@ -31,25 +33,6 @@ const DefaultFailbackHold = 10 * time.Second
 // are read again: zones do not change under running pods, and a node's labels cost a
 // request to the API server (no node informer: the operator lists no nodes).
 const nodeLabelsTTL = time.Minute
-
-// placementView is what a pass knows of where the members run; nil with policy None.
-type placementView struct {
-	// key is the topology key whose values are the zones.
-	key string
-	// zones maps a Kubernetes node to its zone ("" for none).
-	zones map[string]string
-	// unread names the nodes whose labels could not be read, with why.
-	unread []string
-	// shards are the shards of the spec as the planner sees them.
-	shards []placedShard
-	// plan is the planner's verdict on them.
-	plan placementPlan
-	// step is what failback did or waits for this pass (set by reconcilePlacement).
-	step string
-	// first is the first primary chosen for each shard that has none (scope.newPrimary),
-	// once per pass.
-	first map[int32]string
-}
 
 // nodeLabels is a node's labels as last read, and when.
 type nodeLabels struct {
@@ -63,29 +46,29 @@ type nodeLabelCache struct{ m sync.Map }
 
 // observePlacement reads the zones of the members' nodes and plans the primaries of the
 // spec's shards, or returns nil when the policy is None.
-func (r *Reconciler) observePlacement(ctx context.Context, s *scope) *placementView {
-	if s.vc.Spec.PlacementPolicy() != v1alpha1.PrimaryPlacementSpread {
+func (r *Reconciler) observePlacement(ctx context.Context, s *scope) *plan.Placement {
+	if s.VC.Spec.PlacementPolicy() != v1alpha1.PrimaryPlacementSpread {
 		return nil
 	}
-	key := s.vc.Spec.PlacementTopologyKey()
+	key := s.VC.Spec.PlacementTopologyKey()
 	zones := map[string]string{}
 	var unread []string
-	for _, m := range s.topo.members {
-		n := m.node.Status.NodeName
-		if _, done := zones[n]; done || n == "" || !m.reachable {
+	for _, m := range s.Topo.Members {
+		n := m.Node.Status.NodeName
+		if _, done := zones[n]; done || n == "" || !m.Reachable {
 			continue
 		}
-		zone, err := r.zoneOf(ctx, n, key, s.topo.now)
+		zone, err := r.zoneOf(ctx, n, key, s.Topo.Now)
 		zones[n] = zone
 		if err != "" {
 			unread = append(unread, fmt.Sprintf("%s (%s)", n, err))
 		}
 	}
 	sort.Strings(unread)
-	pv := newPlacementView(s, key, zones, unread)
+	pv := plan.NewPlacement(&s.Cluster, key, zones, unread)
 	ages := r.primaryAges(s)
-	for i := range pv.shards {
-		pv.shards[i].primaryFor = ages[pv.shards[i].index]
+	for i := range pv.Shards {
+		pv.Shards[i].PrimaryFor = ages[pv.Shards[i].Index]
 	}
 	return pv
 }
@@ -101,36 +84,24 @@ type primarySeen struct {
 // operator, which forgets) counts from now.
 func (r *Reconciler) primaryAges(s *scope) map[int32]time.Duration {
 	var prev map[int32]primarySeen
-	if v, ok := r.primariesSeen.Load(s.vc.UID); ok {
+	if v, ok := r.primariesSeen.Load(s.VC.UID); ok {
 		prev = v.(map[int32]primarySeen)
 	}
 	seen := map[int32]primarySeen{}
 	ages := map[int32]time.Duration{}
-	for sh := int32(0); sh < s.shards(); sh++ {
-		p := s.topo.primaryOf(sh)
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		p := s.Topo.PrimaryOf(sh)
 		if p == nil {
 			continue
 		}
-		ps := primarySeen{name: p.name(), since: s.topo.now}
+		ps := primarySeen{name: p.Name(), since: s.Topo.Now}
 		if old, ok := prev[sh]; ok && old.name == ps.name {
 			ps = old
 		}
-		seen[sh], ages[sh] = ps, s.topo.now.Sub(ps.since)
+		seen[sh], ages[sh] = ps, s.Topo.Now.Sub(ps.since)
 	}
-	r.primariesSeen.Store(s.vc.UID, seen)
+	r.primariesSeen.Store(s.VC.UID, seen)
 	return ages
-}
-
-// voteWindow is how long a shard's primary must have served before failback fails it
-// over: Valkey's primaries vote about one primary once per twice the node timeout, and
-// takeoverMargin covers the clocks.
-func (s *scope) voteWindow() time.Duration { return 2*nodeTimeout(s.vc) + takeoverMargin }
-
-// newPlacementView plans the spec's shards with the zones given (node to zone).
-func newPlacementView(s *scope, key string, zones map[string]string, unread []string) *placementView {
-	pv := &placementView{key: key, zones: zones, unread: unread, shards: s.placedShards(zones)}
-	pv.plan = planPlacement(pv.shards)
-	return pv
 }
 
 // zoneOf returns the value of label key on Kubernetes node name ("" when it has none),
@@ -164,77 +135,6 @@ func (r *Reconciler) zoneOf(ctx context.Context, name, key string, now time.Time
 	return nl.labels[key], nl.err
 }
 
-// placedShards is the spec's shards as the planner sees them: each active member with
-// the node its pod runs on (when its server answers), that node's zone, whether it is
-// the shard's primary, in sync with it, and for how long.
-func (s *scope) placedShards(zones map[string]string) []placedShard {
-	var out []placedShard
-	for sh := int32(0); sh < s.shards(); sh++ {
-		p := s.topo.primaryOf(sh)
-		ps := placedShard{index: sh}
-		for _, m := range s.active(sh) {
-			pm := placed{name: m.name(), primary: m == p, inSync: m == p || synced(m, p)}
-			if m.reachable {
-				pm.node = m.node.Status.NodeName
-				pm.zone = zones[pm.node]
-			}
-			if pm.primary {
-				pm.epoch = m.self.ConfigEpoch
-			}
-			if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionSynced); pm.inSync && c != nil && c.Status == metav1.ConditionTrue {
-				pm.syncedFor = s.topo.now.Sub(c.LastTransitionTime.Time)
-			}
-			ps.members = append(ps.members, pm)
-		}
-		out = append(out, ps)
-	}
-	return out
-}
-
-// spreadChoice picks, among candidates of shard sh in the caller's order of preference,
-// the one whose node and zone keep the primaries spread (the first with policy None).
-func (s *scope) spreadChoice(sh int32, candidates []*member) *member {
-	if len(candidates) == 0 {
-		return nil
-	}
-	if s.place == nil {
-		return candidates[0]
-	}
-	names := make([]string, len(candidates))
-	for i, m := range candidates {
-		names[i] = m.name()
-	}
-	pick := bestForSpread(s.place.shards, sh, names)
-	for _, m := range candidates {
-		if m.name() == pick {
-			return m
-		}
-	}
-	return candidates[0]
-}
-
-// byOffset orders replicas from the most caught up, keeping the order of equals.
-func byOffset(ms []*member) []*member {
-	out := append([]*member(nil), ms...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].repl.Offset > out[j].repl.Offset })
-	return out
-}
-
-// mostCaughtUpAll returns the replicas with the highest offset.
-func mostCaughtUpAll(ms []*member) []*member {
-	best := mostCaughtUp(ms)
-	if best == nil {
-		return nil
-	}
-	var out []*member
-	for _, m := range ms {
-		if m.repl.Offset == best.repl.Offset {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // failbackBusy says what keeps failback from moving a primary now, or "": failback
 // starts no failover while anything else changes the cluster or the cluster does not
 // serve with all its redundancy.
@@ -242,63 +142,63 @@ func (s *scope) failbackBusy() string {
 	switch {
 	case s.step.reason != "":
 		return fmt.Sprintf("waiting for the cluster to finish what it is doing (%s)", s.step.reason)
-	case !s.ready():
+	case !s.Ready():
 		return "waiting for the cluster to be Ready, every replica in sync"
-	case !s.settled():
+	case !s.Settled():
 		return "waiting for the cluster to settle"
-	case !s.membersUpToDate():
+	case !s.MembersUpToDate():
 		return "waiting for the roll to end"
 	}
-	if _, ok := s.vc.Annotations[v1alpha1.AnnotationFailover]; ok {
+	if _, ok := s.VC.Annotations[v1alpha1.AnnotationFailover]; ok {
 		return "waiting for the requested failover"
 	}
-	for sh := int32(0); sh < s.shards(); sh++ {
-		if m := s.failoverPending(sh); m != nil {
-			return fmt.Sprintf("waiting for %s to complete its takeover of shard %d", m.name(), sh)
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		if m := s.FailoverPending(sh); m != nil {
+			return fmt.Sprintf("waiting for %s to complete its takeover of shard %d", m.Name(), sh)
 		}
 	}
 	return ""
 }
 
-// reconcilePlacement makes failback's next move (planFailback): one planned failover
+// reconcilePlacement makes failback's next move (plan.PlanFailback): one planned failover
 // per pass, the same a roll makes, on a replica in sync for FailbackHold at least.
 func (r *Reconciler) reconcilePlacement(ctx context.Context, s *scope) (time.Duration, error) {
-	if s.place == nil || s.place.plan.holds() {
+	if s.Place == nil || s.Place.Plan.Holds() {
 		return 0, nil
 	}
-	f := planFailback(s.place.shards, s.place.plan, s.failbackBusy(), failbackTiming{hold: r.failbackHold(), votes: s.voteWindow()})
-	if f.move == nil {
-		s.place.step = f.wait
-		if s.ready() {
+	f := plan.PlanFailback(s.Place.Shards, s.Place.Plan, s.failbackBusy(), plan.FailbackTiming{Hold: r.failbackHold(), Votes: s.VoteWindow()})
+	if f.Move == nil {
+		s.Place.Step = f.Wait
+		if s.Ready() {
 			// A serving cluster whose other phases wait for nothing would be at rest, and
 			// a pass at rest looks again only when something changes: say what failback
 			// waits for (a takeover, time), so passes keep coming.
-			s.progress(v1alpha1.ReasonRestoringPlacement, "%s", f.wait)
+			s.progress(v1alpha1.ReasonRestoringPlacement, "%s", f.Wait)
 		}
-		s.lookAgainWithin(f.after)
+		s.lookAgainWithin(f.After)
 		return 0, nil
 	}
-	mv := f.move
-	var to *member
-	for _, m := range s.active(mv.shard) {
-		if m.name() == mv.to.name {
+	mv := f.Move
+	var to *plan.Member
+	for _, m := range s.Active(mv.Shard) {
+		if m.Name() == mv.To.Name {
 			to = m
 		}
 	}
 	if to == nil {
 		return 0, nil
 	}
-	what := fmt.Sprintf("shard %d: %s takes over from %s on %s: %s", mv.shard, mv.to.name, mv.from.name, where(mv.to), mv.why)
-	if rest := len(s.place.plan.moves) - 1; rest > 0 {
-		what += fmt.Sprintf("; %d more planned: %s", rest, plannedMoves(s.place.plan.moves[1:]))
+	what := fmt.Sprintf("shard %d: %s takes over from %s on %s: %s", mv.Shard, mv.To.Name, mv.From.Name, where(mv.To), mv.Why)
+	if rest := len(s.Place.Plan.Moves) - 1; rest > 0 {
+		what += fmt.Sprintf("; %d more planned: %s", rest, plannedMoves(s.Place.Plan.Moves[1:]))
 	}
-	s.place.step = what
+	s.Place.Step = what
 	s.progress(v1alpha1.ReasonRestoringPlacement, "%s", what)
-	r.event(s.vc, to.node, eventNormal, v1alpha1.ReasonRestoringPlacement, "Failover", "%s", what)
+	r.event(s.VC, to.Node, eventNormal, v1alpha1.ReasonRestoringPlacement, "Failover", "%s", what)
 	if err := r.failoverAs(ctx, s, to, "restoring the primaries' spread", v1alpha1.FailoverPlacement); err != nil {
 		return 0, err
 	}
-	return requeueFast, nil
+	return plan.RequeueFast, nil
 }
 
 // failbackHold is how long a member must have been in sync before failback makes it a
@@ -311,18 +211,18 @@ func (r *Reconciler) failbackHold() time.Duration {
 }
 
 // where is a member's node and zone, for messages.
-func where(m placed) string {
-	if m.zone == "" {
-		return "node " + m.node
+func where(m plan.Placed) string {
+	if m.Zone == "" {
+		return "node " + m.Node
 	}
-	return fmt.Sprintf("node %s (zone %s)", m.node, m.zone)
+	return fmt.Sprintf("node %s (zone %s)", m.Node, m.Zone)
 }
 
 // plannedMoves lists moves for messages.
-func plannedMoves(ms []placementMove) string {
+func plannedMoves(ms []plan.PlacementMove) string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
-		out[i] = fmt.Sprintf("shard %d to %s on %s", m.shard, m.to.name, where(m.to))
+		out[i] = fmt.Sprintf("shard %d to %s on %s", m.Shard, m.To.Name, where(m.To))
 	}
 	return strings.Join(out, ", ")
 }
@@ -331,45 +231,45 @@ func plannedMoves(ms []placementMove) string {
 // the nodes allow (BestPossible), False while a better one exists (NotSpread), Unknown
 // with policy None or while a primary's node is not known.
 func placementCondition(s *scope, gen int64) metav1.Condition {
-	if s.place == nil {
+	if s.Place == nil {
 		return conditions.Unknown(v1alpha1.ConditionPrimariesSpread, v1alpha1.ReasonPlacementOff,
 			"spec.primaryPlacement.policy is None: the operator neither checks nor restores where the primaries run", gen)
 	}
 	var noPrimary, unknown []string
-	for _, sh := range s.place.shards {
-		switch p := sh.primary(); {
+	for _, sh := range s.Place.Shards {
+		switch p := sh.Primary(); {
 		case p == nil:
-			noPrimary = append(noPrimary, fmt.Sprint(sh.index))
-		case p.node == "":
-			unknown = append(unknown, fmt.Sprint(sh.index))
+			noPrimary = append(noPrimary, fmt.Sprint(sh.Index))
+		case p.Node == "":
+			unknown = append(unknown, fmt.Sprint(sh.Index))
 		}
 	}
 	suffix := ""
-	if len(s.place.unread) > 0 {
-		suffix = "; the labels of nodes " + strings.Join(s.place.unread, ", ") + " cannot be read: their zones are not known"
+	if len(s.Place.Unread) > 0 {
+		suffix = "; the labels of nodes " + strings.Join(s.Place.Unread, ", ") + " cannot be read: their zones are not known"
 	}
 	switch {
-	case s.credErr != nil || clusterEmpty(s.topo):
+	case s.credErr != nil || plan.Empty(s.Topo):
 		return conditions.Unknown(v1alpha1.ConditionPrimariesSpread, v1alpha1.ReasonWaiting, "the cluster is being created", gen)
 	case len(noPrimary) > 0:
 		return conditions.Unknown(v1alpha1.ConditionPrimariesSpread, v1alpha1.ReasonUnknown,
 			fmt.Sprintf("%s no primary", hasOrHave(noPrimary)), gen)
 	case len(unknown) > 0:
 		return conditions.Unknown(v1alpha1.ConditionPrimariesSpread, v1alpha1.ReasonUnknown,
-			fmt.Sprintf("the node of the primary of %s is not known yet", shardList(unknown)), gen)
+			fmt.Sprintf("the node of the primary of %s is not known yet", plan.ShardList(unknown)), gen)
 	}
-	p := s.place.plan
+	p := s.Place.Plan
 	switch {
-	case p.holds() && p.perfect():
+	case p.Holds() && p.Perfect():
 		return conditions.New(v1alpha1.ConditionPrimariesSpread, true, v1alpha1.ReasonSpread,
-			spreadSummary(s.place)+suffix, gen)
-	case p.holds():
+			spreadSummary(s.Place)+suffix, gen)
+	case p.Holds():
 		return conditions.New(v1alpha1.ConditionPrimariesSpread, true, v1alpha1.ReasonBestPossible,
-			"as evenly as the nodes the members run on allow: "+strings.Join(p.faults, "; ")+suffix, gen)
+			"as evenly as the nodes the members run on allow: "+strings.Join(p.Faults, "; ")+suffix, gen)
 	}
-	msg := strings.Join(p.faults, "; ") + "; planned: " + plannedMoves(p.moves)
-	if s.place.step != "" {
-		msg += "; " + s.place.step
+	msg := strings.Join(p.Faults, "; ") + "; planned: " + plannedMoves(p.Moves)
+	if s.Place.Step != "" {
+		msg += "; " + s.Place.Step
 	} else if s.paused {
 		msg += "; the cluster is paused"
 	}
@@ -377,21 +277,21 @@ func placementCondition(s *scope, gen int64) metav1.Condition {
 }
 
 // spreadSummary says how the primaries are spread, for a spread that holds.
-func spreadSummary(pv *placementView) string {
+func spreadSummary(pv *plan.Placement) string {
 	nodes, zones := map[string]bool{}, map[string]bool{}
 	n := 0
-	for _, sh := range pv.shards {
-		if p := sh.primary(); p != nil {
+	for _, sh := range pv.Shards {
+		if p := sh.Primary(); p != nil {
 			n++
-			nodes[p.node] = true
-			if p.zone != "" {
-				zones[p.zone] = true
+			nodes[p.Node] = true
+			if p.Zone != "" {
+				zones[p.Zone] = true
 			}
 		}
 	}
 	msg := fmt.Sprintf("the %d primaries run on %d nodes", n, len(nodes))
 	if len(zones) > 0 {
-		msg += fmt.Sprintf(" in %d zones (%s)", len(zones), pv.key)
+		msg += fmt.Sprintf(" in %d zones (%s)", len(zones), pv.Key)
 	}
 	return msg + ", none beside a replica of its own shard"
 }

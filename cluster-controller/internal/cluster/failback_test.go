@@ -8,105 +8,63 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
+	"github.com/valkey-operator/valkey-operator/internal/guard"
 )
-
-// onNodes puts the members of fms on Kubernetes nodes: nodes maps a member to its node.
-func onNodes(fms []fakeMember, nodes map[string]string) []fakeMember {
-	out := append([]fakeMember(nil), fms...)
-	for i := range out {
-		out[i].node = nodes[out[i].name]
-	}
-	return out
-}
-
-// spreadThreeByOne is healthyThreeByOne on three nodes, one primary each, every replica
-// on another node than its primary.
-func spreadThreeByOne() []fakeMember {
-	return onNodes(healthyThreeByOne(), map[string]string{"a": "n1", "b": "n2", "c": "n3", "a2": "n2", "b2": "n3", "c2": "n1"})
-}
-
-// failedOver is fms after shard 0's replica a2 took over from a (a back as its replica,
-// in sync): a2's config epoch is the newest.
-func failedOver(fms []fakeMember) []fakeMember {
-	fms = with(fms, "a", func(f *fakeMember) { f.primary, f.slots, f.linkUp = "A2", "", true })
-	return with(fms, "a2", func(f *fakeMember) { f.primary, f.slots, f.linkUp, f.epoch = "", "0-5461", false, 9 })
-}
-
-var threeZones = map[string]string{"n1": "z1", "n2": "z2", "n3": "z3"}
-
-// placedScope is the scope of a pass over a 3x1 cluster whose members are fms, with the
-// placement read from zones; every member has been in sync for a minute.
-func placedScope(t *testing.T, fms []fakeMember, zones map[string]string) *scope {
-	t.Helper()
-	s := scopeFor(t, cluster(nil), fms)
-	for _, m := range s.topo.members {
-		m.node.Status.Conditions = append(m.node.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionSynced,
-			Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSynced, LastTransitionTime: metav1.NewTime(t0.Add(-time.Minute))})
-	}
-	s.place = newPlacementView(s, v1alpha1.DefaultPlacementTopologyKey, zones, nil)
-	servedLong(s)
-	return s
-}
-
-// servedLong makes every shard's primary serve for an hour already.
-func servedLong(s *scope) {
-	for i := range s.place.shards {
-		s.place.shards[i].primaryFor = time.Hour
-	}
-}
 
 func TestPlacementCondition(t *testing.T) {
 	cases := []struct {
 		name  string
-		fms   []fakeMember
+		fms   []plantest.FakeMember
 		zones map[string]string
 		mod   func(*scope)
 		want  string
 	}{
 		{
 			name: "one primary per node and zone",
-			fms:  spreadThreeByOne(), zones: threeZones,
+			fms:  plantest.SpreadThreeByOne(), zones: plantest.ThreeZones,
 			want: "True Spread: the 3 primaries run on 3 nodes in 3 zones (topology.kubernetes.io/zone), none beside a replica of its own shard",
 		},
 		{
 			name: "nodes without zones",
-			fms:  spreadThreeByOne(),
+			fms:  plantest.SpreadThreeByOne(),
 			want: "True Spread: the 3 primaries run on 3 nodes, none beside a replica of its own shard",
 		},
 		{
 			name: "shard 0 failed over next to shard 1's primary: not spread, the move back is planned",
-			fms:  failedOver(spreadThreeByOne()), zones: threeZones,
+			fms:  plantest.FailedOver(plantest.SpreadThreeByOne()), zones: plantest.ThreeZones,
 			want: "False NotSpread: node n2 holds the primaries of shards 0, 1; zone z2 holds the primaries of shards 0, 1; " +
 				"planned: shard 0 to a on node n1 (zone z1)",
 		},
 		{
 			name: "the same while the cluster is paused",
-			fms:  failedOver(spreadThreeByOne()), zones: threeZones,
+			fms:  plantest.FailedOver(plantest.SpreadThreeByOne()), zones: plantest.ThreeZones,
 			mod: func(s *scope) { s.paused = true },
 			want: "False NotSpread: node n2 holds the primaries of shards 0, 1; zone z2 holds the primaries of shards 0, 1; " +
 				"planned: shard 0 to a on node n1 (zone z1); the cluster is paused",
 		},
 		{
 			name: "every member on two nodes: the best they allow",
-			fms:  onNodes(healthyThreeByOne(), map[string]string{"a": "n1", "b": "n2", "c": "n1", "a2": "n2", "b2": "n1", "c2": "n2"}),
+			fms:  plantest.OnNodes(plantest.HealthyThreeByOne(), map[string]string{"a": "n1", "b": "n2", "c": "n1", "a2": "n2", "b2": "n1", "c2": "n2"}),
 			want: "True BestPossible: as evenly as the nodes the members run on allow: node n1 holds the primaries of shards 0, 2",
 		},
 		{
 			name: "a primary whose node is not known yet",
-			fms:  with(spreadThreeByOne(), "b", func(f *fakeMember) { f.node = "" }),
+			fms:  plantest.With(plantest.SpreadThreeByOne(), "b", func(f *plantest.FakeMember) { f.Node = "" }),
 			want: "Unknown Unknown: the node of the primary of shard 1 is not known yet",
 		},
 		{
 			name: "the labels of a node cannot be read",
-			fms:  spreadThreeByOne(),
-			mod:  func(s *scope) { s.place.unread = []string{"n3 (nodes \"n3\" is forbidden)"} },
+			fms:  plantest.SpreadThreeByOne(),
+			mod:  func(s *scope) { s.Place.Unread = []string{"n3 (nodes \"n3\" is forbidden)"} },
 			want: "True Spread: the 3 primaries run on 3 nodes, none beside a replica of its own shard; " +
 				"the labels of nodes n3 (nodes \"n3\" is forbidden) cannot be read: their zones are not known",
 		},
 		{
 			name: "policy None",
-			fms:  failedOver(spreadThreeByOne()),
-			mod:  func(s *scope) { s.place = nil },
+			fms:  plantest.FailedOver(plantest.SpreadThreeByOne()),
+			mod:  func(s *scope) { s.Place = nil },
 			want: "Unknown PlacementOff: spec.primaryPlacement.policy is None: the operator neither checks nor restores where the primaries run",
 		},
 	}
@@ -126,52 +84,52 @@ func TestPlacementCondition(t *testing.T) {
 func TestFailbackWaitsForTheCluster(t *testing.T) {
 	cases := []struct {
 		name string
-		fms  []fakeMember
+		fms  []plantest.FakeMember
 		mod  func(*scope)
 		// want is the move ("shard:from>to") or why it waits.
 		want string
 	}{
-		{name: "a healthy cluster with a shard out of place: the move back", fms: failedOver(spreadThreeByOne()), want: "0:a2>a"},
+		{name: "a healthy cluster with a shard out of place: the move back", fms: plantest.FailedOver(plantest.SpreadThreeByOne()), want: "0:a2>a"},
 		{
 			name: "a roll in flight",
-			fms:  failedOver(spreadThreeByOne()),
+			fms:  plantest.FailedOver(plantest.SpreadThreeByOne()),
 			mod:  func(s *scope) { s.progress(v1alpha1.ReasonRolling, "shard 1: retiring outdated replica b2") },
 			want: "waiting for the cluster to finish what it is doing (Rolling)",
 		},
 		{
 			name: "a replica of another shard not in sync",
-			fms:  with(failedOver(spreadThreeByOne()), "c2", func(f *fakeMember) { f.linkUp = false }),
+			fms:  plantest.With(plantest.FailedOver(plantest.SpreadThreeByOne()), "c2", func(f *plantest.FakeMember) { f.LinkUp = false }),
 			want: "waiting for the cluster to be Ready, every replica in sync",
 		},
 		{
 			name: "a failover the user asked for",
-			fms:  failedOver(spreadThreeByOne()),
-			mod:  func(s *scope) { s.vc.Annotations = map[string]string{v1alpha1.AnnotationFailover: "1"} },
+			fms:  plantest.FailedOver(plantest.SpreadThreeByOne()),
+			mod:  func(s *scope) { s.VC.Annotations = map[string]string{v1alpha1.AnnotationFailover: "1"} },
 			want: "waiting for the requested failover",
 		},
 		{
 			name: "a takeover in flight",
-			fms:  failedOver(spreadThreeByOne()),
+			fms:  plantest.FailedOver(plantest.SpreadThreeByOne()),
 			mod: func(s *scope) {
-				memberNamed(t, s.topo, "c2").node.Status.Failover = &v1alpha1.MemberFailover{Kind: v1alpha1.FailoverForced, RequestedAt: metav1.NewMicroTime(t0.Add(-time.Second))}
+				plantest.MemberNamed(t, s.Topo, "c2").Node.Status.Failover = &v1alpha1.MemberFailover{Kind: v1alpha1.FailoverForced, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-time.Second))}
 			},
 			want: "waiting for c2 to complete its takeover of shard 2",
 		},
 		{
 			name: "the member back in sync for 4 s only",
-			fms:  failedOver(spreadThreeByOne()),
+			fms:  plantest.FailedOver(plantest.SpreadThreeByOne()),
 			mod: func(s *scope) {
-				a := memberNamed(t, s.topo, "a")
-				a.node.Status.Conditions[len(a.node.Status.Conditions)-1].LastTransitionTime = metav1.NewTime(t0.Add(-4 * time.Second))
-				s.place = newPlacementView(s, v1alpha1.DefaultPlacementTopologyKey, nil, nil)
-				servedLong(s)
+				a := plantest.MemberNamed(t, s.Topo, "a")
+				a.Node.Status.Conditions[len(a.Node.Status.Conditions)-1].LastTransitionTime = metav1.NewTime(plantest.T0.Add(-4 * time.Second))
+				s.Place = plan.NewPlacement(&s.Cluster, v1alpha1.DefaultPlacementTopologyKey, nil, nil)
+				plantest.ServedLong(&s.Cluster)
 			},
 			want: "shard 0: a takes over once it has been in sync for 10s (4s so far)",
 		},
 		{
 			name: "shard 0's primary took over 3 s ago: Valkey's voters wait 2 x cluster-node-timeout (5 s) + 2 s",
-			fms:  failedOver(spreadThreeByOne()),
-			mod:  func(s *scope) { s.place.shards[0].primaryFor = 3 * time.Second },
+			fms:  plantest.FailedOver(plantest.SpreadThreeByOne()),
+			mod:  func(s *scope) { s.Place.Shards[0].PrimaryFor = 3 * time.Second },
 			want: "shard 0: a takes over once a2 has served for 12s, when the primaries vote on the shard again (3s so far)",
 		},
 	}
@@ -181,13 +139,13 @@ func TestFailbackWaitsForTheCluster(t *testing.T) {
 			if tc.mod != nil {
 				tc.mod(s)
 			}
-			f := planFailback(s.place.shards, s.place.plan, s.failbackBusy(), failbackTiming{hold: DefaultFailbackHold, votes: s.voteWindow()})
-			got := f.wait
-			if f.move != nil {
-				got = f.move.from.name + ">" + f.move.to.name
+			f := plan.PlanFailback(s.Place.Shards, s.Place.Plan, s.failbackBusy(), plan.FailbackTiming{Hold: DefaultFailbackHold, Votes: s.VoteWindow()})
+			got := f.Wait
+			if f.Move != nil {
+				got = f.Move.From.Name + ">" + f.Move.To.Name
 				got = strings.Join([]string{"0", got}, ":")
-				if f.move.shard != 0 {
-					t.Fatalf("moves shard %d", f.move.shard)
+				if f.Move.Shard != 0 {
+					t.Fatalf("moves shard %d", f.Move.Shard)
 				}
 			}
 			if got != tc.want {
@@ -197,45 +155,8 @@ func TestFailbackWaitsForTheCluster(t *testing.T) {
 	}
 }
 
-func TestPromotionsKeepTheSpread(t *testing.T) {
-	// Shard 0 has two replicas, on n2 (beside shard 1's primary) and on n3 (alone).
-	fms := append(spreadThreeByOne(),
-		fakeMember{name: "a3", shard: 0, ip: "10.0.0.7", id: "A3", primary: "A", offset: 100, linkUp: true, node: "n3"})
-	fms = with(fms, "c", func(f *fakeMember) { f.node = "n1" })
-	fms = with(fms, "c2", func(f *fakeMember) { f.node = "n2" })
-
-	t.Run("a lost primary: of its replicas equally caught up, the one on the free node", func(t *testing.T) {
-		s := placedScope(t, with(fms, "a", func(f *fakeMember) { f.down, f.silent, f.unflagged, f.serverDown = true, time.Second, true, true }), nil)
-		ts := s.planTakeovers()
-		if len(ts) != 1 || ts[0].by == nil || ts[0].by.name() != "a3" {
-			t.Fatalf("takeovers %+v, want a3", ts)
-		}
-	})
-	t.Run("a lost primary: the most caught up replica comes first, wherever it runs", func(t *testing.T) {
-		s := placedScope(t, with(with(fms, "a", func(f *fakeMember) { f.down, f.silent, f.unflagged, f.serverDown = true, time.Second, true, true }),
-			"a2", func(f *fakeMember) { f.offset = 120 }), nil)
-		ts := s.planTakeovers()
-		if len(ts) != 1 || ts[0].by == nil || ts[0].by.name() != "a2" {
-			t.Fatalf("takeovers %+v, want a2", ts)
-		}
-	})
-	t.Run("a planned failover (roll, request, leaving primary): the replica in sync on the free node", func(t *testing.T) {
-		s := placedScope(t, fms, nil)
-		if got := s.spreadChoice(0, byOffset([]*member{memberNamed(t, s.topo, "a2"), memberNamed(t, s.topo, "a3")})); got.name() != "a3" {
-			t.Errorf("got %s, want a3", got.name())
-		}
-	})
-	t.Run("policy None: the most caught up, as before", func(t *testing.T) {
-		s := placedScope(t, fms, nil)
-		s.place = nil
-		if got := s.spreadChoice(0, byOffset([]*member{memberNamed(t, s.topo, "a2"), memberNamed(t, s.topo, "a3")})); got.name() != "a2" {
-			t.Errorf("got %s, want a2", got.name())
-		}
-	})
-}
-
 func TestShardStatusesNameThePrimaryNodeAndZone(t *testing.T) {
-	s := placedScope(t, failedOver(spreadThreeByOne()), threeZones)
+	s := placedScope(t, plantest.FailedOver(plantest.SpreadThreeByOne()), plantest.ThreeZones)
 	st := shardStatuses(s)
 	got := []string{}
 	for _, sh := range st {
@@ -244,4 +165,12 @@ func TestShardStatusesNameThePrimaryNodeAndZone(t *testing.T) {
 	if want := "a2@n2/z2 b@n2/z2 c@n3/z3"; strings.Join(got, " ") != want {
 		t.Errorf("got %v, want %s", got, want)
 	}
+}
+
+// placedScope is the scope of a pass over a 3x1 cluster whose members are fms, with the
+// placement read from zones (plantest.PlacedCluster).
+func placedScope(t *testing.T, fms []plantest.FakeMember, zones map[string]string) *scope {
+	t.Helper()
+	c := plantest.PlacedCluster(t, fms, zones)
+	return &scope{Cluster: *c, guard: guard.Check(c.VC)}
 }

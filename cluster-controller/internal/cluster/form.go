@@ -10,101 +10,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
-
-const slotCount = valkey.SlotCount
-
-// gone reports whether a member's pod is dead for good: with workloadType Pod nothing
-// restarts it, so the member is replaced. Other workloads bring their pod back.
-func gone(m *member) bool {
-	c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady)
-	return m.node.Spec.WorkloadType == v1alpha1.WorkloadPod && c != nil && c.Status == "False" &&
-		(c.Reason == v1alpha1.ReasonPodTerminated || c.Reason == v1alpha1.ReasonPodMissing)
-}
-
-// blockingReasons are the PodReady and StorageReady reasons of a member that cannot run
-// until someone fixes something: waiting more changes nothing.
-var blockingReasons = map[string]bool{
-	v1alpha1.ReasonPodUnschedulable: true, v1alpha1.ReasonImagePullBackOff: true, v1alpha1.ReasonCrashLoop: true,
-	v1alpha1.ReasonPodTerminated: true, v1alpha1.ReasonPriorityClassNotFound: true, v1alpha1.ReasonFailedCreate: true,
-	v1alpha1.ReasonStorageClassNotFound: true, v1alpha1.ReasonNameConflict: true, v1alpha1.ReasonUnsupportedServer: true,
-}
-
-// cannotRun returns the condition saying why a member's server cannot run, or nil.
-func (m *member) cannotRun() *metav1.Condition {
-	for _, typ := range []string{v1alpha1.ConditionStorageReady, v1alpha1.ConditionPodReady} {
-		if c := conditions.Get(m.node.Status.Conditions, typ); c != nil && c.Status != metav1.ConditionTrue && blockingReasons[c.Reason] {
-			return c
-		}
-	}
-	return nil
-}
-
-// stuckCause names what keeps members from starting, from their own conditions: the
-// reason most of them share, how many, and the first one's message. ok is false when
-// none is blocked.
-func stuckCause(members []*member) (reason, message string, ok bool) {
-	byReason := map[string][]*member{}
-	var order []string
-	for _, m := range members {
-		c := m.cannotRun()
-		if c == nil {
-			continue
-		}
-		if byReason[c.Reason] == nil {
-			order = append(order, c.Reason)
-		}
-		byReason[c.Reason] = append(byReason[c.Reason], m)
-	}
-	if len(order) == 0 {
-		return "", "", false
-	}
-	best := order[0]
-	for _, r := range order[1:] {
-		if len(byReason[r]) > len(byReason[best]) {
-			best = r
-		}
-	}
-	ms := byReason[best]
-	names := make([]string, 0, len(ms))
-	for _, m := range ms {
-		names = append(names, m.name())
-	}
-	what := "member"
-	if len(ms) > 1 {
-		what = "members"
-	}
-	first := ms[0].cannotRun()
-	return best, fmt.Sprintf("%s: %d %s cannot run (%s): %s", best, len(ms), what, strings.Join(names, ", "), truncate(memberMessage(first), 400)), true
-}
 
 // reconcileMembers keeps 1+replicasPerShard members in every shard of the spec: it retires
 // members whose pod is gone for good and creates the missing ones. Shards beyond the
 // spec are left to scaling, surplus members to scaling and rolling.
 func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Duration, error) {
-	for _, m := range s.topo.members {
-		if !m.leaving() && gone(m) {
-			c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady)
-			if err := r.retire(ctx, s.vc, m, "its pod is gone: "+memberMessage(c)); err != nil {
+	for _, m := range s.Topo.Members {
+		if !m.Leaving() && plan.Gone(m) {
+			c := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionPodReady)
+			if err := r.retire(ctx, s.VC, m, "its pod is gone: "+plan.MemberMessage(c)); err != nil {
 				return 0, err
 			}
-			now := metav1.NewTime(s.topo.now)
-			m.node.DeletionTimestamp = &now // counted as leaving for the rest of the pass
+			now := metav1.NewTime(s.Topo.Now)
+			m.Node.DeletionTimestamp = &now // counted as leaving for the rest of the pass
 		}
 	}
 	created, later := 0, 0 // members created in this pass, and left for the next ones
 	var live map[int32]int // counted by the API server, only when the cache says members are missing
-	for sh := int32(0); sh < s.shards(); sh++ {
-		want := int(1 + s.replicas())
-		n := len(s.active(sh))
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		want := int(1 + s.Replicas())
+		n := len(s.Active(sh))
 		if n >= want {
 			continue
 		}
 		if live == nil {
 			var err error
-			if live, err = r.countMembers(ctx, s.vc); err != nil {
+			if live, err = r.countMembers(ctx, s.VC); err != nil {
 				return 0, err
 			}
 		}
@@ -113,7 +48,7 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 				later++
 				continue
 			}
-			if _, err := r.createMember(ctx, s.vc, sh, fmt.Sprintf("shard %d has %d of %d members", sh, n, want)); err != nil {
+			if _, err := r.createMember(ctx, s.VC, sh, fmt.Sprintf("shard %d has %d of %d members", sh, n, want)); err != nil {
 				return 0, err
 			}
 			created++
@@ -129,50 +64,26 @@ func (r *Reconciler) reconcileMembers(ctx context.Context, s *scope) (time.Durat
 		// watch on their status brings the next pass.
 		return 0, nil
 	}
-	var unreachable []*member
-	for _, m := range s.topo.members {
-		if !m.leaving() && !m.reachable {
+	var unreachable []*plan.Member
+	for _, m := range s.Topo.Members {
+		if !m.Leaving() && !m.Reachable {
 			unreachable = append(unreachable, m)
 		}
 	}
 	if msg := tooLargeCause(unreachable); msg != "" {
 		s.progress(v1alpha1.ReasonReplyTooLarge, "%s", msg)
-	} else if reason, msg, ok := stuckCause(unreachable); ok {
+	} else if reason, msg, ok := plan.StuckCause(unreachable); ok {
 		s.progress(reason, "%s", msg)
-	} else if msg := s.topo.partitioned(unreachable); msg != "" {
+	} else if msg := s.Topo.Partitioned(unreachable); msg != "" {
 		s.progress(v1alpha1.ReasonPartitioned, "%s", msg)
 	} else if len(unreachable) > 0 {
 		names := make([]string, len(unreachable))
 		for i, m := range unreachable {
-			names[i] = m.name()
+			names[i] = m.Name()
 		}
 		s.progress(v1alpha1.ReasonWaitingForPods, "waiting for the servers of %s", strings.Join(names, ", "))
 	}
 	return 0, nil
-}
-
-// partitioned describes the members among ms whose server does not answer the operator,
-// that some members flag as failing while others still reach it: a partition, not a dead
-// server (a dead one is flagged by every member after the node timeout, and by none
-// before; a member whose ValkeyNode reports ServerDown is dead whatever the others' views
-// say yet). "" when there is none.
-func (t *topology) partitioned(ms []*member) string {
-	var parts []string
-	for _, m := range ms {
-		if conditions.IsTrue(m.node.Status.Conditions, v1alpha1.ConditionServerDown) {
-			continue
-		}
-		if id := m.node.Status.NodeID; id != "" && t.flaggedByAny(id) {
-			if by := t.seenAliveBy(id); len(by) > 0 {
-				parts = append(parts, fmt.Sprintf("%s is reached by %s", m.name(), strings.Join(by, ", ")))
-			}
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return "the operator cannot reach some members that other members still reach (a network partition, not a " +
-		"dead server: no failover is forced): " + strings.Join(parts, "; ")
 }
 
 // reconcileMeet makes every member that does not know another (or knows it at an old
@@ -181,283 +92,125 @@ func (t *topology) partitioned(ms []*member) string {
 // a member forgotten by the others while it still knows them is met again.
 func (r *Reconciler) reconcileMeet(ctx context.Context, s *scope) (time.Duration, error) {
 	var met []string
-	var joinable []*member
-	for _, m := range s.topo.reachable() {
+	var joinable []*plan.Member
+	for _, m := range s.Topo.Reachable() {
 		// With external access a member joins once it announces its external address:
 		// clients never learn its pod address.
-		if s.externalReady(m) {
+		if s.ExternalReady(m) {
 			joinable = append(joinable, m)
 		}
 	}
-	for _, pair := range meetings(joinable) {
+	for _, pair := range plan.Meetings(joinable) {
 		from, to := pair[0], pair[1]
 		c, err := r.client(ctx, s, from)
 		if err != nil {
 			return 0, err
 		}
-		host, port, err := to.hostPort()
+		host, port, err := to.HostPort()
 		if err != nil {
 			return 0, err
 		}
 		if err := c.Meet(ctx, host, port, port+busPortOffset); err != nil {
-			return 0, fmt.Errorf("meet %s from %s: %w", to.name(), from.name(), err)
+			return 0, fmt.Errorf("meet %s from %s: %w", to.Name(), from.Name(), err)
 		}
-		met = append(met, from.name()+"->"+to.name())
+		met = append(met, from.Name()+"->"+to.Name())
 	}
 	if len(met) > 0 {
 		log.FromContext(ctx).Info("met members", "meetings", met)
 		s.progress(v1alpha1.ReasonMeetingMembers, "introducing members to each other: %s", strings.Join(met, ", "))
-	} else if p := s.externalPending(); len(p) > 0 {
+	} else if p := s.ExternalPending(); len(p) > 0 {
 		s.progress(v1alpha1.ReasonWaitingForMember, "waiting for external addresses: %s", strings.Join(p, "; "))
-	} else if !s.topo.formed() {
+	} else if !s.Topo.Formed() {
 		s.progress(v1alpha1.ReasonMeetingMembers, "waiting for the members to learn of each other")
-	} else if u := s.externalUnseen(); len(u) > 0 {
+	} else if u := s.ExternalUnseen(); len(u) > 0 {
 		// Gossip spreads an announced address; no event says when it has.
-		return requeueSync, nil
+		return plan.RequeueSync, nil
 	}
 	return 0, nil
 }
 
-// meetings returns the (from, to) pairs that must meet: one per pair of members that do
-// not both know each other, from the first when neither knows the other, else from the
-// side that lacks the other.
-func meetings(reach []*member) [][2]*member {
-	var out [][2]*member
-	for i, a := range reach {
-		for _, b := range reach[i+1:] {
-			if a.leaving() || b.leaving() {
-				continue
-			}
-			switch aKnows, bKnows := meetPending(a, b), meetPending(b, a); {
-			case aKnows && bKnows:
-			case aKnows:
-				out = append(out, [2]*member{b, a})
-			default:
-				out = append(out, [2]*member{a, b})
-			}
-		}
-	}
-	return out
-}
-
-// meetPending reports whether a already knows m at its current address, or is in the
-// middle of a handshake with that address.
-func meetPending(a, m *member) bool {
-	for _, n := range a.view {
-		if n.IP != m.ip() {
-			continue
-		}
-		if n.Handshake || n.ID == m.id() {
-			return true
-		}
-	}
-	return false
-}
-
-// candidate is the member that is (or is to become) the primary of shard sh. A shard in
-// failover has none: its replica holds the data and must become the primary (by Valkey's
-// vote or the operator's takeover); no other member may be chosen over it, least of all
-// an empty one that came back in place of the lost primary. A shard that has no primary
-// yet (a new cluster, a new shard) gets the member that answers whose node keeps the
-// primaries spread (newPrimaries; the oldest with policy None): the replicas phase makes
-// the others follow it in the same pass, which settles the choice.
-func (s *scope) candidate(sh int32) *member {
-	if p := s.topo.primaryOf(sh); p != nil {
-		return p
-	}
-	if s.topo.inFailover(sh) {
-		return nil
-	}
-	if s.place != nil {
-		return s.newPrimary(sh)
-	}
-	for _, m := range s.active(sh) {
-		if m.reachable {
-			return m
-		}
-	}
-	return nil
-}
-
-// newPrimary is the member to become the first primary of shard sh, chosen once per
-// pass for every shard without a primary (newPrimaries).
-func (s *scope) newPrimary(sh int32) *member {
-	if s.place.first == nil {
-		candidates := map[int32][]string{}
-		for i := int32(0); i < s.shards(); i++ {
-			if s.topo.primaryOf(i) != nil || s.topo.inFailover(i) {
-				continue
-			}
-			for _, m := range s.active(i) {
-				if m.reachable {
-					candidates[i] = append(candidates[i], m.name())
-				}
-			}
-		}
-		s.place.first = newPrimaries(s.place.shards, candidates)
-	}
-	for _, m := range s.active(sh) {
-		if m.name() == s.place.first[sh] && m.reachable {
-			return m
-		}
-	}
-	return nil
-}
-
 // reconcileSlots gives a cluster whose servers serve no slot at all its slots: each
-// shard's primary gets its contiguous even share, all in one pass, when planEmpty says
+// shard's primary gets its contiguous even share, all in one pass, when plan.Cluster.PlanEmpty says
 // so (a new cluster, or one whose every server came back empty).
 func (r *Reconciler) reconcileSlots(ctx context.Context, s *scope) (time.Duration, error) {
-	if !clusterEmpty(s.topo) {
+	if !plan.Empty(s.Topo) {
 		return 0, nil
 	}
-	plan := s.planEmpty()
-	if plan.wait != "" {
-		s.progress(plan.reason, "%s", plan.wait)
+	empty := s.PlanEmpty()
+	if empty.Wait != "" {
+		s.progress(empty.Reason, "%s", empty.Wait)
 		return 0, nil
 	}
 	var given []string
-	for sh, p := range plan.primaries {
+	for sh, p := range empty.Primaries {
 		c, err := r.client(ctx, s, p)
 		if err != nil {
 			return 0, err
 		}
-		ranges := evenSlotsFor(s.shards(), int32(sh))
+		ranges := plan.EvenSlotsFor(s.Shards(), int32(sh))
 		if err := c.AddSlotsRange(ctx, ranges); err != nil {
-			return 0, fmt.Errorf("assign slots %s to %s: %w", valkey.FormatRanges(ranges), p.name(), err)
+			return 0, fmt.Errorf("assign slots %s to %s: %w", valkey.FormatRanges(ranges), p.Name(), err)
 		}
-		p.self.Slots = ranges // the rest of the pass sees the primary it just made
-		p.self.Primary = true
-		given = append(given, fmt.Sprintf("slots %s to %s (shard %d)", valkey.FormatRanges(ranges), p.name(), sh))
+		p.Self.Slots = ranges // the rest of the pass sees the primary it just made
+		p.Self.Primary = true
+		given = append(given, fmt.Sprintf("slots %s to %s (shard %d)", valkey.FormatRanges(ranges), p.Name(), sh))
 	}
-	if plan.lost {
-		r.event(s.vc, nil, eventWarning, "SlotsReassigned", "AssignSlots",
+	if empty.Lost {
+		r.event(s.VC, nil, eventWarning, "SlotsReassigned", "AssignSlots",
 			"every server of the cluster restarted without its data, so the data of all 16384 slots is lost; given, empty: %s", strings.Join(given, "; "))
 		s.progress(v1alpha1.ReasonDataLost, "every server restarted without its data; the slots were assigned again, empty")
 		return 0, nil
 	}
-	r.event(s.vc, nil, eventNormal, "SlotsAssigned", "AssignSlots", "assigned the 16384 slots to %d shards", s.shards())
+	r.event(s.VC, nil, eventNormal, "SlotsAssigned", "AssignSlots", "assigned the 16384 slots to %d shards", s.Shards())
 	s.progress(v1alpha1.ReasonAssigningSlots, "assigned the slots; waiting for the cluster to agree")
 	return 0, nil
-}
-
-// emptyPlan is the slots phase's decision for a cluster no answering server serves a
-// slot of: primaries, one per shard of the spec, to give the slots to; lost, when the
-// cluster served them before (its data is gone); or wait, why not yet, with reason.
-type emptyPlan struct {
-	primaries    []*member
-	lost         bool
-	reason, wait string
-}
-
-// planEmpty decides on a cluster whose answering servers serve no slot. Giving out all
-// 16384 slots is the most destructive thing the operator does to a cluster that held
-// data, so it needs positive evidence that nothing is there to lose, never the silence
-// of a member:
-//   - every member that is not leaving answers: one that does not may be serving the
-//     slots (given to it by an earlier pass, or holding them since before it went
-//     silent), and the answering ones may not have heard of it yet;
-//   - every answering member's dataset is empty: keys on a server that serves no slot
-//     are data the operator cannot place;
-//   - each shard of the spec has a member to be its primary.
-//
-// A cluster that has never been Ready (status.firstReadyTime unset) is being created: its
-// slots are assigned as new. One that has been Ready lost its data with its servers,
-// which the plan says (lost).
-func (s *scope) planEmpty() emptyPlan {
-	var silent, holding []string
-	for _, m := range s.topo.members {
-		switch {
-		case m.leaving():
-		case !m.reachable:
-			silent = append(silent, m.name())
-		case !m.keysKnown || m.keys > 0:
-			holding = append(holding, fmt.Sprintf("%s (%d keys)", m.name(), m.keys))
-		}
-	}
-	servedBefore := s.vc.Status.FirstReadyTime != nil
-	switch {
-	case len(silent) > 0 && servedBefore:
-		return emptyPlan{reason: v1alpha1.ReasonSlotsUncovered, wait: fmt.Sprintf(
-			"no server that answers serves a slot; waiting for %s to answer before concluding that the data is lost", strings.Join(silent, ", "))}
-	case len(silent) > 0:
-		return emptyPlan{reason: v1alpha1.ReasonWaitingForPods, wait: "waiting for the servers of " + strings.Join(silent, ", ") + " before assigning slots"}
-	case len(holding) > 0:
-		return emptyPlan{reason: v1alpha1.ReasonSlotsUncovered, wait: fmt.Sprintf(
-			"no server serves a slot, but %s hold data: the slots are not assigned again while a member holds keys no slot map places", strings.Join(holding, ", "))}
-	}
-	primaries := make([]*member, s.shards())
-	for sh := range primaries {
-		if primaries[sh] = s.candidate(int32(sh)); primaries[sh] == nil {
-			return emptyPlan{reason: v1alpha1.ReasonWaitingForPods, wait: "waiting for a server in every shard before assigning slots"}
-		}
-	}
-	return emptyPlan{primaries: primaries, lost: servedBefore}
 }
 
 // reconcileReplicas makes every other member of a shard replicate the shard's primary.
 func (r *Reconciler) reconcileReplicas(ctx context.Context, s *scope) (time.Duration, error) {
 	var pending []string
 	var after time.Duration
-	for sh := int32(0); sh < s.shards(); sh++ {
-		p := s.candidate(sh)
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		p := s.Candidate(sh)
 		if p == nil {
 			continue
 		}
-		for _, m := range s.active(sh) {
-			if m == p || !m.reachable || (m.self.Replica && m.self.PrimaryID == p.id()) {
+		for _, m := range s.Active(sh) {
+			if m == p || !m.Reachable || (m.Self.Replica && m.Self.PrimaryID == p.ID()) {
 				continue
 			}
-			if len(m.slots()) > 0 {
+			if len(m.Slots()) > 0 {
 				continue // a second primary with slots in one shard: never turn it into a replica here
 			}
-			if !m.knows(p.id()) {
-				pending = append(pending, m.name())
+			if !m.Knows(p.ID()) {
+				pending = append(pending, m.Name())
 				continue
 			}
-			if !s.externalKnown(m) {
+			if !s.ExternalKnown(m) {
 				// A replica is in every slot map: it is made one only once every member
 				// names it by its external address (gossip spreads it, no event says when).
-				pending = append(pending, m.name()+" (its external address not known to every member yet)")
-				after = requeueSync
+				pending = append(pending, m.Name()+" (its external address not known to every member yet)")
+				after = plan.RequeueSync
 				continue
 			}
 			c, err := r.client(ctx, s, m)
 			if err != nil {
 				return 0, err
 			}
-			if err := c.Replicate(ctx, p.id()); err != nil {
+			if err := c.Replicate(ctx, p.ID()); err != nil {
 				if valkey.IsServerError(err) {
-					pending = append(pending, m.name())
-					log.FromContext(ctx).Info("replicate refused for now", "member", m.name(), "error", err.Error())
+					pending = append(pending, m.Name())
+					log.FromContext(ctx).Info("replicate refused for now", "member", m.Name(), "error", err.Error())
 					continue
 				}
-				return 0, fmt.Errorf("replicate %s to %s: %w", m.name(), p.name(), err)
+				return 0, fmt.Errorf("replicate %s to %s: %w", m.Name(), p.Name(), err)
 			}
-			log.FromContext(ctx).Info("replica follows its primary", "member", m.name(), "primary", p.name())
-			pending = append(pending, m.name())
+			log.FromContext(ctx).Info("replica follows its primary", "member", m.Name(), "primary", p.Name())
+			pending = append(pending, m.Name())
 		}
 	}
 	if len(pending) > 0 {
 		s.progress(v1alpha1.ReasonReplicating, "setting up replication of %s", strings.Join(pending, ", "))
 	}
 	return after, nil
-}
-
-// truncate shortens s to n bytes, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
-
-// flaggedByAny reports whether a member that answered flags node id as failing.
-func (t *topology) flaggedByAny(id string) bool {
-	for _, v := range t.reachable() {
-		if e, ok := v.entry(id); ok && (e.Fail || e.PFail) {
-			return true
-		}
-	}
-	return false
 }

@@ -3,16 +3,13 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 )
 
 // Recovering the operator's login. A client granted +acl (or +@admin) on a member can
@@ -48,10 +45,6 @@ import (
 // server refuses the operator's login.
 const DefaultLoginRecoveryPeriod = 10 * time.Minute
 
-// loginRefusalSettle is how long a member's OperatorLoginRefused must have been True
-// before the member is failed over or restarted.
-const loginRefusalSettle = 10 * time.Second
-
 func (r *Reconciler) loginRecoveryPeriod() time.Duration {
 	if r.LoginRecoveryPeriod > 0 {
 		return r.LoginRecoveryPeriod
@@ -59,251 +52,41 @@ func (r *Reconciler) loginRecoveryPeriod() time.Duration {
 	return DefaultLoginRecoveryPeriod
 }
 
-// loginRefused returns the member's OperatorLoginRefused when it is True, else nil.
-func loginRefused(m *member) *metav1.Condition {
-	c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionOperatorLoginRefused)
-	if c == nil || c.Status != metav1.ConditionTrue {
-		return nil
-	}
-	return c
-}
-
-// loginStep is what the recovery does next.
-type loginStep int
-
-const (
-	// loginNothing: no member refuses the operator's login.
-	loginNothing loginStep = iota
-	// loginWait: members refuse, none may be restarted now (message says why).
-	loginWait
-	// loginFailover: replica takes over the shard member serves.
-	loginFailover
-	// loginRestart: member gets a new pod.
-	loginRestart
-)
-
-// loginPlan is the recovery's next step, decided from the scope alone.
-type loginPlan struct {
-	step loginStep
-	// member refuses the operator's login; replica takes over from it (loginFailover).
-	member, replica *member
-	// message is Progressing's message (reason RecoveringLogin).
-	message string
-	// after is when to look again.
-	after time.Duration
-}
-
-// serving says whether a member serves its shard's slots.
-type serving int
-
-const (
-	servingNo serving = iota
-	servingYes
-	// servingUnknown: it does not answer and no member that answers knows it.
-	servingUnknown
-)
-
-// servesSlots reports whether m serves slots: its own word when it answers the operator;
-// else, when another member serves its shard, no; else the views of the members that
-// answer (any one showing it a primary with slots is enough). A member whose node ID was
-// never recorded was never given slots by the operator.
-func (t *topology) servesSlots(m *member) serving {
-	if m.reachable {
-		if m.isPrimary() && len(m.slots()) > 0 {
-			return servingYes
-		}
-		return servingNo
-	}
-	if p := t.primaryOf(m.shard()); p != nil && p != m {
-		return servingNo
-	}
-	if m.id() == "" {
-		return servingNo
-	}
-	known := false
-	for _, v := range t.reachable() {
-		if e, ok := v.entry(m.id()); ok {
-			known = true
-			if e.Primary && len(e.Slots) > 0 {
-				return servingYes
-			}
-		}
-	}
-	if known {
-		return servingNo
-	}
-	return servingUnknown
-}
-
-// caughtUp reports whether replica r follows m with its link up and no full sync under
-// way: a coordinated failover then completes without losing a write m acknowledged.
-// When m answers, r must be in sync by m's own offsets.
-func caughtUp(r, m *member) bool {
-	if m.reachable {
-		return synced(r, m)
-	}
-	return r != m && r.reachable && r.self.Replica && r.self.PrimaryID == m.id() && r.repl.LinkUp && !r.repl.SyncInProgress
-}
-
-// planLoginRecovery picks the next step for the members that refuse the operator's
-// login: the first member (those serving slots first, then oldest first) that may fail
-// over or restart now, else why they wait.
-func (s *scope) planLoginRecovery(period time.Duration) loginPlan {
-	var locked []*member
-	for _, m := range s.topo.members {
-		if !m.leaving() && loginRefused(m) != nil {
-			locked = append(locked, m)
-		}
-	}
-	if len(locked) == 0 {
-		return loginPlan{}
-	}
-	sort.SliceStable(locked, func(i, j int) bool {
-		return s.topo.servesSlots(locked[i]) == servingYes && s.topo.servesSlots(locked[j]) != servingYes
-	})
-	for _, m := range s.topo.members {
-		if m.restarting() {
-			return loginPlan{step: loginWait, member: m, after: requeueWait, message: fmt.Sprintf(
-				"%s: waiting for %s to restart first", refusing(locked), m.name())}
-		}
-	}
-	var first *loginPlan
-	var after time.Duration
-	for _, m := range locked {
-		p := s.planLoginOf(m, period)
-		if p.step != loginWait {
-			return p
-		}
-		if first == nil {
-			first = &p
-		}
-		if after == 0 || p.after < after {
-			after = p.after
-		}
-	}
-	out := *first
-	out.after = after
-	out.message = refusing(locked) + ": " + out.message
-	return out
-}
-
-// refusing names the members that refuse the operator's login, for messages.
-func refusing(ms []*member) string {
-	names := make([]string, len(ms))
-	for i, m := range ms {
-		names[i] = m.name()
-	}
-	if len(ms) == 1 {
-		return names[0] + " refuses the operator's login"
-	}
-	return strings.Join(names, ", ") + " refuse the operator's login"
-}
-
-// planLoginOf is the next step for one member that refuses the operator's login.
-func (s *scope) planLoginOf(m *member, period time.Duration) loginPlan {
-	sh := m.shard()
-	if since := loginRefused(m).LastTransitionTime.Time; s.topo.now.Sub(since) < loginRefusalSettle {
-		return loginPlan{step: loginWait, member: m, after: since.Add(loginRefusalSettle).Sub(s.topo.now), message: fmt.Sprintf(
-			"reported at %s, acted on once it has held for %s", since.UTC().Format(time.RFC3339), loginRefusalSettle)}
-	}
-	if at, err := time.Parse(time.RFC3339, m.node.Spec.RestartedAt); err == nil && s.topo.now.Sub(at) < period {
-		next := at.Add(period)
-		return loginPlan{step: loginWait, member: m, after: next.Sub(s.topo.now), message: fmt.Sprintf(
-			"%s was restarted at %s; it is not restarted again before %s", m.name(), at.UTC().Format(time.RFC3339), next.UTC().Format(time.RFC3339))}
-	}
-	switch s.topo.servesSlots(m) {
-	case servingUnknown:
-		return loginPlan{step: loginWait, member: m, after: requeueWait, message: fmt.Sprintf(
-			"no member that answers knows whether %s serves slots", m.name())}
-	case servingYes:
-		return s.planLoginFailover(m)
-	}
-	if other := s.shardUnsettled(sh, m); other != nil {
-		return loginPlan{step: loginWait, member: other, after: requeueWait, message: fmt.Sprintf(
-			"waiting for %s to be back in sync before %s restarts", other.name(), m.name())}
-	}
-	return loginPlan{step: loginRestart, member: m, after: requeueWait}
-}
-
-// planLoginFailover: a member that serves its shard hands it to a replica that has
-// caught up; without replicas, it restarts on its volume, or waits when it has none.
-func (s *scope) planLoginFailover(m *member) loginPlan {
-	sh := m.shard()
-	if pending := s.failoverPending(sh); pending != nil {
-		return loginPlan{step: loginWait, member: pending, after: requeueFast, message: fmt.Sprintf(
-			"waiting for %s to take over shard %d from %s", pending.name(), sh, m.name())}
-	}
-	var ready []*member
-	for _, r := range s.active(sh) {
-		if caughtUp(r, m) {
-			ready = append(ready, r)
-		}
-	}
-	switch {
-	case len(ready) > 0:
-		return loginPlan{step: loginFailover, member: m, replica: s.spreadChoice(sh, byOffset(ready)), after: requeueFast}
-	case s.replicas() > 0:
-		return loginPlan{step: loginWait, member: m, after: requeueWait, message: fmt.Sprintf(
-			"waiting for a replica of shard %d in sync to take over from %s", sh, m.name())}
-	case s.vc.Spec.Persistence != nil:
-		return loginPlan{step: loginRestart, member: m, after: requeueWait}
-	}
-	return loginPlan{step: loginWait, member: m, after: requeueSteady, message: fmt.Sprintf(
-		"%s serves shard %d alone and keeps its data in memory only: a restart would lose the shard's data, so the operator does not restart it", m.name(), sh)}
-}
-
-// shardUnsettled returns a member of shard sh, other than m, that is not back in sync:
-// one that does not answer, or a replica without its link up or in a full sync. Members
-// that refuse the operator's login are left out (they serve as they did).
-func (s *scope) shardUnsettled(sh int32, m *member) *member {
-	for _, o := range s.active(sh) {
-		switch {
-		case o == m || loginRefused(o) != nil:
-		case !o.reachable:
-			return o
-		case o.isPrimary() && len(o.slots()) > 0:
-		case !o.self.Replica || !o.repl.LinkUp || o.repl.SyncInProgress:
-			return o
-		}
-	}
-	return nil
-}
-
-// reconcileLoginRecovery carries out planLoginRecovery's step.
+// reconcileLoginRecovery carries out plan.Cluster.PlanLoginRecovery's step.
 func (r *Reconciler) reconcileLoginRecovery(ctx context.Context, s *scope) (time.Duration, error) {
-	p := s.planLoginRecovery(r.loginRecoveryPeriod())
-	switch p.step {
-	case loginNothing:
+	p := s.PlanLoginRecovery(r.loginRecoveryPeriod())
+	switch p.Step {
+	case plan.LoginNothing:
 		return 0, nil
-	case loginWait:
-		s.progress(v1alpha1.ReasonRecoveringLogin, "%s", p.message)
-	case loginFailover:
+	case plan.LoginWait:
+		s.progress(v1alpha1.ReasonRecoveringLogin, "%s", p.Message)
+	case plan.LoginFailover:
 		s.progress(v1alpha1.ReasonRecoveringLogin, "%s refuses the operator's login: %s takes over shard %d before it restarts",
-			p.member.name(), p.replica.name(), p.member.shard())
-		if err := r.failover(ctx, s, p.replica, p.member.name()+" refuses the operator's login and restarts once a replica serves its shard"); err != nil {
+			p.Member.Name(), p.Replica.Name(), p.Member.Shard())
+		if err := r.failover(ctx, s, p.Replica, p.Member.Name()+" refuses the operator's login and restarts once a replica serves its shard"); err != nil {
 			return 0, err
 		}
-	case loginRestart:
-		if err := r.restartForLogin(ctx, s, p.member); err != nil {
+	case plan.LoginRestart:
+		if err := r.restartForLogin(ctx, s, p.Member); err != nil {
 			return 0, err
 		}
 	}
-	s.lookAgainWithin(p.after)
+	s.lookAgainWithin(p.After)
 	return 0, nil
 }
 
 // restartForLogin authorises a new pod for m: its server loads the aclfile at start.
-func (r *Reconciler) restartForLogin(ctx context.Context, s *scope, m *member) error {
-	refused := loginRefused(m)
-	patch := client.MergeFrom(m.node.DeepCopy())
-	m.node.Spec.RestartedAt = s.topo.now.UTC().Format(time.RFC3339)
-	m.node.Spec.Revision++
-	if err := r.Patch(ctx, m.node, patch); err != nil {
-		return fmt.Errorf("restart %s for the operator's login: %w", m.name(), err)
+func (r *Reconciler) restartForLogin(ctx context.Context, s *scope, m *plan.Member) error {
+	refused := plan.LoginRefused(m)
+	patch := client.MergeFrom(m.Node.DeepCopy())
+	m.Node.Spec.RestartedAt = s.Topo.Now.UTC().Format(time.RFC3339)
+	m.Node.Spec.Revision++
+	if err := r.Patch(ctx, m.Node, patch); err != nil {
+		return fmt.Errorf("restart %s for the operator's login: %w", m.Name(), err)
 	}
-	log.FromContext(ctx).Info("restarting a member whose server refuses the operator's login", "member", m.name(), "reason", refused.Reason)
-	r.event(s.vc, m.node, eventNormal, "OperatorLoginRecovery", "Restart",
-		"restarting %s (a new pod) so that its server loads the aclfile again: it refuses the operator's login (%s)", m.name(), refused.Reason)
-	s.progress(v1alpha1.ReasonRecoveringLogin, "%s refuses the operator's login: restarting it so that its server loads the aclfile again", m.name())
+	log.FromContext(ctx).Info("restarting a member whose server refuses the operator's login", "member", m.Name(), "reason", refused.Reason)
+	r.event(s.VC, m.Node, eventNormal, "OperatorLoginRecovery", "Restart",
+		"restarting %s (a new pod) so that its server loads the aclfile again: it refuses the operator's login (%s)", m.Name(), refused.Reason)
+	s.progress(v1alpha1.ReasonRecoveringLogin, "%s refuses the operator's login: restarting it so that its server loads the aclfile again", m.Name())
 	return nil
 }

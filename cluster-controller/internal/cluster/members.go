@@ -9,51 +9,17 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
-	"github.com/valkey-operator/valkey-operator/valkey"
-	"github.com/valkey-operator/valkey-operator/valkeyconf"
 )
 
 // memberFinalizer holds a ValkeyNode that is being deleted until its server has handed
 // over its slots and every other member has forgotten it.
 const memberFinalizer = "valkey.io/member"
-
-// desiredSpec is the ValkeyNode spec a member of shard s should have now. Revision is
-// left at zero: the caller keeps the member's own or starts at 1.
-func desiredSpec(vc *v1alpha1.ValkeyCluster, s int32) v1alpha1.ValkeyNodeSpec {
-	sp := vc.Spec
-	exporter := *sp.Exporter.DeepCopy()
-	exporter.Enabled = ptr.To(sp.Exporter.IsEnabled())
-	exporter.Image = sp.Exporter.ImageOrDefault()
-	spec := v1alpha1.ValkeyNodeSpec{
-		ClusterName:      vc.Name,
-		ShardIndex:       s,
-		Replicas:         ptr.To[int32](1),
-		WorkloadType:     sp.Workload(),
-		Image:            sp.ImageOrDefault(),
-		ImagePullSecrets: sp.ImagePullSecrets,
-		Resources:        sp.Resources,
-		// Keys in the one spelling every consumer reads (Valkey's own: lower case).
-		Config:                        valkeyconf.Normalized(sp.Config),
-		Containers:                    sp.Containers,
-		Exporter:                      exporter,
-		Persistence:                   sp.Persistence,
-		Scheduling:                    sp.Scheduling,
-		TerminationGracePeriodSeconds: ptr.To(valkeyconf.GracePeriodSeconds(sp.TerminationGracePeriodSeconds, sp.Config)),
-		RestartedAt:                   restartedAt(vc.Annotations, s),
-	}
-	// The Secrets as their producers name them in status; empty while one is not named,
-	// and then no phase that writes a member runs (awaitPublished).
-	spec.ACLSecretName, _ = v1alpha1.ACLSecretOf(vc)
-	spec.SystemUsersSecretName, _ = v1alpha1.SystemUsersSecretOf(vc)
-	spec.TLSSecretName, _ = v1alpha1.AcceptedTLSSecretOf(vc)
-	return *spec.DeepCopy()
-}
 
 // unpublished is the first Secret a member mounts that its producer has not named in the
 // cluster's status yet, nil when all are named.
@@ -72,12 +38,12 @@ func unpublished(vc *v1alpha1.ValkeyCluster) *v1alpha1.NotPublishedError {
 // the acl- or tls-controller has not named in the cluster's status a Secret the members
 // mount: no name is guessed, and Progressing says what the producer reports.
 func (r *Reconciler) awaitPublished(_ context.Context, s *scope) (time.Duration, error) {
-	if s.unpublished == nil {
+	if s.Unpublished == nil {
 		return 0, nil
 	}
-	s.progress(s.unpublished.Reason, "%s", s.unpublished.Error())
+	s.progress(s.Unpublished.Reason, "%s", s.Unpublished.Error())
 	// The producer's status write is a change of the cluster, which brings the next pass.
-	return requeueSteady, nil
+	return plan.RequeueSteady, nil
 }
 
 // newMemberName is {cluster}-{5 random characters}: identity lives in labels.
@@ -108,7 +74,7 @@ func (r *Reconciler) createMember(ctx context.Context, vc *v1alpha1.ValkeyCluste
 				Labels:     v1alpha1.ShardLabels(vc.Name, s),
 				Finalizers: []string{memberFinalizer},
 			},
-			Spec: desiredSpec(vc, s),
+			Spec: plan.DesiredSpec(vc, s),
 		}
 		vn.Spec.Revision = 1
 		if err := controllerutil.SetControllerReference(vc, vn, r.Scheme); err != nil {
@@ -166,14 +132,14 @@ func (r *Reconciler) listMembersFrom(ctx context.Context, reader client.Reader, 
 }
 
 // retire deletes a member; its finalizer keeps it until it has left the Valkey cluster.
-func (r *Reconciler) retire(ctx context.Context, vc *v1alpha1.ValkeyCluster, m *member, why string) error {
-	if m.leaving() {
+func (r *Reconciler) retire(ctx context.Context, vc *v1alpha1.ValkeyCluster, m *plan.Member, why string) error {
+	if m.Leaving() {
 		return nil
 	}
-	if err := r.Delete(ctx, m.node); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("retire member %s: %w", m.name(), err)
+	if err := r.Delete(ctx, m.Node); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("retire member %s: %w", m.Name(), err)
 	}
-	r.event(vc, m.node, eventNormal, "MemberRetiring", "Retire", "retiring member %s of shard %d: %s", m.name(), m.shard(), why)
+	r.event(vc, m.Node, eventNormal, "MemberRetiring", "Retire", "retiring member %s of shard %d: %s", m.Name(), m.Shard(), why)
 	return nil
 }
 
@@ -188,12 +154,4 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, vn *v1alpha1.ValkeyNo
 		return fmt.Errorf("release member %s: %w", vn.Name, err)
 	}
 	return nil
-}
-
-// clusterEmpty reports whether no slot is served by anyone: a cluster being formed.
-func clusterEmpty(t *topology) bool { return t.coveredSlots() == 0 }
-
-// evenSlotsFor returns the slots shard s gets in a fresh cluster of n shards.
-func evenSlotsFor(n, s int32) []valkey.SlotRange {
-	return valkey.EvenRanges(int(n))[s]
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -219,14 +220,14 @@ func (m *Metrics) observe(s *scope, st clusterStatus, ok bool) {
 		return
 	}
 	v := viewOf(s, st)
-	key := types.NamespacedName{Namespace: s.vc.Namespace, Name: s.vc.Name}
+	key := types.NamespacedName{Namespace: s.VC.Namespace, Name: s.VC.Name}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if prev := m.clusters[key]; prev != nil {
 		v.lastSuccess = prev.lastSuccess
 	}
 	if ok {
-		v.lastSuccess = s.topo.now
+		v.lastSuccess = s.Topo.Now
 	}
 	m.clusters[key] = v
 	shards := make([]v1alpha1.ShardStatus, len(st.Shards))
@@ -290,72 +291,72 @@ func (m *Metrics) forget(key types.NamespacedName) {
 // viewOf derives a cluster's gauges from the pass's scope and the status it computed.
 func viewOf(s *scope, st clusterStatus) *clusterView {
 	v := &clusterView{
-		shards: s.shards(), replicasPerShard: s.replicas(), readyShards: st.ReadyShards, state: st.State,
+		shards: s.Shards(), replicasPerShard: s.Replicas(), readyShards: st.ReadyShards, state: st.State,
 		ready:         conditions.IsTrue(st.Conditions, v1alpha1.ConditionReady),
 		degraded:      conditions.IsTrue(st.Conditions, v1alpha1.ConditionDegraded),
-		slotsAssigned: s.topo.coveredSlots(),
+		slotsAssigned: s.Topo.CoveredSlots(),
 		members:       map[memberKey]int{}, shardSlots: map[int32]int{}, inSync: map[int32]int{},
 	}
-	for _, mb := range s.topo.members {
+	for _, mb := range s.Topo.Members {
 		role := "unknown"
 		switch {
-		case mb.isPrimary():
+		case mb.IsPrimary():
 			role = "primary"
-		case mb.reachable && mb.self.Replica:
+		case mb.Reachable && mb.Self.Replica:
 			role = "replica"
 		}
-		v.members[memberKey{shard: mb.shard(), role: role, lifecycle: string(computeMemberStatus(s, mb).Lifecycle)}]++
-		if !mb.leaving() && (needsNewPod(s, mb) || mb.restarting()) {
+		v.members[memberKey{shard: mb.Shard(), role: role, lifecycle: string(computeMemberStatus(s, mb).Lifecycle)}]++
+		if !mb.Leaving() && (needsNewPod(s, mb) || mb.Restarting()) {
 			v.rollPending++
 		}
 	}
 	v.rolling = v.rollPending > 0
-	for sh := range s.topo.shards {
-		p := s.topo.primaryOf(sh)
+	for sh := range s.Topo.Shards {
+		p := s.Topo.PrimaryOf(sh)
 		if p == nil {
 			v.shardSlots[sh] = 0
 			v.inSync[sh] = 0
 			continue
 		}
-		v.shardSlots[sh] = valkey.CountSlots(p.slots())
+		v.shardSlots[sh] = valkey.CountSlots(p.Slots())
 		v.inSync[sh] = 0
-		for _, mb := range s.topo.shards[sh] {
-			if mb == p || !mb.reachable || !mb.self.Replica || mb.self.PrimaryID != p.id() || !p.reachable {
+		for _, mb := range s.Topo.Shards[sh] {
+			if mb == p || !mb.Reachable || !mb.Self.Replica || mb.Self.PrimaryID != p.ID() || !p.Reachable {
 				continue
 			}
-			if synced(mb, p) && !mb.leaving() {
+			if plan.Synced(mb, p) && !mb.Leaving() {
 				v.inSync[sh]++
 			}
-			lag := p.repl.Offset - mb.repl.Offset
+			lag := p.Repl.Offset - mb.Repl.Offset
 			if lag < 0 {
 				lag = 0
 			}
-			v.lag = append(v.lag, replicaLag{shard: sh, member: mb.name(), bytes: lag})
+			v.lag = append(v.lag, replicaLag{shard: sh, member: mb.Name(), bytes: lag})
 		}
 	}
-	for sh := int32(0); sh < s.shards(); sh++ {
+	for sh := int32(0); sh < s.Shards(); sh++ {
 		if _, ok := v.inSync[sh]; !ok {
 			v.inSync[sh], v.shardSlots[sh] = 0, 0
 		}
 	}
-	if s.mayAct() && !s.scaleHeld() {
-		p := s.planScale()
-		v.slotsToMove = p.slots
+	if s.mayAct() && !s.ScaleHeld() {
+		p := s.PlanScale()
+		v.slotsToMove = p.Slots
 		// A roll's successors are surplus replicas of their shard until the old members
 		// leave: that is the roll, not a scale.
-		surplusOfRoll := p.step == scaleRetireSurplusReplicas && v.rolling
-		v.scaling = (p.step != scaleNothing && !surplusOfRoll) || s.topo.openSlots()
+		surplusOfRoll := p.Step == plan.ScaleRetireSurplusReplicas && v.rolling
+		v.scaling = (p.Step != plan.ScaleNothing && !surplusOfRoll) || s.Topo.OpenSlots()
 	}
 	sort.Slice(v.lag, func(i, j int) bool { return v.lag[i].member < v.lag[j].member })
-	if c := conditions.Get(st.Conditions, v1alpha1.ConditionPrimariesSpread); c != nil && c.Status != metav1.ConditionUnknown && s.place != nil {
-		v.placed, v.spread, v.misplaced = true, c.Status == metav1.ConditionTrue, len(s.place.plan.moves)
+	if c := conditions.Get(st.Conditions, v1alpha1.ConditionPrimariesSpread); c != nil && c.Status != metav1.ConditionUnknown && s.Place != nil {
+		v.placed, v.spread, v.misplaced = true, c.Status == metav1.ConditionTrue, len(s.Place.Plan.Moves)
 	}
 	return v
 }
 
 // needsNewPod reports whether a member needs a new pod for the spec.
-func needsNewPod(s *scope, m *member) bool {
-	o, _ := s.outdated(m)
+func needsNewPod(s *scope, m *plan.Member) bool {
+	o, _ := s.Outdated(m)
 	return o
 }
 
@@ -432,12 +433,12 @@ func electedFailovers(prev []v1alpha1.ShardStatus, s *scope, requested map[strin
 		if st.Primary == "" {
 			continue
 		}
-		p := s.topo.primaryOf(st.Index)
-		if p == nil || p.name() == st.Primary || len(p.slots()) == 0 || requested[p.name()] {
+		p := s.Topo.PrimaryOf(st.Index)
+		if p == nil || p.Name() == st.Primary || len(p.Slots()) == 0 || requested[p.Name()] {
 			continue
 		}
 		for _, r := range st.Replicas {
-			if r == p.name() {
+			if r == p.Name() {
 				out = append(out, st.Index)
 				break
 			}
@@ -450,7 +451,7 @@ func electedFailovers(prev []v1alpha1.ShardStatus, s *scope, requested map[strin
 func failoverRequests(nodes []*v1alpha1.ValkeyNode) map[string]bool {
 	out := map[string]bool{}
 	for _, vn := range nodes {
-		if _, ok := failoverRecord(&member{node: vn}); ok {
+		if _, ok := plan.FailoverRecord(&plan.Member{Node: vn}); ok {
 			out[vn.Name] = true
 		}
 	}

@@ -13,22 +13,24 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
 // TestClusterMetrics checks the gauges a pass exports, in the exposition format a
 // scraper reads.
 func TestClusterMetrics(t *testing.T) {
-	vc := cluster(nil) // 3 shards, 1 replica each by default
+	vc := plantest.Cluster(nil) // 3 shards, 1 replica each by default
 	cases := []struct {
 		name string
-		fms  []fakeMember
+		fms  []plantest.FakeMember
 		// want are lines of the exposition; names limits the comparison to these metrics.
 		want  string
 		names []string
 	}{
 		{
 			name: "a replica behind and one whose link is down: lag per replica, in-sync replicas per shard",
-			fms:  threeByOne(),
+			fms:  plantest.ThreeByOne(),
 			want: `
 # HELP valkey_operator_replica_lag_bytes How far a replica's replication offset is behind its primary's, in bytes.
 # TYPE valkey_operator_replica_lag_bytes gauge
@@ -52,7 +54,7 @@ valkey_operator_cluster_ready{cluster="vk",namespace="ns"} 0
 		},
 		{
 			name: "a healthy cluster: members by role and lifecycle, slots, state",
-			fms:  healthyThreeByOne(),
+			fms:  plantest.HealthyThreeByOne(),
 			want: `
 # HELP valkey_operator_cluster_members Members (ValkeyNodes) by shard, role the server reports (primary, replica, unknown when it does not answer) and lifecycle (Joining, Active, Leaving).
 # TYPE valkey_operator_cluster_members gauge
@@ -92,9 +94,9 @@ valkey_operator_cluster_last_successful_pass_timestamp_seconds{cluster="vk",name
 		},
 		{
 			name: "a roll: outdated members pending, a dead member of unknown role, a leaving one",
-			fms: with(with(with(healthyThreeByOne(), "a2", func(f *fakeMember) { f.outdated = true }),
-				"b", func(f *fakeMember) { f.restarting = true }),
-				"c2", func(f *fakeMember) { f.down, f.leaving = true, true }),
+			fms: plantest.With(plantest.With(plantest.With(plantest.HealthyThreeByOne(), "a2", func(f *plantest.FakeMember) { f.Outdated = true }),
+				"b", func(f *plantest.FakeMember) { f.Restarting = true }),
+				"c2", func(f *plantest.FakeMember) { f.Down, f.Leaving = true, true }),
 			want: `
 # HELP valkey_operator_cluster_members Members (ValkeyNodes) by shard, role the server reports (primary, replica, unknown when it does not answer) and lifecycle (Joining, Active, Leaving).
 # TYPE valkey_operator_cluster_members gauge
@@ -115,8 +117,8 @@ valkey_operator_cluster_roll_members_pending{cluster="vk",namespace="ns"} 2
 		},
 		{
 			name: "a roll's successor in sync next to the outdated replica it replaces: rolling, not scaling",
-			fms: append(with(healthyThreeByOne(), "a2", func(f *fakeMember) { f.outdated = true }),
-				fakeMember{name: "a3", shard: 0, ip: "10.0.0.9", id: "A3", primary: "A", offset: 100, linkUp: true}),
+			fms: append(plantest.With(plantest.HealthyThreeByOne(), "a2", func(f *plantest.FakeMember) { f.Outdated = true }),
+				plantest.FakeMember{Name: "a3", Shard: 0, IP: "10.0.0.9", ID: "A3", Primary: "A", Offset: 100, LinkUp: true}),
 			want: `
 # HELP valkey_operator_cluster_rolling 1 while members need a new pod to match the spec (a roll is in progress or waiting).
 # TYPE valkey_operator_cluster_rolling gauge
@@ -129,9 +131,9 @@ valkey_operator_cluster_scaling{cluster="vk",namespace="ns"} 0
 		},
 		{
 			name: "a scale to 4 shards whose new primary has joined: slots to move",
-			fms: append(healthyThreeByOne(),
-				fakeMember{name: "d", shard: 3, ip: "10.0.0.7", id: "D", offset: 100},
-				fakeMember{name: "d2", shard: 3, ip: "10.0.0.8", id: "D2", primary: "D", offset: 100, linkUp: true}),
+			fms: append(plantest.HealthyThreeByOne(),
+				plantest.FakeMember{Name: "d", Shard: 3, IP: "10.0.0.7", ID: "D", Offset: 100},
+				plantest.FakeMember{Name: "d2", Shard: 3, IP: "10.0.0.8", ID: "D2", Primary: "D", Offset: 100, LinkUp: true}),
 			want: `
 # HELP valkey_operator_cluster_scaling 1 while slots move between shards or members of removed shards or surplus replicas leave.
 # TYPE valkey_operator_cluster_scaling gauge
@@ -150,7 +152,7 @@ valkey_operator_shard_slots{cluster="vk",namespace="ns",shard="3"} 0
 		},
 		{
 			name: "shard 0's primary failed over next to shard 1's: not spread, one primary to move back",
-			fms:  failedOver(spreadThreeByOne()),
+			fms:  plantest.FailedOver(plantest.SpreadThreeByOne()),
 			want: `
 # HELP valkey_operator_cluster_primaries_spread 1 when the cluster's PrimariesSpread condition is True (the primaries are spread over nodes and zones as spec.primaryPlacement asks, or as evenly as the members' nodes allow), 0 when False; absent with policy None or while a primary's node is not known.
 # TYPE valkey_operator_cluster_primaries_spread gauge
@@ -163,7 +165,7 @@ valkey_operator_cluster_primaries_misplaced{cluster="vk",namespace="ns"} 1
 		},
 		{
 			name: "one primary per node and zone: spread",
-			fms:  spreadThreeByOne(),
+			fms:  plantest.SpreadThreeByOne(),
 			want: `
 # HELP valkey_operator_cluster_primaries_spread 1 when the cluster's PrimariesSpread condition is True (the primaries are spread over nodes and zones as spec.primaryPlacement asks, or as evenly as the members' nodes allow), 0 when False; absent with policy None or while a primary's node is not known.
 # TYPE valkey_operator_cluster_primaries_spread gauge
@@ -182,8 +184,8 @@ valkey_operator_cluster_primaries_misplaced{cluster="vk",namespace="ns"} 0
 				vc.Spec.Shards = 4
 			}
 			s := scopeFor(t, vc, c.fms)
-			if c.fms[0].node != "" {
-				s.place = newPlacementView(s, v1alpha1.DefaultPlacementTopologyKey, threeZones, nil)
+			if c.fms[0].Node != "" {
+				s.Place = plan.NewPlacement(&s.Cluster, v1alpha1.DefaultPlacementTopologyKey, plantest.ThreeZones, nil)
 			}
 			m := NewMetrics(prometheus.NewRegistry())
 			m.observe(s, computeClusterStatus(s, nil), true)
@@ -199,21 +201,21 @@ valkey_operator_cluster_primaries_misplaced{cluster="vk",namespace="ns"} 0
 func TestMetricsForget(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	vc := cluster(nil)
+	vc := plantest.Cluster(nil)
 	other := vc.DeepCopy()
 	other.Name = "other"
-	s := scopeFor(t, vc, healthyThreeByOne())
+	s := scopeFor(t, vc, plantest.HealthyThreeByOne())
 	m.observe(s, computeClusterStatus(s, nil), true)
-	m.observe(scopeFor(t, other, healthyThreeByOne()), computeClusterStatus(s, nil), true)
+	m.observe(scopeFor(t, other, plantest.HealthyThreeByOne()), computeClusterStatus(s, nil), true)
 	m.failover(vc, 1, kindPlanned)
 	m.failover(other, 1, kindPlanned)
 	m.reconcileError(types.NamespacedName{Namespace: "ns", Name: "vk"}, "roll")
 
-	later := scopeFor(t, vc, healthyThreeByOne())
-	later.topo.now = t0.Add(time.Minute)
+	later := scopeFor(t, vc, plantest.HealthyThreeByOne())
+	later.Topo.Now = plantest.T0.Add(time.Minute)
 	m.observe(later, computeClusterStatus(later, nil), false)
-	if got := testutil.ToFloat64(lastSuccessOf(t, m, "vk")); got != float64(t0.Unix()) {
-		t.Errorf("last success after a failed pass = %v, want the earlier pass's %v", got, t0.Unix())
+	if got := testutil.ToFloat64(lastSuccessOf(t, m, "vk")); got != float64(plantest.T0.Unix()) {
+		t.Errorf("last success after a failed pass = %v, want the earlier pass's %v", got, plantest.T0.Unix())
 	}
 
 	m.forget(types.NamespacedName{Namespace: "ns", Name: "vk"})
@@ -242,7 +244,7 @@ func TestZeroCounters(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
 	r := &Reconciler{}
 	key := types.NamespacedName{Namespace: "ns", Name: "vk"}
-	m.failover(cluster(nil), 1, kindPlanned)
+	m.failover(plantest.Cluster(nil), 1, kindPlanned)
 	m.zeroCounters(key, 3, r.errorPhases())
 	if got := testutil.CollectAndCount(m.failovers); got != 9 {
 		t.Errorf("%d failover series after a pass over 3 shards, want 9 (3 shards x planned, forced, elected)", got)
@@ -278,13 +280,13 @@ func lastSuccessOf(t *testing.T, m *Metrics, name string) prometheus.Collector {
 }
 
 func TestElectedFailovers(t *testing.T) {
-	vc := cluster(nil)
+	vc := plantest.Cluster(nil)
 	prev := []v1alpha1.ShardStatus{
 		{Index: 0, Primary: "a2", Replicas: []string{"a"}}, // a was a2's replica and serves now
 		{Index: 1, Primary: "b", Replicas: []string{"b2"}}, // unchanged
 		{Index: 2, Primary: "x", Replicas: []string{"c2"}}, // c was no replica of shard 2's primary
 	}
-	s := scopeFor(t, vc, healthyThreeByOne())
+	s := scopeFor(t, vc, plantest.HealthyThreeByOne())
 	if got := electedFailovers(prev, s, nil); !slices.Equal(got, []int32{0}) {
 		t.Errorf("elected failovers = %v, want [0]", got)
 	}
@@ -296,11 +298,11 @@ func TestElectedFailovers(t *testing.T) {
 	// status of before it (a lagging cache) must not count it again as elected.
 	m := NewMetrics(prometheus.NewRegistry())
 	key := client.ObjectKeyFromObject(vc)
-	m.promoted(key, "a", t0)
-	if got := electedFailovers(prev, s, m.withPromotions(key, nil, t0.Add(10*time.Second))); len(got) != 0 {
+	m.promoted(key, "a", plantest.T0)
+	if got := electedFailovers(prev, s, m.withPromotions(key, nil, plantest.T0.Add(10*time.Second))); len(got) != 0 {
 		t.Errorf("elected failovers right after a planned promotion of a = %v, want none", got)
 	}
-	if got := electedFailovers(prev, s, m.withPromotions(key, nil, t0.Add(2*promotionMemory))); !slices.Equal(got, []int32{0}) {
+	if got := electedFailovers(prev, s, m.withPromotions(key, nil, plantest.T0.Add(2*promotionMemory))); !slices.Equal(got, []int32{0}) {
 		t.Errorf("elected failovers long after the planned promotion = %v, want [0]", got)
 	}
 }
@@ -308,7 +310,7 @@ func TestElectedFailovers(t *testing.T) {
 // A pass that reads the status of before the previous pass's write (the cache lags) sees
 // the failover that pass counted: it is compared with what that pass reported instead.
 func TestElectedFailoverCountedOnceWhenTheStatusLags(t *testing.T) {
-	vc := cluster(nil)
+	vc := plantest.Cluster(nil)
 	key := client.ObjectKeyFromObject(vc)
 	stale := []v1alpha1.ShardStatus{
 		{Index: 0, Primary: "a2", Replicas: []string{"a"}},
@@ -319,13 +321,13 @@ func TestElectedFailoverCountedOnceWhenTheStatusLags(t *testing.T) {
 	if got := m.previousShards(key, stale); !equality.Semantic.DeepEqual(got, stale) {
 		t.Fatalf("previous shards before any pass = %v, want the status's", got)
 	}
-	s := scopeFor(t, vc, healthyThreeByOne())
+	s := scopeFor(t, vc, plantest.HealthyThreeByOne())
 	if got := electedFailovers(m.previousShards(key, stale), s, nil); !slices.Equal(got, []int32{0}) {
 		t.Fatalf("first pass after the failover: elected = %v, want [0]", got)
 	}
 	m.observe(s, computeClusterStatus(s, nil), true)
 
-	again := scopeFor(t, vc, healthyThreeByOne())
+	again := scopeFor(t, vc, plantest.HealthyThreeByOne())
 	if got := electedFailovers(m.previousShards(key, stale), again, nil); len(got) != 0 {
 		t.Errorf("next pass reading the stale status: elected = %v, want none", got)
 	}

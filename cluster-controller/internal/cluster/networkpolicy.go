@@ -44,7 +44,7 @@ var operatorPodLabels = map[string]string{v1alpha1.LabelName: "valkey-operator"}
 // reconcileNetworkPolicy keeps the cluster's NetworkPolicy (named like the cluster) when
 // it is enabled, and deletes the operator's own one when it is not.
 func (r *Reconciler) reconcileNetworkPolicy(ctx context.Context, s *scope) (time.Duration, error) {
-	vc := s.vc
+	vc := s.VC
 	if !vc.Spec.NetworkPolicyEnabled(r.NetworkPolicy.Enabled) {
 		var np networkingv1.NetworkPolicy
 		err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: vc.Name}, &np)

@@ -1,6 +1,11 @@
 // Package cluster reconciles ValkeyClusters: it creates the members (ValkeyNodes), forms
 // the Valkey cluster, assigns and moves slots, keeps replicas following their shard's
 // primary, heals, rolls and scales, and reports it all in the cluster's status.
+//
+// It is the acting half: a pass reads the members and their servers into a scope, whose
+// plan.Cluster the planners of package plan judge (what to roll, scale, take over,
+// assign, move back); the phases here carry their plans out with the API server and the
+// servers, and write events, metrics and status.
 package cluster
 
 import (
@@ -23,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
@@ -32,18 +38,12 @@ import (
 // FieldManager is the field manager of everything this controller writes.
 const FieldManager = "cluster-controller"
 
-// Requeue intervals. Progress on the Kubernetes side comes from watches; these cover
-// what only Valkey can tell (gossip converging, a replica catching up, a failover), which
-// has no event to watch.
+// Pass sizes and the requeue intervals the planners do not choose (plan.RequeueFast and
+// the like are theirs).
 const (
-	requeueFast = 250 * time.Millisecond
-	requeueWait = time.Second
-	requeueSync = 300 * time.Millisecond
 	// createBatch is the default CreateBatch: a cluster of up to 32 members (10 shards
 	// with 2 replicas) is created in one pass.
 	createBatch = 32
-	// requeueSteady is the default RestPeriod.
-	requeueSteady = 30 * time.Second
 	// requeueNameConflict: an object that is not the cluster's is looked at again (it is
 	// not watched: the cluster does not own it).
 	requeueNameConflict = 10 * time.Second
@@ -85,7 +85,7 @@ type Reconciler struct {
 	Addr func(*v1alpha1.ValkeyNode) string
 	// NetworkPolicy holds the operator's defaults for the clusters' NetworkPolicies.
 	NetworkPolicy NetworkPolicyDefaults
-	// RestPeriod is how often a cluster at rest is looked at (rest.go); requeueSteady
+	// RestPeriod is how often a cluster at rest is looked at (rest.go); plan.RequeueSteady
 	// when zero.
 	RestPeriod time.Duration
 	// CreateBatch is the most members one pass creates (createBatch when zero): a large
@@ -129,7 +129,7 @@ func (r *Reconciler) restPeriod() time.Duration {
 	if r.RestPeriod > 0 {
 		return r.RestPeriod
 	}
-	return requeueSteady
+	return plan.RequeueSteady
 }
 
 // addr is the client address of a member's server.
@@ -203,14 +203,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		runErr = errors.Join(runErr, err)
 	}
-	for _, sh := range electedFailovers(prevShards, s, r.Metrics.withPromotions(req.NamespacedName, s.requested, s.topo.now)) {
+	for _, sh := range electedFailovers(prevShards, s, r.Metrics.withPromotions(req.NamespacedName, s.requested, s.Topo.Now)) {
 		r.Metrics.failover(vc, sh, kindElected)
 	}
 	r.Metrics.observe(s, s.reported, runErr == nil)
-	r.Metrics.zeroCounters(req.NamespacedName, s.shards(), r.errorPhases())
-	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.topo.members))
-	for _, m := range s.topo.members {
-		nodes = append(nodes, m.node)
+	r.Metrics.zeroCounters(req.NamespacedName, s.Shards(), r.errorPhases())
+	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.Topo.Members))
+	for _, m := range s.Topo.Members {
+		nodes = append(nodes, m.Node)
 	}
 	if wait := r.reportMemberCauses(ctx, vc, nodes); wait > 0 && (res.RequeueAfter == 0 || wait < res.RequeueAfter) {
 		res.RequeueAfter = wait
@@ -218,8 +218,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.rememberRest(s, inputs, runErr == nil && s.atRest && res.RequeueAfter == r.restPeriod())
 	if runErr != nil {
 		logger.Error(runErr, "reconcile pass failed")
-		if res.RequeueAfter == 0 || res.RequeueAfter > requeueWait {
-			res.RequeueAfter = requeueWait
+		if res.RequeueAfter == 0 || res.RequeueAfter > plan.RequeueWait {
+			res.RequeueAfter = plan.RequeueWait
 		}
 	}
 	return res, nil
@@ -297,7 +297,7 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			return ctrl.Result{RequeueAfter: requeueNameConflict}, nil
 		}
 		if s.stopTooLarge(p.name, err) {
-			return ctrl.Result{RequeueAfter: requeueSteady}, nil
+			return ctrl.Result{RequeueAfter: plan.RequeueSteady}, nil
 		}
 		if err != nil {
 			s.failedPhase = p.name
@@ -307,14 +307,14 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
-	after := requeueWait
+	after := plan.RequeueWait
 	switch {
 	case s.applied() && !s.recheck:
 		after, s.atRest = r.restPeriod(), true
 	case s.step.reason == "":
 		// Nothing left to do but wait for the servers (replicas syncing, the cluster
 		// state spreading): no Kubernetes event announces that, so look again soon.
-		after = requeueSync
+		after = plan.RequeueSync
 	}
 	if s.within > 0 && s.within < after {
 		after = s.within
@@ -342,14 +342,14 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, key client.ObjectKey) e
 // observe asks every member with a running pod for its view of the cluster, all members
 // at once, each bounded by its own timeout, so one dead pod costs one timeout, not a
 // worker.
-func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, cred valkeyconn.Credentials) []*member {
-	members := make([]*member, len(nodes))
+func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, cred valkeyconn.Credentials) []*plan.Member {
+	members := make([]*plan.Member, len(nodes))
 	var wg sync.WaitGroup
 	for i, vn := range nodes {
-		m := &member{node: vn, addr: r.addr(vn)}
+		m := &plan.Member{Node: vn, Addr: r.addr(vn)}
 		members[i] = m
 		if vn.Status.PodIP == "" || !conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionPodReady) {
-			m.err = errors.New("pod not ready")
+			m.Err = errors.New("pod not ready")
 			continue
 		}
 		wg.Add(1)
@@ -362,17 +362,17 @@ func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, 
 	return members
 }
 
-func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyconn.Credentials) {
+func (r *Reconciler) observeMember(ctx context.Context, m *plan.Member, cred valkeyconn.Credentials) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	c, err := r.Pool.Client(ctx, m.addr, cred)
+	c, err := r.Pool.Client(ctx, m.Addr, cred)
 	if err != nil {
-		m.err = err
+		m.Err = err
 		return
 	}
 	fail := func(err error) {
-		m.err = err
-		r.Pool.Drop(m.addr)
+		m.Err = err
+		r.Pool.Drop(m.Addr)
 	}
 	view, err := c.ClusterNodes(ctx)
 	if err != nil {
@@ -389,23 +389,23 @@ func (r *Reconciler) observeMember(ctx context.Context, m *member, cred valkeyco
 		fail(err)
 		return
 	}
-	m.view = view
+	m.View = view
 	for _, n := range view {
 		if n.Myself {
-			m.self = n
+			m.Self = n
 		}
 	}
-	m.repl = valkey.ParseReplication(info)
-	m.keys, m.keysKnown = valkey.KeyCount(info)
-	m.version, _ = valkey.VersionFromInfo(info)
-	m.state = ci["cluster_state"]
-	m.reachable = m.self.ID != ""
-	if !m.reachable {
-		m.err = errors.New("CLUSTER NODES has no line for the server itself")
+	m.Repl = valkey.ParseReplication(info)
+	m.Keys, m.KeysKnown = valkey.KeyCount(info)
+	m.Version, _ = valkey.VersionFromInfo(info)
+	m.State = ci["cluster_state"]
+	m.Reachable = m.Self.ID != ""
+	if !m.Reachable {
+		m.Err = errors.New("CLUSTER NODES has no line for the server itself")
 	}
 }
 
 // client returns the client of a reachable member.
-func (r *Reconciler) client(ctx context.Context, s *scope, m *member) (*valkey.Client, error) {
-	return r.Pool.Client(ctx, m.addr, s.cred)
+func (r *Reconciler) client(ctx context.Context, s *scope, m *plan.Member) (*valkey.Client, error) {
+	return r.Pool.Client(ctx, m.Addr, s.cred)
 }

@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -20,16 +21,16 @@ import (
 // tooLargeCause describes the members among ms whose servers could not be read because
 // of a reply too large: from this pass's read, or from the node-controller's PodReady.
 // "" when there is none.
-func tooLargeCause(ms []*member) string {
+func tooLargeCause(ms []*plan.Member) string {
 	var parts []string
 	for _, m := range ms {
-		if e := valkey.AsReplyTooLarge(m.err); e != nil {
-			parts = append(parts, e.Describe(m.name())+"; the operator cannot read that member's view of the cluster")
+		if e := valkey.AsReplyTooLarge(m.Err); e != nil {
+			parts = append(parts, e.Describe(m.Name())+"; the operator cannot read that member's view of the cluster")
 			continue
 		}
-		if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil &&
+		if c := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil &&
 			c.Status != metav1.ConditionTrue && c.Reason == v1alpha1.ReasonReplyTooLarge {
-			parts = append(parts, "member "+m.name()+": "+memberMessage(c))
+			parts = append(parts, "member "+m.Name()+": "+plan.MemberMessage(c))
 		}
 	}
 	return strings.Join(parts, "; ")
@@ -44,9 +45,9 @@ func (s *scope) stopTooLarge(phase string, err error) bool {
 		return false
 	}
 	name := e.Addr
-	for _, m := range s.topo.members {
-		if m.addr == e.Addr {
-			name = m.name()
+	for _, m := range s.Topo.Members {
+		if m.Addr == e.Addr {
+			name = m.Name()
 		}
 	}
 	s.step.reason = v1alpha1.ReasonReplyTooLarge

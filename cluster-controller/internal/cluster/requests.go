@@ -10,12 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 )
 
 // Requests users make through the ValkeyCluster's annotations (kubectl valkey failover,
 // restart, pause): the cluster-controller carries them out with its own machinery and
 // reports them in status, conditions and events; it never writes a user's annotation.
-// Restarts enter the members' specs (desiredSpec, restartedAt); pausing is in newScope;
+// Restarts enter the members' specs (plan.DesiredSpec, plan.RestartedAt); pausing is in newScope;
 // a failover request is here, answered in status.failover.
 
 // paused reports whether the cluster's annotations pause it.
@@ -75,7 +76,7 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 	raw := st.Request
 	refuse := func(format string, args ...any) (time.Duration, error) {
 		msg := fmt.Sprintf(format, args...)
-		r.event(s.vc, nil, eventWarning, "FailoverRefused", "Failover", "failover request %q refused: %s", raw, msg)
+		r.event(s.VC, nil, eventWarning, "FailoverRefused", "Failover", "failover request %q refused: %s", raw, msg)
 		st.Phase, st.Message = v1alpha1.FailoverRequestRefused, msg
 		return 0, nil
 	}
@@ -84,70 +85,70 @@ func (r *Reconciler) reconcileFailoverRequest(ctx context.Context, s *scope) (ti
 		return refuse("%v", err)
 	}
 	st.Shard = &req.shard
-	if req.shard >= s.shards() {
-		return refuse("the cluster has %d shards (0 to %d)", s.shards(), s.shards()-1)
+	if req.shard >= s.Shards() {
+		return refuse("the cluster has %d shards (0 to %d)", s.Shards(), s.Shards()-1)
 	}
 	wait := func(format string, args ...any) (time.Duration, error) {
 		st.Message = fmt.Sprintf(format, args...)
 		s.progress(v1alpha1.ReasonFailingOver, "requested failover of shard %d: %s", req.shard, st.Message)
 		return 0, nil // the other phases go on; the pass comes back soon
 	}
-	s.lookAgainWithin(requeueWait)
-	p := s.topo.primaryOf(req.shard)
+	s.lookAgainWithin(plan.RequeueWait)
+	p := s.Topo.PrimaryOf(req.shard)
 	named := req.member
 	if named == "" {
 		named = st.Target // the replica an earlier pass chose and asked
 	}
-	var target *member
+	var target *plan.Member
 	if named != "" {
-		for _, m := range s.topo.shards[req.shard] {
-			if m.name() == named && !m.leaving() {
+		for _, m := range s.Topo.Shards[req.shard] {
+			if m.Name() == named && !m.Leaving() {
 				target = m
 			}
 		}
 		switch {
 		case target == nil:
 			return refuse("%s is not a member of shard %d", named, req.shard)
-		case target == p && len(p.slots()) > 0:
-			r.event(s.vc, p.node, eventNormal, "FailoverRequestDone", "Failover", "%s serves shard %d", p.name(), req.shard)
-			st.Phase, st.Target, st.Message = v1alpha1.FailoverRequestDone, p.name(), fmt.Sprintf("%s serves shard %d", p.name(), req.shard)
+		case target == p && len(p.Slots()) > 0:
+			r.event(s.VC, p.Node, eventNormal, "FailoverRequestDone", "Failover", "%s serves shard %d", p.Name(), req.shard)
+			st.Phase, st.Target, st.Message = v1alpha1.FailoverRequestDone, p.Name(), fmt.Sprintf("%s serves shard %d", p.Name(), req.shard)
 			return 0, nil
 		}
-	} else if s.replicas() == 0 {
+	} else if s.Replicas() == 0 {
 		return refuse("shard %d has no replica to take over", req.shard)
 	}
-	if !s.settled() {
+	if !s.Settled() {
 		return wait("waiting for the cluster to settle")
 	}
-	if p == nil || !p.reachable {
+	if p == nil || !p.Reachable {
 		return wait("waiting for the shard's primary to answer")
 	}
 	if target == nil {
-		var inSync []*member
-		for _, m := range s.active(req.shard) {
-			if m != p && synced(m, p) {
+		var inSync []*plan.Member
+		for _, m := range s.Active(req.shard) {
+			if m != p && plan.Synced(m, p) {
 				inSync = append(inSync, m)
 			}
 		}
 		if len(inSync) == 0 {
 			return wait("waiting for a replica in sync")
 		}
-		target = s.spreadChoice(req.shard, byOffset(inSync))
+		target = s.SpreadChoice(req.shard, plan.ByOffset(inSync))
 	}
-	if !synced(target, p) {
-		return wait("waiting for %s to be in sync with %s", target.name(), p.name())
+	if !plan.Synced(target, p) {
+		return wait("waiting for %s to be in sync with %s", target.Name(), p.Name())
 	}
 	if err := r.failover(ctx, s, target, "requested through the "+v1alpha1.AnnotationFailover+" annotation"); err != nil {
 		return 0, err
 	}
-	if _, asked := failoverRecord(target); !asked {
+	if _, asked := plan.FailoverRecord(target); !asked {
 		// Held this pass (another failover of the shard in flight, voters that do not
 		// reach the target yet): Progressing says why.
-		return wait("waiting to ask %s to take over from %s", target.name(), p.name())
+		return wait("waiting to ask %s to take over from %s", target.Name(), p.Name())
 	}
-	st.Phase, st.Target = v1alpha1.FailoverRequestInProgress, target.name()
-	st.Message = fmt.Sprintf("%s was asked to take over shard %d from %s", target.name(), req.shard, p.name())
-	s.lookAgainWithin(requeueFast)
+	st.Phase, st.Target = v1alpha1.FailoverRequestInProgress, target.Name()
+	st.Message = fmt.Sprintf("%s was asked to take over shard %d from %s", target.Name(), req.shard, p.Name())
+	s.lookAgainWithin(plan.RequeueFast)
 	return 0, nil
 }
 
@@ -158,11 +159,11 @@ func failoverRequestStatus(s *scope) *v1alpha1.FailoverRequestStatus {
 	if st == nil {
 		return nil
 	}
-	prev := s.vc.Status.Failover
+	prev := s.VC.Status.Failover
 	if prev != nil && prev.Request == st.Request && prev.Phase == st.Phase && prev.LastTransitionTime != nil {
 		st.LastTransitionTime = prev.LastTransitionTime
 	} else {
-		now := metav1.NewTime(s.topo.now)
+		now := metav1.NewTime(s.Topo.Now)
 		st.LastTransitionTime = &now
 	}
 	return st

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
@@ -231,7 +232,7 @@ var _ = Describe("Requests through annotations", func() {
 		if taker.Annotations == nil {
 			taker.Annotations = map[string]string{}
 		}
-		taker.Annotations[legacyFailoverAt] = time.Now().UTC().Format(time.RFC3339Nano)
+		taker.Annotations[plan.LegacyFailoverAt] = time.Now().UTC().Format(time.RFC3339Nano)
 		Expect(k8s.Patch(ctx, &taker, patch)).To(Succeed())
 		c0 := dial(Default, e.kubelet.server(taker.Name))
 		Expect(c0.Failover(ctx, valkey.FailoverDefault)).To(Succeed())
@@ -245,7 +246,7 @@ var _ = Describe("Requests through annotations", func() {
 		Eventually(func(g Gomega) {
 			var vn v1alpha1.ValkeyNode
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&taker), &vn)).To(Succeed())
-			g.Expect(vn.Annotations).NotTo(HaveKey(legacyFailoverAt), "the old record is removed once read")
+			g.Expect(vn.Annotations).NotTo(HaveKey(plan.LegacyFailoverAt), "the old record is removed once read")
 			g.Expect(vn.Status.Failover).To(BeNil())
 			g.Expect(e.cluster(g, "ops").Status.Shards[0].Primary).To(Equal(taker.Name))
 			g.Expect(e.failovers("ops", 2)).To(Equal([]int{1, 0}), "the failover is counted as the one the operator asked for")

@@ -9,6 +9,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
 func TestParseFailoverRequest(t *testing.T) {
@@ -60,7 +62,7 @@ func TestSeenFailoverRequest(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			vc := cluster(nil)
+			vc := plantest.Cluster(nil)
 			if c.annotation != nil {
 				vc.Annotations = map[string]string{v1alpha1.AnnotationFailover: *c.annotation}
 			}
@@ -78,17 +80,17 @@ func TestSeenFailoverRequest(t *testing.T) {
 
 // TestFailoverRequestStatusTransitionTime: the time moves with the phase only.
 func TestFailoverRequestStatusTransitionTime(t *testing.T) {
-	before := metav1.NewTime(t0.Add(-time.Minute))
-	vc := cluster(nil)
+	before := metav1.NewTime(plantest.T0.Add(-time.Minute))
+	vc := plantest.Cluster(nil)
 	vc.Status.Failover = &v1alpha1.FailoverRequestStatus{Request: "1", Phase: v1alpha1.FailoverRequestPending, LastTransitionTime: &before}
-	s := &scope{vc: vc, topo: &topology{now: t0}}
+	s := &scope{Cluster: plan.Cluster{VC: vc, Topo: &plan.Topology{Now: plantest.T0}}}
 	s.failoverReq = &v1alpha1.FailoverRequestStatus{Request: "1", Phase: v1alpha1.FailoverRequestPending, Message: "waiting for a replica in sync"}
 	if got := failoverRequestStatus(s); !got.LastTransitionTime.Equal(&before) {
 		t.Errorf("same phase: transition at %v, want %v", got.LastTransitionTime, before)
 	}
 	s.failoverReq.Phase = v1alpha1.FailoverRequestInProgress
-	if got := failoverRequestStatus(s); !got.LastTransitionTime.Time.Equal(t0) {
-		t.Errorf("new phase: transition at %v, want %v", got.LastTransitionTime, t0)
+	if got := failoverRequestStatus(s); !got.LastTransitionTime.Time.Equal(plantest.T0) {
+		t.Errorf("new phase: transition at %v, want %v", got.LastTransitionTime, plantest.T0)
 	}
 	s.failoverReq = nil
 	if got := failoverRequestStatus(s); got != nil {
@@ -100,21 +102,21 @@ func TestFailoverRequestStatusTransitionTime(t *testing.T) {
 // controller recorded in a member's annotations is read as a record, until the status
 // holds one.
 func TestFailoverRecordReadsLegacyAnnotations(t *testing.T) {
-	m := &member{node: &v1alpha1.ValkeyNode{}}
-	if _, ok := failoverRecord(m); ok {
+	m := &plan.Member{Node: &v1alpha1.ValkeyNode{}}
+	if _, ok := plan.FailoverRecord(m); ok {
 		t.Fatal("a member with neither has a record")
 	}
-	m.node.Annotations = map[string]string{legacyFailoverAt: t0.Add(-time.Second).Format(time.RFC3339Nano), legacyFailoverKind: kindForced}
-	f, ok := failoverRecord(m)
-	if !ok || f.Kind != v1alpha1.FailoverForced || !f.RequestedAt.Time.Equal(t0.Add(-time.Second)) || metricKind(f) != kindForced {
+	m.Node.Annotations = map[string]string{plan.LegacyFailoverAt: plantest.T0.Add(-time.Second).Format(time.RFC3339Nano), plan.LegacyFailoverKind: kindForced}
+	f, ok := plan.FailoverRecord(m)
+	if !ok || f.Kind != v1alpha1.FailoverForced || !f.RequestedAt.Time.Equal(plantest.T0.Add(-time.Second)) || metricKind(f) != kindForced {
 		t.Fatalf("legacy record = %+v, %v", f, ok)
 	}
-	delete(m.node.Annotations, legacyFailoverKind)
-	if f, _ := failoverRecord(m); f.Kind != v1alpha1.FailoverPlanned || metricKind(f) != kindPlanned {
+	delete(m.Node.Annotations, plan.LegacyFailoverKind)
+	if f, _ := plan.FailoverRecord(m); f.Kind != v1alpha1.FailoverPlanned || metricKind(f) != kindPlanned {
 		t.Errorf("legacy record without a kind = %+v, want planned", f)
 	}
-	m.node.Status.Failover = &v1alpha1.MemberFailover{Kind: v1alpha1.FailoverPlanned, RequestedAt: metav1.NewMicroTime(t0)}
-	if f, _ := failoverRecord(m); !f.RequestedAt.Time.Equal(t0) {
+	m.Node.Status.Failover = &v1alpha1.MemberFailover{Kind: v1alpha1.FailoverPlanned, RequestedAt: metav1.NewMicroTime(plantest.T0)}
+	if f, _ := plan.FailoverRecord(m); !f.RequestedAt.Time.Equal(plantest.T0) {
 		t.Errorf("the status record does not win: %+v", f)
 	}
 }

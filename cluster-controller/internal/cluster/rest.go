@@ -90,25 +90,25 @@ func restFingerprint(view []valkey.ClusterNode) string {
 // other pass forgets it.
 func (r *Reconciler) rememberRest(s *scope, inputs string, atRest bool) {
 	if !atRest || inputs == "" {
-		r.rest.Delete(s.vc.UID)
+		r.rest.Delete(s.VC.UID)
 		return
 	}
-	for _, m := range s.topo.members {
-		if m.reachable && m.self.Primary {
-			r.rest.Store(s.vc.UID, restState{inputs: inputs, addr: m.addr, view: restFingerprint(m.view)})
+	for _, m := range s.Topo.Members {
+		if m.Reachable && m.Self.Primary {
+			r.rest.Store(s.VC.UID, restState{inputs: inputs, addr: m.Addr, view: restFingerprint(m.View)})
 			return
 		}
 	}
-	r.rest.Delete(s.vc.UID)
+	r.rest.Delete(s.VC.UID)
 }
 
 // passInputs are the versions a pass reads, before it acts ("" when unreadable).
 func (r *Reconciler) passInputs(ctx context.Context, s *scope) string {
-	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.topo.members))
-	for _, m := range s.topo.members {
-		nodes = append(nodes, m.node)
+	nodes := make([]*v1alpha1.ValkeyNode, 0, len(s.Topo.Members))
+	for _, m := range s.Topo.Members {
+		nodes = append(nodes, m.Node)
 	}
-	inputs, err := r.restInputs(ctx, s.vc, nodes)
+	inputs, err := r.restInputs(ctx, s.VC, nodes)
 	if err != nil {
 		return ""
 	}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/membership"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -30,191 +30,59 @@ const (
 // reconcileScale moves slots until every shard of the spec holds an even share and the
 // shards beyond the spec hold none, then retires what the spec no longer asks for:
 // members of removed shards, and surplus replicas (never a primary). Slots left open are
-// finished first; planScale decides the rest.
+// finished first; plan.Cluster.PlanScale decides the rest.
 func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duration, error) {
-	if s.scaleHeld() {
+	if s.ScaleHeld() {
 		return 0, nil
 	}
 	if wait, err := r.finishOpenSlots(ctx, s); err != nil || wait > 0 {
 		return wait, err
 	}
-	p := s.planScale()
-	switch p.step {
-	case scaleNothing:
+	p := s.PlanScale()
+	switch p.Step {
+	case plan.ScaleNothing:
 		return 0, nil
-	case scaleWaitForPrimaries:
-		s.progress(p.reason, "%s", p.message)
-		return requeueWait, nil
-	case scaleMoveSlots:
+	case plan.ScaleWaitForPrimaries:
+		s.progress(p.Reason, "%s", p.Message)
+		return plan.RequeueWait, nil
+	case plan.ScaleMoveSlots:
 		return r.moveAll(ctx, s, p)
 	}
-	for _, rt := range p.retire {
-		if err := r.retire(ctx, s.vc, rt.member, rt.why); err != nil {
+	for _, rt := range p.Retire {
+		if err := r.retire(ctx, s.VC, rt.Member, rt.Why); err != nil {
 			return 0, err
 		}
 	}
-	s.progress(p.reason, "%s", p.message)
-	return requeueFast, nil
-}
-
-// scaleHeld reports whether scaling waits: the cluster is being created, or a primary is
-// lost (healing comes first).
-func (s *scope) scaleHeld() bool {
-	return clusterEmpty(s.topo) || len(s.topo.lostPrimaries()) > 0
-}
-
-// scaleStep is what the scale phase does once no slot is left open.
-type scaleStep int
-
-const (
-	// scaleNothing: the shards hold their even shares and no member is beyond the spec.
-	scaleNothing scaleStep = iota
-	// scaleWaitForPrimaries: slots must move to shards whose primary has not joined yet.
-	scaleWaitForPrimaries
-	// scaleMoveSlots: move slots between primaries (moves).
-	scaleMoveSlots
-	// scaleRetireRemovedShards: retire the members of shards beyond the spec, drained.
-	scaleRetireRemovedShards
-	// scaleRetireSurplusReplicas: retire the replicas beyond replicasPerShard.
-	scaleRetireSurplusReplicas
-)
-
-// scalePlan is the scale phase's next step, decided from the scope alone.
-type scalePlan struct {
-	step scaleStep
-	// moves are the slot moves, and slots the number of slots they carry.
-	moves []valkey.Move
-	slots int
-	// retire lists the members to retire, each with why.
-	retire []retirement
-	// reason and message are Progressing's.
-	reason, message string
-}
-
-type retirement struct {
-	member *member
-	why    string
-}
-
-// planScale plans the fewest slot moves that leave each shard of the spec within one slot
-// of an even share; with none to make, the members of removed shards whose primary holds
-// no slots; with none, the surplus replicas of each shard.
-func (s *scope) planScale() scalePlan {
-	if p := s.planRebalance(); p.step != scaleNothing {
-		return p
-	}
-	if rs := s.removedShardMembers(); len(rs) > 0 {
-		return scalePlan{step: scaleRetireRemovedShards, retire: rs, reason: v1alpha1.ReasonScalingIn,
-			message: fmt.Sprintf("retiring %d members of removed shards", len(rs))}
-	}
-	if rs := s.surplusReplicas(); len(rs) > 0 {
-		return scalePlan{step: scaleRetireSurplusReplicas, retire: rs, reason: v1alpha1.ReasonRemovingReplicas,
-			message: fmt.Sprintf("retiring %d surplus replicas", len(rs))}
-	}
-	return scalePlan{}
-}
-
-// primaries returns the primary of every shard of the spec, or false while one has none
-// (a new shard still forming).
-func (s *scope) primaries() ([]*member, bool) {
-	out := make([]*member, s.shards())
-	for sh := range out {
-		p := s.candidate(int32(sh))
-		if p == nil || !p.reachable || p.leaving() || p.self.Replica || !s.topo.formedWith(p) || !s.externalKnown(p) {
-			return nil, false
-		}
-		out[sh] = p
-	}
-	return out, true
-}
-
-// formedWith reports whether every reachable member knows m.
-func (t *topology) formedWith(m *member) bool {
-	for _, o := range t.reachable() {
-		if o != m && !o.knows(m.id()) {
-			return false
-		}
-	}
-	return true
-}
-
-// planRebalance plans the fewest slot moves that leave each shard of the spec within one
-// slot of an even share.
-func (s *scope) planRebalance() scalePlan {
-	targets, ok := s.primaries()
-	if !ok {
-		if s.topo.coveredSlots() == slotCount && s.needsRebalance() {
-			return scalePlan{step: scaleWaitForPrimaries, reason: v1alpha1.ReasonScalingOut,
-				message: "waiting for the new shards' primaries to join"}
-		}
-		return scalePlan{}
-	}
-	current := map[string][]valkey.SlotRange{}
-	for id, rs := range s.topo.ownedSlots() {
-		current[id] = rs
-	}
-	ids := make([]string, len(targets))
-	for i, p := range targets {
-		ids[i] = p.id()
-		if _, ok := current[p.id()]; !ok {
-			current[p.id()] = nil
-		}
-	}
-	moves := valkey.PlanMoves(current, ids)
-	if len(moves) == 0 {
-		return scalePlan{}
-	}
-	reason := v1alpha1.ReasonScalingOut
-	if len(s.topo.shards) > int(s.shards()) {
-		reason = v1alpha1.ReasonScalingIn
-	}
-	total := 0
-	for _, mv := range moves {
-		total += valkey.CountSlots(mv.Slots)
-	}
-	return scalePlan{step: scaleMoveSlots, moves: moves, slots: total, reason: reason,
-		message: fmt.Sprintf("moving %d slots in %d moves", total, len(moves))}
+	s.progress(p.Reason, "%s", p.Message)
+	return plan.RequeueFast, nil
 }
 
 // moveAll makes the plan's slot moves, for at most migrationBudget.
-func (r *Reconciler) moveAll(ctx context.Context, s *scope, p scalePlan) (time.Duration, error) {
-	s.progress(p.reason, "%s", p.message)
+func (r *Reconciler) moveAll(ctx context.Context, s *scope, p plan.ScalePlan) (time.Duration, error) {
+	s.progress(p.Reason, "%s", p.Message)
 	deadline := time.Now().Add(migrationBudget)
-	for _, mv := range p.moves {
-		from, to := s.topo.byID(mv.From), s.topo.byID(mv.To)
-		if from == nil || to == nil || !from.reachable || !to.reachable {
-			return requeueWait, nil
+	for _, mv := range p.Moves {
+		from, to := s.Topo.ByID(mv.From), s.Topo.ByID(mv.To)
+		if from == nil || to == nil || !from.Reachable || !to.Reachable {
+			return plan.RequeueWait, nil
 		}
 		done, err := r.moveSlots(ctx, s, from, to, mv.Slots, deadline)
 		if err != nil {
 			return 0, err
 		}
 		if !done {
-			return requeueFast, nil
+			return plan.RequeueFast, nil
 		}
 	}
-	r.event(s.vc, nil, eventNormal, "SlotsMoved", "MigrateSlots", "moved %d slots to balance %d shards", p.slots, s.shards())
-	return requeueFast, nil
-}
-
-// needsRebalance reports whether a shard of the spec has no slots or a removed shard
-// still has some.
-func (s *scope) needsRebalance() bool {
-	for sh := range s.topo.shards {
-		p := s.topo.primaryOf(sh)
-		has := p != nil && len(p.slots()) > 0
-		if (sh < s.shards()) != has {
-			return true
-		}
-	}
-	return false
+	r.event(s.VC, nil, eventNormal, "SlotsMoved", "MigrateSlots", "moved %d slots to balance %d shards", p.Slots, s.Shards())
+	return plan.RequeueFast, nil
 }
 
 // allAtLeast9 reports whether every reachable member runs Valkey 9.0 or later, where a
 // slot range moves atomically with CLUSTER MIGRATESLOTS.
 func (s *scope) allAtLeast9() bool {
-	for _, m := range s.topo.members {
-		if !m.reachable || !m.version.AtLeast(9, 0) {
+	for _, m := range s.Topo.Members {
+		if !m.Reachable || !m.Version.AtLeast(9, 0) {
 			return false
 		}
 	}
@@ -222,7 +90,7 @@ func (s *scope) allAtLeast9() bool {
 }
 
 // moveSlots moves ranges from one primary to another until done or the deadline.
-func (r *Reconciler) moveSlots(ctx context.Context, s *scope, from, to *member, ranges []valkey.SlotRange, deadline time.Time) (bool, error) {
+func (r *Reconciler) moveSlots(ctx context.Context, s *scope, from, to *plan.Member, ranges []valkey.SlotRange, deadline time.Time) (bool, error) {
 	if s.allAtLeast9() {
 		return r.migrateAtomically(ctx, s, from, to, ranges)
 	}
@@ -248,7 +116,7 @@ func (r *Reconciler) moveSlots(ctx context.Context, s *scope, from, to *member, 
 // (clients get ASK redirects for moved keys meanwhile), then both, and every other
 // primary, are told the new owner. Each step is one pipelined round trip for the whole
 // batch, so a slot costs a MIGRATE per batch of its keys, not eight round trips.
-func (r *Reconciler) migrateSlots(ctx context.Context, s *scope, from, to *member, slots []int) error {
+func (r *Reconciler) migrateSlots(ctx context.Context, s *scope, from, to *plan.Member, slots []int) error {
 	src, err := r.client(ctx, s, from)
 	if err != nil {
 		return err
@@ -259,22 +127,22 @@ func (r *Reconciler) migrateSlots(ctx context.Context, s *scope, from, to *membe
 	}
 	var open []int // not migrating to the target yet (a pass may have started some)
 	for _, slot := range slots {
-		if from.self.Migrating[slot] != to.id() {
+		if from.Self.Migrating[slot] != to.ID() {
 			open = append(open, slot)
 		}
 	}
-	if err := dst.SetSlots(ctx, open, "IMPORTING", from.id()); err != nil {
+	if err := dst.SetSlots(ctx, open, "IMPORTING", from.ID()); err != nil {
 		return err
 	}
-	if err := src.SetSlots(ctx, open, "MIGRATING", to.id()); err != nil {
+	if err := src.SetSlots(ctx, open, "MIGRATING", to.ID()); err != nil {
 		return err
 	}
 	return r.drainAndAssign(ctx, s, src, dst, from, to, slots)
 }
 
 // drainAndAssign moves the keys still in slots from src to dst and gives the slots to dst.
-func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *valkey.Client, from, to *member, slots []int) error {
-	host, port, err := to.hostPort()
+func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *valkey.Client, from, to *plan.Member, slots []int) error {
+	host, port, err := to.HostPort()
 	if err != nil {
 		return err
 	}
@@ -292,25 +160,25 @@ func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *val
 				Host: host, Port: port, Keys: keys[slot], Timeout: migrateTimeout,
 				Username: s.cred.Username, Password: s.cred.Password, Replace: true,
 			}); err != nil {
-				return fmt.Errorf("migrate %d keys of slot %d to %s: %w", len(keys[slot]), slot, to.name(), err)
+				return fmt.Errorf("migrate %d keys of slot %d to %s: %w", len(keys[slot]), slot, to.Name(), err)
 			}
 			next = append(next, slot)
 		}
 		pending = next
 	}
 	// The target first, so it owns the slots before the source stops redirecting to it.
-	if err := dst.SetSlots(ctx, slots, "NODE", to.id()); err != nil {
+	if err := dst.SetSlots(ctx, slots, "NODE", to.ID()); err != nil {
 		return err
 	}
-	if err := src.SetSlots(ctx, slots, "NODE", to.id()); err != nil {
+	if err := src.SetSlots(ctx, slots, "NODE", to.ID()); err != nil {
 		return err
 	}
-	for _, m := range s.topo.reachable() {
-		if m == from || m == to || !m.isPrimary() {
+	for _, m := range s.Topo.Reachable() {
+		if m == from || m == to || !m.IsPrimary() {
 			continue
 		}
 		if c, err := r.client(ctx, s, m); err == nil {
-			_ = c.SetSlots(ctx, slots, "NODE", to.id()) // gossip would tell it too; this is faster
+			_ = c.SetSlots(ctx, slots, "NODE", to.ID()) // gossip would tell it too; this is faster
 		}
 	}
 	return nil
@@ -318,7 +186,7 @@ func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *val
 
 // migrateAtomically starts CLUSTER MIGRATESLOTS on the source (Valkey 9.0+) and reports
 // done once the source lists the job as finished.
-func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *member, ranges []valkey.SlotRange) (bool, error) {
+func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *plan.Member, ranges []valkey.SlotRange) (bool, error) {
 	src, err := r.client(ctx, s, from)
 	if err != nil {
 		return false, err
@@ -332,10 +200,10 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *
 			return false, nil // one running: wait for it
 		}
 	}
-	if err := src.MigrateSlots(ctx, ranges, to.id()); err != nil {
+	if err := src.MigrateSlots(ctx, ranges, to.ID()); err != nil {
 		return false, err
 	}
-	log.FromContext(ctx).Info("atomic slot migration started", "from", from.name(), "to", to.name(), "slots", valkey.FormatRanges(ranges))
+	log.FromContext(ctx).Info("atomic slot migration started", "from", from.Name(), "to", to.Name(), "slots", valkey.FormatRanges(ranges))
 	return false, nil
 }
 
@@ -344,7 +212,7 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *
 // which already holds part of its keys. Finishing is always safe; undoing is not.
 func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Duration, error) {
 	if s.allAtLeast9() {
-		for _, m := range s.topo.reachable() {
+		for _, m := range s.Topo.Reachable() {
 			c, err := r.client(ctx, s, m)
 			if err != nil {
 				return 0, err
@@ -355,28 +223,28 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 			}
 			for _, j := range jobs {
 				if !j.Done() {
-					s.progress(v1alpha1.ReasonMigratingSlots, "an atomic slot migration is running on %s", m.name())
-					return requeueWait, nil
+					s.progress(v1alpha1.ReasonMigratingSlots, "an atomic slot migration is running on %s", m.Name())
+					return plan.RequeueWait, nil
 				}
 			}
 		}
 	}
 	// Valkey 8.0+ replicates the migrating and importing states to replicas, which refuse
 	// SETSLOT: only primaries' states are acted on.
-	for _, m := range s.topo.reachable() {
-		if !m.isPrimary() {
+	for _, m := range s.Topo.Reachable() {
+		if !m.IsPrimary() {
 			continue
 		}
-		slots := make([]int, 0, len(m.self.Migrating))
-		for slot := range m.self.Migrating {
+		slots := make([]int, 0, len(m.Self.Migrating))
+		for slot := range m.Self.Migrating {
 			slots = append(slots, slot)
 		}
 		sort.Ints(slots)
 		for _, slot := range slots {
-			to := s.topo.byID(m.self.Migrating[slot])
-			if to == nil || !to.reachable || !to.isPrimary() {
+			to := s.Topo.ByID(m.Self.Migrating[slot])
+			if to == nil || !to.Reachable || !to.IsPrimary() {
 				s.progress(v1alpha1.ReasonMigratingSlots, "slot %d is migrating to a member that does not answer as a primary", slot)
-				return requeueWait, nil
+				return plan.RequeueWait, nil
 			}
 			src, err := r.client(ctx, s, m)
 			if err != nil {
@@ -386,8 +254,8 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 			if err != nil {
 				return 0, err
 			}
-			if to.self.Importing[slot] != m.id() {
-				if err := dst.SetSlotImporting(ctx, slot, m.id()); err != nil {
+			if to.Self.Importing[slot] != m.ID() {
+				if err := dst.SetSlotImporting(ctx, slot, m.ID()); err != nil {
 					return 0, err
 				}
 			}
@@ -399,17 +267,17 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 	}
 	// An importing side without a migrating source: the source already gave the slot
 	// away or never started; close it on the side that owns it.
-	for _, m := range s.topo.reachable() {
-		if !m.isPrimary() {
+	for _, m := range s.Topo.Reachable() {
+		if !m.IsPrimary() {
 			continue
 		}
-		for slot := range m.self.Importing {
-			if owner := s.topo.ownerOf(slot); owner != nil && owner.reachable && owner.self.Migrating[slot] == "" {
+		for slot := range m.Self.Importing {
+			if owner := s.Topo.OwnerOf(slot); owner != nil && owner.Reachable && owner.Self.Migrating[slot] == "" {
 				c, err := r.client(ctx, s, m)
 				if err != nil {
 					return 0, err
 				}
-				if err := c.SetSlotNode(ctx, slot, owner.id()); err != nil {
+				if err := c.SetSlotNode(ctx, slot, owner.ID()); err != nil {
 					return 0, err
 				}
 				s.progress(v1alpha1.ReasonMigratingSlots, "closed the import of slot %d", slot)
@@ -417,7 +285,7 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 		}
 	}
 	if s.step.reason == v1alpha1.ReasonMigratingSlots {
-		return requeueFast, nil
+		return plan.RequeueFast, nil
 	}
 	return 0, nil
 }
@@ -427,82 +295,10 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 // client could still read the old owner from a member. Gossip spreads the change and no
 // Kubernetes event says when it has, so the next look is soon.
 func (r *Reconciler) awaitSlotMaps(_ context.Context, s *scope) (time.Duration, error) {
-	u := s.topo.slotsUnsettled()
+	u := s.Topo.SlotsUnsettled()
 	if len(u) == 0 {
 		return 0, nil
 	}
 	s.progress(v1alpha1.ReasonSlotsNotPropagated, "waiting for %s to learn which primary serves each slot", strings.Join(u, ", "))
-	return requeueSync, nil
-}
-
-// ownerOf returns the member serving slot, by its own report.
-func (t *topology) ownerOf(slot int) *member {
-	for _, m := range t.reachable() {
-		if m.isPrimary() && valkey.ContainsSlot(m.slots(), slot) {
-			return m
-		}
-	}
-	return nil
-}
-
-// removedShardMembers are the members of shards beyond the spec whose primary holds no
-// slots: replicas and primary leave together; the leaving phase orders them.
-func (s *scope) removedShardMembers() []retirement {
-	var indexes []int32
-	for sh := range s.topo.shards {
-		if sh >= s.shards() {
-			indexes = append(indexes, sh)
-		}
-	}
-	slices.Sort(indexes)
-	var out []retirement
-	for _, sh := range indexes {
-		if p := s.topo.primaryOf(sh); p != nil && len(p.slots()) > 0 {
-			continue // still draining
-		}
-		for _, m := range s.topo.shards[sh] {
-			if !m.leaving() {
-				out = append(out, retirement{m, fmt.Sprintf("shard %d is removed (spec.shards is %d)", sh, s.shards())})
-			}
-		}
-	}
-	return out
-}
-
-// surplusReplicas are the replicas beyond replicasPerShard, never a primary: replicas
-// not in sync first, then the newest.
-func (s *scope) surplusReplicas() []retirement {
-	var out []retirement
-	for sh := int32(0); sh < s.shards(); sh++ {
-		members := s.active(sh)
-		surplus := len(members) - int(1+s.replicas())
-		if surplus <= 0 {
-			continue
-		}
-		p := s.topo.primaryOf(sh)
-		var replicas []*member
-		for _, m := range members {
-			if m != p && len(m.slots()) == 0 {
-				replicas = append(replicas, m)
-			}
-		}
-		// Outdated ones first (a roll's successors are the surplus of their shard until
-		// the old members are retired), then those not in sync, then the newest.
-		sort.SliceStable(replicas, func(i, j int) bool {
-			oi, _ := s.outdated(replicas[i])
-			oj, _ := s.outdated(replicas[j])
-			if oi != oj {
-				return oi
-			}
-			si, sj := synced(replicas[i], p), synced(replicas[j], p)
-			if si != sj {
-				return !si
-			}
-			return membership.Older(replicas[j].node, replicas[i].node)
-		})
-		for i := 0; i < surplus && i < len(replicas); i++ {
-			out = append(out, retirement{replicas[i], fmt.Sprintf("shard %d has more than %d replicas", sh, s.replicas())})
-		}
-	}
-	return out
+	return plan.RequeueSync, nil
 }

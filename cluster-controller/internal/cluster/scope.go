@@ -7,29 +7,26 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/internal/conditions"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/guard"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 )
 
 // scope is everything one pass knows: read at its start, never carried to the next pass.
 type scope struct {
-	vc    *v1alpha1.ValkeyCluster
+	// Cluster is what the planners read: the spec the pass applies and the topology its
+	// servers report.
+	plan.Cluster
 	guard guard.Result
 	// immutable lists changes of fields that cannot change after creation.
 	immutable field.ErrorList
 	// credErr is set when the operator's credentials are not published yet.
 	credErr error
 	cred    valkeyconn.Credentials
-	// unpublished is set while a Secret the members mount is not named in the cluster's
-	// status by its producer: no member is created or changed.
-	unpublished *v1alpha1.NotPublishedError
-	topo        *topology
 	// step is what the pass is doing or waiting for: Progressing's reason and message.
 	step struct{ reason, message string }
 	// blocked names a roll that cannot progress.
@@ -60,9 +57,6 @@ type scope struct {
 	failedPhase string
 	// reported is the cluster status the pass computed.
 	reported clusterStatus
-	// place is where the members run and the primaries' plan (failback.go); nil with
-	// spec.primaryPlacement.policy None.
-	place *placementView
 }
 
 // lookAgainWithin asks for the next pass within d at the latest (the shortest ask wins).
@@ -78,7 +72,7 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 	if err != nil {
 		return nil, err
 	}
-	s := &scope{vc: vc, requested: failoverRequests(nodes), failoverReq: seenFailoverRequest(vc)}
+	s := &scope{Cluster: plan.Cluster{VC: vc}, requested: failoverRequests(nodes), failoverReq: seenFailoverRequest(vc)}
 	s.guard = guard.Check(vc)
 	if prev := previousSpec(vc, nodes); prev != nil {
 		s.immutable = guard.CheckUpdate(prev, vc)
@@ -87,7 +81,7 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 		// Heal the cluster as its last valid spec says; apply nothing of this one.
 		eff := vc.DeepCopy()
 		eff.Spec = *vc.Status.AppliedSpec.DeepCopy()
-		s.vc, s.healOnly = eff, true
+		s.VC, s.healOnly = eff, true
 	}
 	if paused(vc) {
 		s.paused = true
@@ -95,28 +89,28 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 			eff := vc.DeepCopy()
 			eff.Spec = *vc.Status.AppliedSpec.DeepCopy()
 			s.pending = !equality.Semantic.DeepEqual(eff.Spec, vc.Spec)
-			s.vc = eff
+			s.VC = eff
 		}
 	}
-	s.unpublished = unpublished(s.vc)
+	s.Unpublished = unpublished(s.VC)
 	s.cred, s.credErr = valkeyconn.ForCluster(ctx, r.Client, vc)
-	var members []*member
+	var members []*plan.Member
 	if s.credErr == nil {
 		members = r.observe(ctx, nodes, s.cred)
 		if vc.Spec.ExternalAccessEnabled() || announcedBefore(nodes) {
-			clientView(members)
+			plan.ClientView(members)
 		}
 	} else {
 		for _, vn := range nodes {
-			members = append(members, &member{node: vn, err: s.credErr})
+			members = append(members, &plan.Member{Node: vn, Err: s.credErr})
 		}
 		if !errors.Is(s.credErr, valkeyconn.ErrNotReady) {
 			log.FromContext(ctx).Error(s.credErr, "read the operator's credentials")
 		}
 	}
-	s.topo = newTopology(members, r.Clock())
-	s.topo.ignoreServerDown = !r.FastFailover
-	s.place = r.observePlacement(ctx, s)
+	s.Topo = plan.NewTopology(members, r.Clock())
+	s.Topo.IgnoreServerDown = !r.FastFailover
+	s.Place = r.observePlacement(ctx, s)
 	return s, nil
 }
 
@@ -183,99 +177,7 @@ func (s *scope) progress(reason, format string, args ...any) {
 	}
 }
 
-// shards is the number of shards the spec asks for.
-func (s *scope) shards() int32 { return s.vc.Spec.ShardCount() }
-
-// replicas is the number of replicas per shard the spec asks for.
-func (s *scope) replicas() int32 { return s.vc.Spec.ReplicaCount() }
-
-// active lists the members of shard sh that are not leaving.
-func (s *scope) active(sh int32) []*member {
-	var out []*member
-	for _, m := range s.topo.shards[sh] {
-		if !m.leaving() {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// ready reports whether the cluster serves every slot with the redundancy the spec asks:
-// every shard of the spec has its primary and replicasPerShard replicas in sync, every
-// member agrees the cluster is ok. A roll or a live change in flight does not make a
-// serving cluster unready; Progressing says the spec is not fully applied yet.
-func (s *scope) ready() bool {
-	return s.shardsReady() == s.shards() && s.topo.coveredSlots() == slotCount && s.topo.formed() && s.allStateOK() &&
-		len(s.externalPending()) == 0 && len(s.externalUnseen()) == 0
-}
-
 // applied reports whether the spec is fully applied: ready, and nothing in flight.
 func (s *scope) applied() bool {
-	return s.ready() && s.step.reason == "" && !s.topo.openSlots() && s.membersUpToDate()
-}
-
-// membersUpToDate reports whether every member belongs to a shard of the spec, runs the
-// spec's pod (built for its current revision) and has the spec's live settings applied.
-func (s *scope) membersUpToDate() bool {
-	if s.unpublished != nil {
-		return false
-	}
-	for _, m := range s.topo.members {
-		if m.leaving() {
-			return false
-		}
-		if m.shard() >= s.shards() {
-			return false
-		}
-		if !m.podCurrent() {
-			// Its pod has not been rebuilt for the revision it was given yet: a roll
-			// authorised on it is still ahead.
-			return false
-		}
-		if out, _ := s.outdated(m); out || diffSpec(m.node.Spec, desiredSpec(s.vc, m.shard()), m.liveVersion()).live {
-			return false
-		}
-		if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionConfigApplied); c != nil &&
-			(c.Status != metav1.ConditionTrue || c.ObservedGeneration != m.node.Generation) {
-			return false
-		}
-	}
-	return true
-}
-
-// allStateOK reports whether every member that answers says the cluster is ok. A member
-// that does not answer (a successor still pending, a pod restarting) is not part of the
-// serving cluster; the redundancy it would add is checked per shard.
-func (s *scope) allStateOK() bool {
-	for _, m := range s.topo.reachable() {
-		if !m.leaving() && m.state != "ok" {
-			return false
-		}
-	}
-	return true
-}
-
-// shardReady reports whether shard sh has its primary with slots and all its replicas in sync.
-func (s *scope) shardReady(sh int32) bool {
-	p := s.topo.primaryOf(sh)
-	if p == nil || p.leaving() || len(p.slots()) == 0 {
-		return false
-	}
-	var syncedReplicas int32
-	for _, m := range s.active(sh) {
-		if m != p && synced(m, p) {
-			syncedReplicas++
-		}
-	}
-	return syncedReplicas >= s.replicas()
-}
-
-func (s *scope) shardsReady() int32 {
-	var n int32
-	for sh := int32(0); sh < s.shards(); sh++ {
-		if s.shardReady(sh) {
-			n++
-		}
-	}
-	return n
+	return s.Ready() && s.step.reason == "" && !s.Topo.OpenSlots() && s.MembersUpToDate()
 }

@@ -37,7 +37,7 @@ func ownerRef(vc *v1alpha1.ValkeyCluster) *metav1ac.OwnerReferenceApplyConfigura
 // reconcileServices keeps the headless Service of the members (stable DNS names for
 // each pod, published before the pods are ready) and the client Service.
 func (r *Reconciler) reconcileServices(ctx context.Context, s *scope) (time.Duration, error) {
-	vc := s.vc
+	vc := s.VC
 	selector := v1alpha1.ClusterLabels(vc.Name)
 	headless := corev1ac.Service(v1alpha1.HeadlessServiceName(vc.Name), vc.Namespace).
 		WithLabels(v1alpha1.ClusterLabels(vc.Name)).WithOwnerReferences(ownerRef(vc)).
@@ -131,13 +131,13 @@ func pdbName(cluster string, shard int32) string {
 // reconcilePDBs keeps the disruption budgets the spec's mode asks for and deletes any
 // other budget of ours: Cluster (one over every pod), Shard (one per shard) or Disabled.
 func (r *Reconciler) reconcilePDBs(ctx context.Context, s *scope) (time.Duration, error) {
-	vc := s.vc
+	vc := s.VC
 	want := map[string]map[string]string{}
 	switch vc.Spec.PDB() {
 	case v1alpha1.PDBCluster:
 		want[pdbName(vc.Name, -1)] = v1alpha1.ClusterLabels(vc.Name)
 	case v1alpha1.PDBShard:
-		for sh := int32(0); sh < s.shards(); sh++ {
+		for sh := int32(0); sh < s.Shards(); sh++ {
 			want[pdbName(vc.Name, sh)] = v1alpha1.ShardLabels(vc.Name, sh)
 		}
 	}

@@ -59,12 +59,12 @@ func (r *Reconciler) reportStall(s *scope, conds []metav1.Condition) {
 		return
 	}
 	before := p.Message
-	tell := r.markStalled(s.vc.UID, p, s.topo.now)
+	tell := r.markStalled(s.VC.UID, p, s.Topo.Now)
 	if rc := conditionIn(conds, v1alpha1.ConditionReconciling); rc != nil && rc.Reason == p.Reason && rc.Message == before {
 		rc.Message = p.Message
 	}
 	if tell {
-		r.event(s.vc, nil, eventWarning, EventNoProgress, "Observe", "%s: %s", p.Reason, p.Message)
+		r.event(s.VC, nil, eventWarning, EventNoProgress, "Observe", "%s: %s", p.Reason, p.Message)
 	}
 }
 

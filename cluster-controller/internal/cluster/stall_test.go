@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
 // TestMarkStalled: a change whose step stays the same for noProgressAfter says since when,
@@ -46,7 +47,7 @@ func TestMarkStalled(t *testing.T) {
 	}
 	for i, st := range steps {
 		c := st.cond
-		tell := r.markStalled(uid, &c, t0.Add(st.at))
+		tell := r.markStalled(uid, &c, plantest.T0.Add(st.at))
 		stalled := strings.Contains(c.Message, "; no progress since ")
 		if tell != st.tell || stalled != st.stalled {
 			t.Errorf("step %d (+%s): tell %v, stalled %v (%q); want %v, %v", i, st.at, tell, stalled, c.Message, st.tell, st.stalled)

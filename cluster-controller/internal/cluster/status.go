@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/status"
 	"github.com/valkey-operator/valkey-operator/valkey"
@@ -56,16 +57,16 @@ var memberConditionTypes = []string{v1alpha1.ConditionJoined, v1alpha1.Condition
 // writeStatus applies the cluster's and every member's status, skipping unchanged ones.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) error {
 	var errs []error
-	for _, m := range s.topo.members {
+	for _, m := range s.Topo.Members {
 		// A member retired during this pass may be gone already: nothing to report on.
 		if err := r.writeMemberStatus(ctx, s, m); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}
-	vc := s.vc
+	vc := s.VC
 	want := computeClusterStatus(s, runErr)
 	r.reportStall(s, want.Conditions)
-	want.Conditions = conditions.Resolve(vc.Status.Conditions, s.topo.now, want.Conditions...)
+	want.Conditions = conditions.Resolve(vc.Status.Conditions, s.Topo.Now, want.Conditions...)
 	s.reported = want
 	r.warnOnTransitions(s, want.Conditions)
 	have := clusterStatus{
@@ -82,37 +83,37 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) er
 // warnOnTransitions emits the events users expect when a condition turns bad.
 func (r *Reconciler) warnOnTransitions(s *scope, next []metav1.Condition) {
 	for _, c := range next {
-		old := conditions.Get(s.vc.Status.Conditions, c.Type)
+		old := conditions.Get(s.VC.Status.Conditions, c.Type)
 		if old != nil && old.Status == c.Status && old.Reason == c.Reason {
 			continue
 		}
 		switch {
 		case c.Type == v1alpha1.ConditionConfigurationWarning && c.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionDegraded && c.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionInvalidSpec && c.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventWarning, "InvalidSpec", "Validate", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, "InvalidSpec", "Validate", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonImmutableField:
-			r.event(s.vc, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, c.Reason, "Validate", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonReplyTooLarge:
-			r.event(s.vc, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, c.Reason, "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionProgressing && c.Reason == v1alpha1.ReasonRollBlocked:
 			// Said once, when the roll stops; the members' own causes are told by
 			// reportMemberCauses (a member that cannot run, under its reason).
-			r.event(s.vc, nil, eventWarning, c.Reason, "Roll", "%s", c.Message)
+			r.event(s.VC, nil, eventWarning, c.Reason, "Roll", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionReady && c.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventNormal, "Ready", "Observe", "%s", c.Message)
+			r.event(s.VC, nil, eventNormal, "Ready", "Observe", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionPaused && c.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventNormal, "Paused", "Pause", "%s", c.Message)
+			r.event(s.VC, nil, eventNormal, "Paused", "Pause", "%s", c.Message)
 		case c.Type == v1alpha1.ConditionPaused && old != nil && old.Status == metav1.ConditionTrue:
-			r.event(s.vc, nil, eventNormal, "Resumed", "Pause", "the cluster is resumed: planned changes start again")
+			r.event(s.VC, nil, eventNormal, "Resumed", "Pause", "the cluster is resumed: planned changes start again")
 		}
 	}
 }
 
 func computeClusterStatus(s *scope, runErr error) clusterStatus {
-	vc := s.vc
+	vc := s.VC
 	gen := vc.Generation
 	st := clusterStatus{ObservedGeneration: vc.Status.ObservedGeneration, AppliedSpec: vc.Status.AppliedSpec}
 	if runErr == nil && s.mayAct() && !s.pending {
@@ -123,14 +124,14 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	st.Shards = shardStatuses(s)
 	st.SeedEndpoints = seedEndpoints(s)
 	st.Failover = failoverRequestStatus(s)
-	st.ReadyShards = s.shardsReady()
-	ready := s.credErr == nil && s.ready()
+	st.ReadyShards = s.ShardsReady()
+	ready := s.credErr == nil && s.Ready()
 	applied := ready && s.mayAct() && runErr == nil && s.applied() && !s.pending
 	degraded := degradedCondition(s, gen)
 
 	progressing := conditions.New(v1alpha1.ConditionProgressing, false, v1alpha1.ReasonReconciled, "the cluster is as the spec asks", gen)
 	readyCond := conditions.New(v1alpha1.ConditionReady, true, v1alpha1.ReasonClusterReady,
-		fmt.Sprintf("%d shards with %d replicas each serve all %d slots", s.shards(), s.replicas(), slotCount), gen)
+		fmt.Sprintf("%d shards with %d replicas each serve all %d slots", s.Shards(), s.Replicas(), plan.SlotCount), gen)
 	if !applied {
 		reason, msg := s.step.reason, s.step.message
 		switch {
@@ -144,12 +145,12 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 			reason, msg = v1alpha1.ReasonReconcileError, runErr.Error()
 		case reason == "" && s.paused && ready:
 			reason, msg = v1alpha1.ReasonPaused, "the cluster is paused ("+v1alpha1.AnnotationPaused+"): planned changes wait until it is resumed"
-		case reason == "" && len(s.externalPending()) > 0:
-			reason, msg = v1alpha1.ReasonAddressPending, "waiting for external addresses: "+strings.Join(s.externalPending(), "; ")
-		case reason == "" && len(s.externalUnseen()) > 0:
-			reason, msg = v1alpha1.ReasonAddressNotPropagated, "waiting for the members to learn each other's external addresses: "+strings.Join(s.externalUnseen(), "; ")
+		case reason == "" && len(s.ExternalPending()) > 0:
+			reason, msg = v1alpha1.ReasonAddressPending, "waiting for external addresses: "+strings.Join(s.ExternalPending(), "; ")
+		case reason == "" && len(s.ExternalUnseen()) > 0:
+			reason, msg = v1alpha1.ReasonAddressNotPropagated, "waiting for the members to learn each other's external addresses: "+strings.Join(s.ExternalUnseen(), "; ")
 		case reason == "":
-			reason, msg = v1alpha1.ReasonWaitingForSync, fmt.Sprintf("%d of %d shards ready", st.ReadyShards, s.shards())
+			reason, msg = v1alpha1.ReasonWaitingForSync, fmt.Sprintf("%d of %d shards ready", st.ReadyShards, s.Shards())
 		}
 		if !ready {
 			readyCond = conditions.New(v1alpha1.ConditionReady, false, reason, msg, gen)
@@ -169,7 +170,7 @@ func computeClusterStatus(s *scope, runErr error) clusterStatus {
 	holdForRestore(vc, &st)
 	st.FirstReadyTime = vc.Status.FirstReadyTime
 	if st.FirstReadyTime == nil && conditions.IsTrue(st.Conditions, v1alpha1.ConditionReady) {
-		now := metav1.NewTime(s.topo.now)
+		now := metav1.NewTime(s.Topo.Now)
 		st.FirstReadyTime = &now
 	}
 	st.Conditions = append(st.Conditions, kstatusConditions(*conditions.Get(st.Conditions, v1alpha1.ConditionProgressing),
@@ -223,10 +224,10 @@ func clusterState(s *scope, ready bool, degraded metav1.Condition) v1alpha1.Clus
 		return v1alpha1.StateInvalid
 	case ready:
 		return v1alpha1.StateReady
-	case blockingReasons[s.step.reason] && !s.ready():
+	case plan.BlockingReasons[s.step.reason] && !s.Ready():
 		// Members cannot run and will not until something is fixed (Ready says what).
 		return v1alpha1.StateFailed
-	case clusterEmpty(s.topo):
+	case plan.Empty(s.Topo):
 		return v1alpha1.StateCreating
 	case degraded.Status == metav1.ConditionTrue:
 		return v1alpha1.StateDegraded
@@ -240,41 +241,41 @@ func clusterState(s *scope, ready bool, degraded metav1.Condition) v1alpha1.Clus
 }
 
 func degradedCondition(s *scope, gen int64) metav1.Condition {
-	if s.credErr == nil && clusterEmpty(s.topo) && s.vc.Status.FirstReadyTime != nil {
+	if s.credErr == nil && plan.Empty(s.Topo) && s.VC.Status.FirstReadyTime != nil {
 		why := "no member answers"
-		if len(s.topo.reachable()) > 0 {
+		if len(s.Topo.Reachable()) > 0 {
 			why = "no member that answers serves one"
 		}
 		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonSlotsUncovered, "no server serves any slot (0-16383): "+why, gen)
 	}
-	if s.credErr != nil || clusterEmpty(s.topo) {
+	if s.credErr != nil || plan.Empty(s.Topo) {
 		return conditions.New(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonWaiting, "the cluster is being created", gen)
 	}
-	if lost := s.topo.lostPrimaries(); len(lost) > 0 {
+	if lost := s.Topo.LostPrimaries(); len(lost) > 0 {
 		ids := make([]string, len(lost))
 		for i, lp := range lost {
-			ids[i] = fmt.Sprintf("%s (slots %s)", shortID(lp.id), valkey.FormatRanges(lp.slots))
+			ids[i] = fmt.Sprintf("%s (slots %s)", plan.ShortID(lp.ID), valkey.FormatRanges(lp.Slots))
 		}
 		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonPrimaryLost,
 			"primaries not answering: "+strings.Join(ids, ", "), gen)
 	}
-	if covered := s.topo.coveredSlots(); covered < slotCount {
+	if covered := s.Topo.CoveredSlots(); covered < plan.SlotCount {
 		return conditions.New(v1alpha1.ConditionDegraded, true, v1alpha1.ReasonSlotsUncovered,
-			fmt.Sprintf("%d of %d slots have no primary: requests to them fail", slotCount-covered, slotCount), gen)
+			fmt.Sprintf("%d of %d slots have no primary: requests to them fail", plan.SlotCount-covered, plan.SlotCount), gen)
 	}
 	var missing []string
-	for sh := int32(0); sh < s.shards(); sh++ {
-		p := s.topo.primaryOf(sh)
+	for sh := int32(0); sh < s.Shards(); sh++ {
+		p := s.Topo.PrimaryOf(sh)
 		var n int32
 		var behind []string
-		for _, m := range s.active(sh) {
+		for _, m := range s.Active(sh) {
 			switch {
 			case m == p:
 			case p == nil:
-				behind = append(behind, m.name())
+				behind = append(behind, m.Name())
 			default:
-				if why := syncFault(m, p); why != "" {
-					behind = append(behind, m.name()+": "+why)
+				if why := plan.SyncFault(m, p); why != "" {
+					behind = append(behind, m.Name()+": "+why)
 				} else {
 					n++
 				}
@@ -283,8 +284,8 @@ func degradedCondition(s *scope, gen int64) metav1.Condition {
 		switch {
 		case p == nil:
 			missing = append(missing, fmt.Sprintf("shard %d has no primary", sh))
-		case n < s.replicas():
-			msg := fmt.Sprintf("shard %d has %d of %d replicas in sync", sh, n, s.replicas())
+		case n < s.Replicas():
+			msg := fmt.Sprintf("shard %d has %d of %d replicas in sync", sh, n, s.Replicas())
 			if len(behind) > 0 {
 				msg += " (not in sync: " + strings.Join(behind, ", ") + ")"
 			}
@@ -300,35 +301,35 @@ func degradedCondition(s *scope, gen int64) metav1.Condition {
 
 func formedCondition(s *scope, gen int64) metav1.Condition {
 	var missing []string
-	for _, m := range s.topo.members {
-		if !m.leaving() && !m.reachable {
-			missing = append(missing, m.name())
+	for _, m := range s.Topo.Members {
+		if !m.Leaving() && !m.Reachable {
+			missing = append(missing, m.Name())
 		}
 	}
 	switch {
 	case len(missing) > 0:
 		return conditions.New(v1alpha1.ConditionClusterFormed, false, v1alpha1.ReasonMembersMissing,
 			"members not answering yet: "+strings.Join(missing, ", "), gen)
-	case !s.topo.formed():
+	case !s.Topo.Formed():
 		return conditions.New(v1alpha1.ConditionClusterFormed, false, v1alpha1.ReasonMeetingMembers,
 			"the members do not all know each other yet", gen)
 	}
 	return conditions.New(v1alpha1.ConditionClusterFormed, true, v1alpha1.ReasonAllMembersKnown,
-		fmt.Sprintf("all %d members know each other", len(s.topo.reachable())), gen)
+		fmt.Sprintf("all %d members know each other", len(s.Topo.Reachable())), gen)
 }
 
 func slotsCondition(s *scope, gen int64) metav1.Condition {
-	covered := s.topo.coveredSlots()
+	covered := s.Topo.CoveredSlots()
 	switch {
-	case covered < slotCount:
+	case covered < plan.SlotCount:
 		return conditions.New(v1alpha1.ConditionSlotsAssigned, false, v1alpha1.ReasonSlotsUncovered,
-			fmt.Sprintf("%d of %d slots assigned", covered, slotCount), gen)
-	case s.topo.openSlots():
+			fmt.Sprintf("%d of %d slots assigned", covered, plan.SlotCount), gen)
+	case s.Topo.OpenSlots():
 		return conditions.New(v1alpha1.ConditionSlotsAssigned, false, v1alpha1.ReasonOpenSlots,
 			"slots are being migrated", gen)
 	}
 	return conditions.New(v1alpha1.ConditionSlotsAssigned, true, v1alpha1.ReasonAllSlotsAssigned,
-		fmt.Sprintf("all %d slots are assigned", slotCount), gen)
+		fmt.Sprintf("all %d slots are assigned", plan.SlotCount), gen)
 }
 
 // maxConfigWarnings bounds the config entries the ConfigurationWarning message names.
@@ -366,10 +367,10 @@ func graceCondition(vc *v1alpha1.ValkeyCluster, gen int64) metav1.Condition {
 
 func unschedulableCondition(s *scope, gen int64) metav1.Condition {
 	var msgs []string
-	for _, m := range s.topo.members {
-		if c := conditions.Get(m.node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil &&
-			c.Status != metav1.ConditionTrue && c.Reason == v1alpha1.ReasonPodUnschedulable && !m.leaving() {
-			msgs = append(msgs, fmt.Sprintf("%s: %s", m.name(), memberMessage(c)))
+	for _, m := range s.Topo.Members {
+		if c := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionPodReady); c != nil &&
+			c.Status != metav1.ConditionTrue && c.Reason == v1alpha1.ReasonPodUnschedulable && !m.Leaving() {
+			msgs = append(msgs, fmt.Sprintf("%s: %s", m.Name(), plan.MemberMessage(c)))
 		}
 	}
 	if len(msgs) > 0 {
@@ -381,33 +382,33 @@ func unschedulableCondition(s *scope, gen int64) metav1.Condition {
 // shardStatuses lists each shard as the servers report it.
 func shardStatuses(s *scope) []v1alpha1.ShardStatus {
 	var indexes []int32
-	for sh := range s.topo.shards {
+	for sh := range s.Topo.Shards {
 		indexes = append(indexes, sh)
 	}
 	sort.Slice(indexes, func(i, j int) bool { return indexes[i] < indexes[j] })
 	var out []v1alpha1.ShardStatus
 	for _, sh := range indexes {
 		st := v1alpha1.ShardStatus{Index: sh}
-		p := s.topo.primaryOf(sh)
+		p := s.Topo.PrimaryOf(sh)
 		if p != nil {
-			st.Primary = p.name()
-			for _, r := range p.slots() {
+			st.Primary = p.Name()
+			for _, r := range p.Slots() {
 				st.Slots = append(st.Slots, r.String())
 			}
-			st.PrimaryNode = p.node.Status.NodeName
-			if s.place != nil {
-				st.PrimaryZone = s.place.zones[st.PrimaryNode]
+			st.PrimaryNode = p.Node.Status.NodeName
+			if s.Place != nil {
+				st.PrimaryZone = s.Place.Zones[st.PrimaryNode]
 			}
 		}
-		for _, m := range s.topo.shards[sh] {
-			if m != p && p != nil && m.reachable && m.self.Replica && m.self.PrimaryID == p.id() {
-				st.Replicas = append(st.Replicas, m.name())
+		for _, m := range s.Topo.Shards[sh] {
+			if m != p && p != nil && m.Reachable && m.Self.Replica && m.Self.PrimaryID == p.ID() {
+				st.Replicas = append(st.Replicas, m.Name())
 			}
-			if a := memberExternalAddress(s, m); a != "" && (m == p || slices.Contains(st.Replicas, m.name())) {
+			if a := memberExternalAddress(s, m); a != "" && (m == p || slices.Contains(st.Replicas, m.Name())) {
 				if st.ExternalAddresses == nil {
 					st.ExternalAddresses = map[string]string{}
 				}
-				st.ExternalAddresses[m.name()] = a
+				st.ExternalAddresses[m.Name()] = a
 			}
 		}
 		out = append(out, st)
@@ -416,33 +417,33 @@ func shardStatuses(s *scope) []v1alpha1.ShardStatus {
 }
 
 // writeMemberStatus applies the member's node ID, lifecycle, Joined and Synced.
-func (r *Reconciler) writeMemberStatus(ctx context.Context, s *scope, m *member) error {
+func (r *Reconciler) writeMemberStatus(ctx context.Context, s *scope, m *plan.Member) error {
 	want := computeMemberStatus(s, m)
-	want.Conditions = conditions.Resolve(m.node.Status.Conditions, s.topo.now, want.Conditions...)
-	have := memberStatus{NodeID: m.node.Status.NodeID, Lifecycle: m.node.Status.Lifecycle, ExternalAddress: m.node.Status.ExternalAddress,
-		Conditions: conditions.Owned(m.node.Status.Conditions, memberConditionTypes...)}
+	want.Conditions = conditions.Resolve(m.Node.Status.Conditions, s.Topo.Now, want.Conditions...)
+	have := memberStatus{NodeID: m.Node.Status.NodeID, Lifecycle: m.Node.Status.Lifecycle, ExternalAddress: m.Node.Status.ExternalAddress,
+		Conditions: conditions.Owned(m.Node.Status.Conditions, memberConditionTypes...)}
 	if status.Equal(have, want) {
 		return nil
 	}
-	return status.Apply(ctx, r.Client, FieldManager, m.node, v1alpha1.GroupVersion.WithKind("ValkeyNode"), want)
+	return status.Apply(ctx, r.Client, FieldManager, m.Node, v1alpha1.GroupVersion.WithKind("ValkeyNode"), want)
 }
 
-func computeMemberStatus(s *scope, m *member) memberStatus {
-	gen := m.node.Generation
-	st := memberStatus{NodeID: m.id(), Lifecycle: m.node.Status.Lifecycle, ExternalAddress: memberExternalAddress(s, m)}
-	p := s.topo.primaryOf(m.shard())
-	known := m.reachable && s.topo.formedWith(m)
+func computeMemberStatus(s *scope, m *plan.Member) memberStatus {
+	gen := m.Node.Generation
+	st := memberStatus{NodeID: m.ID(), Lifecycle: m.Node.Status.Lifecycle, ExternalAddress: memberExternalAddress(s, m)}
+	p := s.Topo.PrimaryOf(m.Shard())
+	known := m.Reachable && s.Topo.FormedWith(m)
 	isPrimary := p == m
-	follows := m.reachable && p != nil && m.self.Replica && m.self.PrimaryID == p.id()
+	follows := m.Reachable && p != nil && m.Self.Replica && m.Self.PrimaryID == p.ID()
 	joined := conditions.New(v1alpha1.ConditionJoined, false, v1alpha1.ReasonNotJoined, "", gen)
 	switch {
-	case !m.reachable:
+	case !m.Reachable:
 		joined.Message = "the server is not reachable"
-		if m.err != nil {
-			joined.Message = "the server is not reachable: " + redact.Text(m.err.Error())
+		if m.Err != nil {
+			joined.Message = "the server is not reachable: " + redact.Text(m.Err.Error())
 		}
 	case known && (isPrimary || follows):
-		joined = conditions.New(v1alpha1.ConditionJoined, true, v1alpha1.ReasonJoined, "part of the cluster in shard "+fmt.Sprint(m.shard()), gen)
+		joined = conditions.New(v1alpha1.ConditionJoined, true, v1alpha1.ReasonJoined, "part of the cluster in shard "+fmt.Sprint(m.Shard()), gen)
 	default:
 		joined.Message = "not yet part of the cluster in its shard"
 	}
@@ -450,15 +451,15 @@ func computeMemberStatus(s *scope, m *member) memberStatus {
 	switch {
 	case isPrimary:
 		syncedCond = conditions.New(v1alpha1.ConditionSynced, true, v1alpha1.ReasonIsPrimary, "the member is the shard's primary", gen)
-	case synced(m, p):
+	case plan.Synced(m, p):
 		syncedCond = conditions.New(v1alpha1.ConditionSynced, true, v1alpha1.ReasonSynced, "linked to its primary and caught up", gen)
-	case follows && !m.repl.LinkUp:
+	case follows && !m.Repl.LinkUp:
 		syncedCond.Reason, syncedCond.Message = v1alpha1.ReasonLinkDown, "the replication link to the primary is down"
 	case !follows:
 		syncedCond.Reason, syncedCond.Message = v1alpha1.ReasonNotJoined, "not replicating the shard's primary"
 	}
 	switch {
-	case m.leaving():
+	case m.Leaving():
 		st.Lifecycle = v1alpha1.LifecycleLeaving
 	case joined.Status == metav1.ConditionTrue && syncedCond.Status == metav1.ConditionTrue:
 		st.Lifecycle = v1alpha1.LifecycleActive

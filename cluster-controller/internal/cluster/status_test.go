@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
 	"github.com/valkey-operator/valkey-operator/internal/valkeyconn"
 	"github.com/valkey-operator/valkey-operator/valkey"
@@ -34,8 +34,8 @@ func condOf(cs []metav1.Condition, typ string) string {
 // noAnswers makes every member's server silent, as newScope does while the operator's
 // credentials are not published: nobody is asked.
 func noAnswers(s *scope) {
-	for _, m := range s.topo.members {
-		m.reachable, m.self, m.view, m.err = false, valkey.ClusterNode{}, nil, s.credErr
+	for _, m := range s.Topo.Members {
+		m.Reachable, m.Self, m.View, m.Err = false, valkey.ClusterNode{}, nil, s.credErr
 	}
 }
 
@@ -44,7 +44,7 @@ func TestComputeClusterStatus(t *testing.T) {
 	const serving = "True ClusterReady: 3 shards with 1 replicas each serve all 16384 slots"
 	cases := []struct {
 		name  string
-		fms   []fakeMember
+		fms   []plantest.FakeMember
 		mod   func(*scope)
 		err   error // of the pass
 		state v1alpha1.ClusterState
@@ -57,18 +57,18 @@ func TestComputeClusterStatus(t *testing.T) {
 	}{
 		{
 			name: "a serving cluster with its spec applied is Ready and not Progressing",
-			fms:  healthyThreeByOne(), state: v1alpha1.StateReady, observed: 3, readyShards: 3,
+			fms:  plantest.HealthyThreeByOne(), state: v1alpha1.StateReady, observed: 3, readyShards: 3,
 			ready: serving, progressing: applied,
 		},
 		{
 			name: "a replica not in sync yet: not Ready, waiting for sync with the count of ready shards",
-			fms:  threeByOne(), state: v1alpha1.StateDegraded, observed: 3, readyShards: 2,
+			fms:  plantest.ThreeByOne(), state: v1alpha1.StateDegraded, observed: 3, readyShards: 2,
 			ready:       "False WaitingForSync: 2 of 3 shards ready",
 			progressing: "True WaitingForSync: 2 of 3 shards ready",
 		},
 		{
 			name: "a roll in flight on a serving cluster keeps it Ready; Progressing says what the roll does",
-			fms:  healthyThreeByOne(),
+			fms:  plantest.HealthyThreeByOne(),
 			mod: func(s *scope) {
 				s.progress(v1alpha1.ReasonRolling, "shard 1: retiring outdated replica b2")
 			},
@@ -77,21 +77,21 @@ func TestComputeClusterStatus(t *testing.T) {
 		},
 		{
 			name:  "slots moving to a new shard: state Scaling",
-			fms:   healthyThreeByOne(),
+			fms:   plantest.HealthyThreeByOne(),
 			mod:   func(s *scope) { s.progress(v1alpha1.ReasonScalingOut, "moving 4096 slots in 3 moves") },
 			state: v1alpha1.StateScaling, observed: 3, readyShards: 3,
 			ready: serving, progressing: "True ScalingOut: moving 4096 slots in 3 moves",
 		},
 		{
 			name:  "a blocked roll is what Progressing reports",
-			fms:   healthyThreeByOne(),
+			fms:   plantest.HealthyThreeByOne(),
 			mod:   func(s *scope) { s.block("b3", "shard 1: the roll is blocked: successor b3 cannot run") },
 			state: v1alpha1.StateUpdating, observed: 3, readyShards: 3,
 			ready: serving, progressing: "True RollBlocked: shard 1: the roll is blocked: successor b3 cannot run",
 		},
 		{
 			name: "members that cannot run and a shard not ready: state Failed, Ready says why",
-			fms:  threeByOne(),
+			fms:  plantest.ThreeByOne(),
 			mod: func(s *scope) {
 				s.progress(v1alpha1.ReasonPriorityClassNotFound, "1 member cannot run (b2: priority class \"gold\" not found)")
 			},
@@ -101,7 +101,7 @@ func TestComputeClusterStatus(t *testing.T) {
 		},
 		{
 			name: "an invalid spec on a cluster with an applied spec: Progressing says it keeps healing",
-			fms:  healthyThreeByOne(),
+			fms:  plantest.HealthyThreeByOne(),
 			mod: func(s *scope) {
 				s.guard.Errs = field.ErrorList{field.Forbidden(field.NewPath("spec", "config").Key("port"), "is managed by the operator")}
 				s.healOnly = true
@@ -113,13 +113,13 @@ func TestComputeClusterStatus(t *testing.T) {
 		},
 		{
 			name: "a pass that failed: Progressing reports the error and the generation is not observed",
-			fms:  healthyThreeByOne(), err: errors.New("slots: connection refused"),
+			fms:  plantest.HealthyThreeByOne(), err: errors.New("slots: connection refused"),
 			state: v1alpha1.StateUpdating, observed: 2, readyShards: 3,
 			ready: serving, progressing: "True ReconcileError: slots: connection refused",
 		},
 		{
 			name: "an invalid spec: the operator does not act, Progressing is False and the state Invalid",
-			fms:  healthyThreeByOne(),
+			fms:  plantest.HealthyThreeByOne(),
 			mod: func(s *scope) {
 				s.guard.Errs = field.ErrorList{field.Invalid(field.NewPath("spec", "shards"), -1, "must be positive")}
 				_, _ = (&Reconciler{}).run(context.Background(), s)
@@ -129,7 +129,7 @@ func TestComputeClusterStatus(t *testing.T) {
 		},
 		{
 			name: "a field that cannot change was changed: Progressing is False and says which",
-			fms:  healthyThreeByOne(),
+			fms:  plantest.HealthyThreeByOne(),
 			mod: func(s *scope) {
 				s.immutable = field.ErrorList{field.Invalid(field.NewPath("spec", "workloadType"), "Deployment", "is immutable")}
 				_, _ = (&Reconciler{}).run(context.Background(), s)
@@ -141,7 +141,7 @@ func TestComputeClusterStatus(t *testing.T) {
 		},
 		{
 			name: "the operator's credentials are not published yet: waiting for the acl-controller",
-			fms:  healthyThreeByOne(),
+			fms:  plantest.HealthyThreeByOne(),
 			mod: func(s *scope) {
 				s.credErr = valkeyconn.ErrNotReady
 				noAnswers(s)
@@ -152,7 +152,7 @@ func TestComputeClusterStatus(t *testing.T) {
 		},
 		{
 			name: "no accepted certificate is named in status.tls yet: not Ready, waiting for the tls-controller and saying what TLSReady says",
-			fms:  healthyThreeByOne(),
+			fms:  plantest.HealthyThreeByOne(),
 			mod: func(s *scope) {
 				s.credErr = fmt.Errorf("%w: %w", valkeyconn.ErrNotReady, &v1alpha1.NotPublishedError{Field: "status.tls.acceptedSecretName",
 					Producer: "tls-controller", Reason: v1alpha1.ReasonWaitingForTLS, Condition: "TLSReady=False SecretMissing: Secret certs not found"})
@@ -164,10 +164,10 @@ func TestComputeClusterStatus(t *testing.T) {
 		},
 		{
 			name: "a new cluster whose slots are being assigned: state Creating",
-			fms: []fakeMember{
-				{name: "a", shard: 0, ip: "10.0.0.1", id: "A", joining: true},
-				{name: "b", shard: 1, ip: "10.0.0.2", id: "B", joining: true},
-				{name: "c", shard: 2, ip: "10.0.0.3", id: "C", joining: true},
+			fms: []plantest.FakeMember{
+				{Name: "a", Shard: 0, IP: "10.0.0.1", ID: "A", Joining: true},
+				{Name: "b", Shard: 1, IP: "10.0.0.2", ID: "B", Joining: true},
+				{Name: "c", Shard: 2, IP: "10.0.0.3", ID: "C", Joining: true},
 			},
 			mod: func(s *scope) {
 				s.progress(v1alpha1.ReasonAssigningSlots, "assigned the slots; waiting for the cluster to agree")
@@ -178,11 +178,11 @@ func TestComputeClusterStatus(t *testing.T) {
 		},
 		{
 			name: "a phase stopped by a member's reply too large: Progressing names the member and the command",
-			fms:  healthyThreeByOne(),
+			fms:  plantest.HealthyThreeByOne(),
 			mod: func(s *scope) {
 				s.progress(v1alpha1.ReasonScalingIn, "moving 5461 slots off shard 2")
-				for _, m := range s.topo.members {
-					m.addr = m.ip() + ":6379"
+				for _, m := range s.Topo.Members {
+					m.Addr = m.IP() + ":6379"
 				}
 				s.stopTooLarge("scale", errors.New("connection refused")) // not a reply too large: no change
 				s.stopTooLarge("scale", fmt.Errorf("cluster getkeysinslot 12000: %w",
@@ -195,7 +195,7 @@ func TestComputeClusterStatus(t *testing.T) {
 		},
 		{
 			name:  "a primary that does not answer: state Degraded",
-			fms:   with(healthyThreeByOne(), "a", func(f *fakeMember) { f.down = true }),
+			fms:   plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { f.Down = true }),
 			state: v1alpha1.StateDegraded, observed: 3, readyShards: 2,
 			ready:       "False WaitingForSync: 2 of 3 shards ready",
 			progressing: "True WaitingForSync: 2 of 3 shards ready",
@@ -203,7 +203,7 @@ func TestComputeClusterStatus(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			vc := cluster(nil)
+			vc := plantest.Cluster(nil)
 			vc.Generation, vc.Status.ObservedGeneration = 3, 2
 			s := scopeFor(t, vc, c.fms)
 			if c.mod != nil {
@@ -233,28 +233,25 @@ func TestComputeClusterStatus(t *testing.T) {
 }
 
 // wasReady marks the scope's cluster as one that has been Ready.
-func wasReady(s *scope) {
-	at := metav1.NewTime(t0.Add(-time.Hour))
-	s.vc.Status.FirstReadyTime = &at
-}
+func wasReady(s *scope) { plantest.WasReady(&s.Cluster) }
 
 func TestDegradedCondition(t *testing.T) {
 	const fine = "False ClusterReady: every shard has its primary and all its replicas in sync"
-	empty := func(joining bool) []fakeMember {
-		return []fakeMember{
-			{name: "a", shard: 0, ip: "10.0.0.1", id: "A", joining: joining},
-			{name: "b", shard: 1, ip: "10.0.0.2", id: "B", joining: joining},
-			{name: "c", shard: 2, ip: "10.0.0.3", id: "C", joining: joining},
+	empty := func(joining bool) []plantest.FakeMember {
+		return []plantest.FakeMember{
+			{Name: "a", Shard: 0, IP: "10.0.0.1", ID: "A", Joining: joining},
+			{Name: "b", Shard: 1, IP: "10.0.0.2", ID: "B", Joining: joining},
+			{Name: "c", Shard: 2, IP: "10.0.0.3", ID: "C", Joining: joining},
 		}
 	}
 	cases := []struct {
 		name string
-		fms  []fakeMember
+		fms  []plantest.FakeMember
 		vc   func(*v1alpha1.ValkeyClusterSpec)
 		mod  func(*scope)
 		want string
 	}{
-		{name: "every shard with its primary and its replicas in sync: not degraded", fms: healthyThreeByOne(), want: fine},
+		{name: "every shard with its primary and its replicas in sync: not degraded", fms: plantest.HealthyThreeByOne(), want: fine},
 		{
 			name: "a cluster being created is not degraded",
 			fms:  empty(true),
@@ -262,7 +259,7 @@ func TestDegradedCondition(t *testing.T) {
 		},
 		{
 			name: "without the operator's credentials nothing is known: not degraded",
-			fms:  healthyThreeByOne(),
+			fms:  plantest.HealthyThreeByOne(),
 			mod: func(s *scope) {
 				s.credErr = valkeyconn.ErrNotReady
 				noAnswers(s)
@@ -282,10 +279,10 @@ func TestDegradedCondition(t *testing.T) {
 		},
 		{
 			name: "no member answers after the cluster served: no slot is served",
-			fms: func() []fakeMember {
-				var out []fakeMember
-				for _, f := range healthyThreeByOne() {
-					f.down = true
+			fms: func() []plantest.FakeMember {
+				var out []plantest.FakeMember
+				for _, f := range plantest.HealthyThreeByOne() {
+					f.Down = true
 					out = append(out, f)
 				}
 				return out
@@ -295,43 +292,43 @@ func TestDegradedCondition(t *testing.T) {
 		},
 		{
 			name: "a primary that does not answer is named with its slots",
-			fms:  with(healthyThreeByOne(), "a", func(f *fakeMember) { f.down = true }),
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { f.Down = true }),
 			want: "True PrimaryLost: primaries not answering: A (slots 0-5461)",
 		},
 		{
 			name: "slots no primary serves: requests to them fail",
-			fms:  without(with(healthyThreeByOne(), "c", func(f *fakeMember) { f.slots = "" }), "c2"),
+			fms:  plantest.Without(plantest.With(plantest.HealthyThreeByOne(), "c", func(f *plantest.FakeMember) { f.Slots = "" }), "c2"),
 			want: "True SlotsUncovered: 5461 of 16384 slots have no primary: requests to them fail",
 		},
 		{
 			name: "a replica whose link is down is named as not in sync",
-			fms:  threeByOne(),
+			fms:  plantest.ThreeByOne(),
 			want: "True MissingReplicas: shard 2 has 0 of 1 replicas in sync (not in sync: c2: link to the primary down)",
 		},
 		{
 			name: "a replica more than 1 MiB behind is not in sync",
-			fms:  with(healthyThreeByOne(), "b", func(f *fakeMember) { f.offset = 3 << 20 }),
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "b", func(f *plantest.FakeMember) { f.Offset = 3 << 20 }),
 			want: "True MissingReplicas: shard 1 has 0 of 1 replicas in sync (not in sync: b2: 3145638 bytes behind)",
 		},
 		{
 			name: "a shard missing its replica",
-			fms:  without(healthyThreeByOne(), "c2"),
+			fms:  plantest.Without(plantest.HealthyThreeByOne(), "c2"),
 			want: "True MissingReplicas: shard 2 has 0 of 1 replicas in sync",
 		},
 		{
 			name: "a leaving replica does not count towards its shard's redundancy",
-			fms:  with(healthyThreeByOne(), "c2", func(f *fakeMember) { f.leaving = true }),
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "c2", func(f *plantest.FakeMember) { f.Leaving = true }),
 			want: "True MissingReplicas: shard 2 has 0 of 1 replicas in sync",
 		},
 		{
 			name: "a new shard of the spec without a member yet has no primary",
-			fms:  healthyThreeByOne(),
+			fms:  plantest.HealthyThreeByOne(),
 			vc:   func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = 4 },
 			want: "True MissingReplicas: shard 3 has no primary",
 		},
 		{
 			name: "every shard short of a replica is listed",
-			fms:  healthyThreeByOne(),
+			fms:  plantest.HealthyThreeByOne(),
 			vc:   func(s *v1alpha1.ValkeyClusterSpec) { s.ReplicasPerShard = ptr.To[int32](2) },
 			want: "True MissingReplicas: shard 0 has 1 of 2 replicas in sync; shard 1 has 1 of 2 replicas in sync; " +
 				"shard 2 has 1 of 2 replicas in sync",
@@ -339,7 +336,7 @@ func TestDegradedCondition(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(c.vc), c.fms)
+			s := scopeFor(t, plantest.Cluster(c.vc), c.fms)
 			if c.mod != nil {
 				c.mod(s)
 			}
@@ -360,7 +357,7 @@ func TestComputeMemberStatus(t *testing.T) {
 	)
 	cases := []struct {
 		name      string
-		fms       []fakeMember
+		fms       []plantest.FakeMember
 		member    string
 		mod       func(*scope)
 		nodeID    string
@@ -369,38 +366,38 @@ func TestComputeMemberStatus(t *testing.T) {
 		synced    string
 	}{
 		{
-			name: "the shard's primary", fms: healthyThreeByOne(), member: "a",
+			name: "the shard's primary", fms: plantest.HealthyThreeByOne(), member: "a",
 			nodeID: "A", lifecycle: v1alpha1.LifecycleActive, joined: fmt.Sprintf(joined, 0), synced: primary,
 		},
 		{
-			name: "a replica in sync", fms: healthyThreeByOne(), member: "a2",
+			name: "a replica in sync", fms: plantest.HealthyThreeByOne(), member: "a2",
 			nodeID: "A2", lifecycle: v1alpha1.LifecycleActive, joined: fmt.Sprintf(joined, 0), synced: inSync,
 		},
 		{
 			name: "a new replica whose link is not up yet is joining",
-			fms:  with(threeByOne(), "c2", func(f *fakeMember) { f.joining = true }), member: "c2",
+			fms:  plantest.With(plantest.ThreeByOne(), "c2", func(f *plantest.FakeMember) { f.Joining = true }), member: "c2",
 			nodeID: "C2", lifecycle: v1alpha1.LifecycleJoining, joined: fmt.Sprintf(joined, 2),
 			synced: "False LinkDown: the replication link to the primary is down",
 		},
 		{
-			name: "an active replica whose link went down stays active", fms: threeByOne(), member: "c2",
+			name: "an active replica whose link went down stays active", fms: plantest.ThreeByOne(), member: "c2",
 			nodeID: "C2", lifecycle: v1alpha1.LifecycleActive, joined: fmt.Sprintf(joined, 2),
 			synced: "False LinkDown: the replication link to the primary is down",
 		},
 		{
 			name: "a new replica linked but far behind is still syncing",
-			fms: with(with(healthyThreeByOne(), "b", func(f *fakeMember) { f.offset = 3 << 20 }),
-				"b2", func(f *fakeMember) { f.joining = true }),
+			fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), "b", func(f *plantest.FakeMember) { f.Offset = 3 << 20 }),
+				"b2", func(f *plantest.FakeMember) { f.Joining = true }),
 			member: "b2",
 			nodeID: "B2", lifecycle: v1alpha1.LifecycleJoining, joined: fmt.Sprintf(joined, 1),
 			synced: "False Syncing: replication has not caught up",
 		},
 		{
 			name:   "a server that does not answer says why",
-			fms:    with(healthyThreeByOne(), "c2", func(f *fakeMember) { f.down = true }),
+			fms:    plantest.With(plantest.HealthyThreeByOne(), "c2", func(f *plantest.FakeMember) { f.Down = true }),
 			member: "c2",
 			mod: func(s *scope) {
-				memberNamed(t, s.topo, "c2").err = errors.New("dial tcp 10.0.0.6:6379: connect: connection refused")
+				plantest.MemberNamed(t, s.Topo, "c2").Err = errors.New("dial tcp 10.0.0.6:6379: connect: connection refused")
 			},
 			nodeID: "C2", lifecycle: v1alpha1.LifecycleActive,
 			joined: "False NotJoined: the server is not reachable: dial tcp 10.0.0.6:6379: connect: connection refused",
@@ -408,40 +405,40 @@ func TestComputeMemberStatus(t *testing.T) {
 		},
 		{
 			name: "a new member that is a primary without slots in a shard that has one is not part of it yet",
-			fms: append(healthyThreeByOne(),
-				fakeMember{name: "a3", shard: 0, ip: "10.0.0.7", id: "A3", joining: true}),
+			fms: append(plantest.HealthyThreeByOne(),
+				plantest.FakeMember{Name: "a3", Shard: 0, IP: "10.0.0.7", ID: "A3", Joining: true}),
 			member: "a3",
 			nodeID: "A3", lifecycle: v1alpha1.LifecycleJoining, joined: notJoined, synced: notRepl,
 		},
 		{
 			name: "a replica in sync that the other members do not know yet is not joined",
-			fms: append(healthyThreeByOne(),
-				fakeMember{name: "a3", shard: 0, ip: "10.0.0.7", id: "A3", primary: "A", offset: 100, linkUp: true, joining: true}),
+			fms: append(plantest.HealthyThreeByOne(),
+				plantest.FakeMember{Name: "a3", Shard: 0, IP: "10.0.0.7", ID: "A3", Primary: "A", Offset: 100, LinkUp: true, Joining: true}),
 			member: "a3",
-			mod:    func(s *scope) { unknown(s.topo, "A3") },
+			mod:    func(s *scope) { plantest.Unknown(s.Topo, "A3") },
 			nodeID: "A3", lifecycle: v1alpha1.LifecycleJoining, joined: notJoined, synced: inSync,
 		},
 		{
 			name:   "a member being deleted is leaving",
-			fms:    with(healthyThreeByOne(), "c2", func(f *fakeMember) { f.leaving = true }),
+			fms:    plantest.With(plantest.HealthyThreeByOne(), "c2", func(f *plantest.FakeMember) { f.Leaving = true }),
 			member: "c2",
 			nodeID: "C2", lifecycle: v1alpha1.LifecycleLeaving, joined: fmt.Sprintf(joined, 2), synced: inSync,
 		},
 		{
 			name:   "a pod that came back with a new identity reports the server's node ID",
-			fms:    healthyThreeByOne(),
+			fms:    plantest.HealthyThreeByOne(),
 			member: "a2",
-			mod:    func(s *scope) { memberNamed(t, s.topo, "a2").node.Status.NodeID = "A2-BEFORE" },
+			mod:    func(s *scope) { plantest.MemberNamed(t, s.Topo, "a2").Node.Status.NodeID = "A2-BEFORE" },
 			nodeID: "A2", lifecycle: v1alpha1.LifecycleActive, joined: fmt.Sprintf(joined, 0), synced: inSync,
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(nil), c.fms)
+			s := scopeFor(t, plantest.Cluster(nil), c.fms)
 			if c.mod != nil {
 				c.mod(s)
 			}
-			st := computeMemberStatus(s, memberNamed(t, s.topo, c.member))
+			st := computeMemberStatus(s, plantest.MemberNamed(t, s.Topo, c.member))
 			if st.NodeID != c.nodeID {
 				t.Errorf("nodeID = %s, want %s", st.NodeID, c.nodeID)
 			}

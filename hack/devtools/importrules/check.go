@@ -117,6 +117,15 @@ func Check(r Rule, pkgs []Package, mods []string, isStd func(string) bool) []Vio
 					}
 				}
 			}
+			for _, no := range pr.NoImport {
+				for _, imp := range p.Imports {
+					if strings.HasPrefix(imp, no) {
+						out = append(out, Violation{r.Module, p.ImportPath, imp,
+							fmt.Sprintf("%s/%s must not import %s (%s)", r.Module, pr.Package, no, pr.Why)})
+						break
+					}
+				}
+			}
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })

@@ -58,6 +58,16 @@ func TestCheck(t *testing.T) {
 			Package{ImportPath: Repo + "/backup-controller/internal/job", Deps: []string{Repo + "/backup-controller/internal/objstore", "github.com/aws/aws-sdk-go-v2/service/s3", "gocloud.dev/blob"}}, ""},
 		{"a package whose name starts like it is another", "backup-controller",
 			Package{ImportPath: Repo + "/backup-controller/internal/backupx", Deps: []string{"gocloud.dev/blob"}}, ""},
+		{"the planners import no Kubernetes client", "cluster-controller",
+			Package{ImportPath: Repo + "/cluster-controller/internal/plan", Imports: []string{"sigs.k8s.io/controller-runtime/pkg/client"}},
+			"cluster-controller/internal/plan must not import sigs.k8s.io/controller-runtime"},
+		{"nor do their test fixtures", "cluster-controller",
+			Package{ImportPath: Repo + "/cluster-controller/internal/plan/plantest", Imports: []string{Repo + "/internal/valkeyconn"}},
+			"must not import " + Repo + "/internal/valkeyconn"},
+		{"the planners may reach a client through a library they import", "cluster-controller",
+			Package{ImportPath: Repo + "/cluster-controller/internal/plan", Imports: []string{Repo + "/valkey"}, Deps: []string{"github.com/redis/rueidis"}}, ""},
+		{"the reconciler imports the clients", "cluster-controller",
+			Package{ImportPath: Repo + "/cluster-controller/internal/cluster", Imports: []string{"sigs.k8s.io/controller-runtime/pkg/client"}}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, ok := RuleOf(tc.rule)

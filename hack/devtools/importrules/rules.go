@@ -29,13 +29,16 @@ type Rule struct {
 }
 
 // PackageRule is what some packages of a module must never depend on, directly or
-// through any library or package of their own module.
+// through any library or package of their own module, or never import themselves.
 type PackageRule struct {
 	// Package is a folder of the module ("internal/backup"): that package and those
 	// under it.
 	Package string
 	// Never lists import path prefixes, as Rule.Never.
 	Never []string
+	// NoImport lists import path prefixes the packages (and their tests) must not import
+	// directly; what they reach through their other imports is not checked.
+	NoImport []string
 	// Why says what the rule keeps.
 	Why string
 }
@@ -62,7 +65,11 @@ var Rules = []Rule{
 		Why: "the Valkey admin library knows nothing of Kubernetes"},
 	{Module: "internal", May: []string{"api", "valkey", "valkeyconf"}, Never: heavy,
 		Why: "what the controllers share depends on no controller" + lean},
-	{Module: "cluster-controller", May: controllers, Never: heavy, Why: "controllers talk only through status" + lean},
+	{Module: "cluster-controller", May: controllers, Never: heavy, Why: "controllers talk only through status" + lean,
+		Packages: []PackageRule{{Package: "internal/plan",
+			NoImport: []string{"sigs.k8s.io/controller-runtime", "k8s.io/client-go", "github.com/redis/rueidis",
+				Repo + "/internal/valkeyconn", "github.com/prometheus/"},
+			Why: "the planners decide from the observed cluster alone: the reconciler (internal/cluster) reads, writes, talks to the servers and counts"}}},
 	{Module: "node-controller", May: controllers, Never: heavy, Why: "controllers talk only through status" + lean},
 	{Module: "acl-controller", May: controllers, Never: heavy, Why: "controllers talk only through status" + lean},
 	{Module: "tls-controller", May: controllers, Never: heavy, Why: "controllers talk only through status" + lean},
@@ -118,7 +125,14 @@ func Markdown() string {
 			} else {
 				never += "; "
 			}
-			never += fmt.Sprintf("in `%s`: `%s`", p.Package, strings.Join(p.Never, "`, `"))
+			var parts []string
+			if len(p.Never) > 0 {
+				parts = append(parts, fmt.Sprintf("in `%s`: `%s`", p.Package, strings.Join(p.Never, "`, `")))
+			}
+			if len(p.NoImport) > 0 {
+				parts = append(parts, fmt.Sprintf("in `%s`, as a direct import: `%s`", p.Package, strings.Join(p.NoImport, "`, `")))
+			}
+			never += strings.Join(parts, "; ")
 			why += "; " + p.Why
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.Module, may, never, why)

@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -13,37 +13,37 @@ import (
 // primary marked * (and #its config epoch, 0 when omitted), a replica not in sync marked
 // !, one in sync for 3 s only (a minute otherwise) marked ~; no /zone for a node without
 // one, no @node for a member whose node is not known.
-func shardOf(t *testing.T, index int32, spec string) placedShard {
+func shardOf(t *testing.T, index int32, spec string) PlacedShard {
 	t.Helper()
-	sh := placedShard{index: index, primaryFor: time.Hour}
+	sh := PlacedShard{Index: index, PrimaryFor: time.Hour}
 	for _, f := range strings.Fields(spec) {
-		m := placed{inSync: true, syncedFor: time.Minute}
+		m := Placed{InSync: true, SyncedFor: time.Minute}
 		if strings.HasPrefix(f, "*") {
-			m.primary, f = true, f[1:]
+			m.Primary, f = true, f[1:]
 		}
 		if strings.HasSuffix(f, "!") {
-			m.inSync, m.syncedFor, f = false, 0, f[:len(f)-1]
+			m.InSync, m.SyncedFor, f = false, 0, f[:len(f)-1]
 		}
 		if strings.HasSuffix(f, "~") {
-			m.syncedFor, f = 3*time.Second, f[:len(f)-1]
+			m.SyncedFor, f = 3*time.Second, f[:len(f)-1]
 		}
 		if at := strings.LastIndex(f, "#"); at >= 0 {
-			if _, err := fmt.Sscan(f[at+1:], &m.epoch); err != nil {
+			if _, err := fmt.Sscan(f[at+1:], &m.Epoch); err != nil {
 				t.Fatal(err)
 			}
 			f = f[:at]
 		}
 		name, where, _ := strings.Cut(f, "@")
-		m.name = name
-		m.node, m.zone, _ = strings.Cut(where, "/")
-		sh.members = append(sh.members, m)
+		m.Name = name
+		m.Node, m.Zone, _ = strings.Cut(where, "/")
+		sh.Members = append(sh.Members, m)
 	}
 	return sh
 }
 
-func shardsOf(t *testing.T, specs ...string) []placedShard {
+func shardsOf(t *testing.T, specs ...string) []PlacedShard {
 	t.Helper()
-	out := make([]placedShard, len(specs))
+	out := make([]PlacedShard, len(specs))
 	for i, s := range specs {
 		out[i] = shardOf(t, int32(i), s)
 	}
@@ -51,24 +51,24 @@ func shardsOf(t *testing.T, specs ...string) []placedShard {
 }
 
 // movesOf is plan's moves as "shard:from>to", in order.
-func movesOf(p placementPlan) string {
+func movesOf(p PlacementPlan) string {
 	var out []string
-	for _, m := range p.moves {
-		out = append(out, fmt.Sprintf("%d:%s>%s", m.shard, m.from.name, m.to.name))
+	for _, m := range p.Moves {
+		out = append(out, fmt.Sprintf("%d:%s>%s", m.Shard, m.From.Name, m.To.Name))
 	}
 	return strings.Join(out, " ")
 }
 
 // primariesPerNode counts, after every move of plan, the primaries on each node.
-func primariesPerNode(shards []placedShard, p placementPlan) map[string]int {
+func primariesPerNode(shards []PlacedShard, p PlacementPlan) map[string]int {
 	c := currentChoice(shards)
-	for _, m := range p.moves {
-		c[m.shard] = m.to.name
+	for _, m := range p.Moves {
+		c[m.Shard] = m.To.Name
 	}
 	out := map[string]int{}
 	for _, sh := range shards {
-		if m := sh.member(c[sh.index]); m != nil {
-			out[m.node]++
+		if m := sh.member(c[sh.Index]); m != nil {
+			out[m.Node]++
 		}
 	}
 	return out
@@ -174,30 +174,30 @@ func TestPlanPlacement(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			shards := shardsOf(t, tc.shards...)
-			p := planPlacement(shards)
+			p := PlanPlacement(shards)
 			if got := movesOf(p); got != tc.moves {
 				t.Errorf("moves %q, want %q", got, tc.moves)
 			}
-			if !slices.Equal(p.faults, tc.faults) {
-				t.Errorf("faults %q, want %q", p.faults, tc.faults)
+			if !slices.Equal(p.Faults, tc.faults) {
+				t.Errorf("faults %q, want %q", p.Faults, tc.faults)
 			}
 			if got := p.best.spread() == (spreadScore{}); got != tc.perfect {
 				t.Errorf("perfect after the moves: %v, want %v (best %v)", got, tc.perfect, p.best)
 			}
 			// Planning again from where the moves lead finds nothing more to do.
 			after := slices.Clone(shards)
-			for _, m := range p.moves {
+			for _, m := range p.Moves {
 				for i := range after {
-					if after[i].index == m.shard {
-						ms := slices.Clone(after[i].members)
+					if after[i].Index == m.Shard {
+						ms := slices.Clone(after[i].Members)
 						for j := range ms {
-							ms[j].primary = ms[j].name == m.to.name
+							ms[j].Primary = ms[j].Name == m.To.Name
 						}
-						after[i].members = ms
+						after[i].Members = ms
 					}
 				}
 			}
-			if again := planPlacement(after); !again.holds() {
+			if again := PlanPlacement(after); !again.Holds() {
 				t.Errorf("after the moves, planned again: %s", movesOf(again))
 			}
 		})
@@ -213,7 +213,7 @@ func TestPlanPlacementSpreadsManyShardsEvenly(t *testing.T) {
 		specs = append(specs, fmt.Sprintf("*p%d@n1 r%d@n%d s%d@n%d", i, i, 2+i%3, i, 2+(i+1)%3))
 	}
 	shards := shardsOf(t, specs...)
-	p := planPlacement(shards)
+	p := PlanPlacement(shards)
 	counts := primariesPerNode(shards, p)
 	for n, c := range counts {
 		if c > 3 {
@@ -223,20 +223,20 @@ func TestPlanPlacementSpreadsManyShardsEvenly(t *testing.T) {
 	if len(counts) != 4 {
 		t.Errorf("the primaries use %d nodes, want 4: %v", len(counts), counts)
 	}
-	if len(p.moves) != 6 {
-		t.Errorf("%d moves, want 6 (three primaries stay on n1): %s", len(p.moves), movesOf(p))
+	if len(p.Moves) != 6 {
+		t.Errorf("%d moves, want 6 (three primaries stay on n1): %s", len(p.Moves), movesOf(p))
 	}
 }
 
 func TestMoveWhy(t *testing.T) {
 	shards := shardsOf(t, "a@n1/z1 *a2@n2/z2", "*b@n2/z2 b2@n3/z3", "*c@n3/z3 c2@n1/z1")
-	p := planPlacement(shards)
-	if len(p.moves) != 1 {
+	p := PlanPlacement(shards)
+	if len(p.Moves) != 1 {
 		t.Fatalf("moves %s", movesOf(p))
 	}
 	want := "zone z2 also holds the primary of shard 1; node n2 also holds the primary of shard 1"
-	if p.moves[0].why != want {
-		t.Errorf("why %q, want %q", p.moves[0].why, want)
+	if p.Moves[0].Why != want {
+		t.Errorf("why %q, want %q", p.Moves[0].Why, want)
 	}
 }
 
@@ -245,7 +245,7 @@ func TestPlanFailback(t *testing.T) {
 	cases := []struct {
 		name   string
 		shards []string
-		mod    func([]placedShard)
+		mod    func([]PlacedShard)
 		busy   string
 		// want is "shard:from>to" for a move now, or the wait.
 		want string
@@ -270,7 +270,7 @@ func TestPlanFailback(t *testing.T) {
 		{
 			name:   "shard 0 failed over 5 s ago: the primaries vote on it again once it is 12 s (2 x cluster-node-timeout and a margin)",
 			shards: backOnNode1,
-			mod:    func(shards []placedShard) { shards[0].primaryFor = 5 * time.Second },
+			mod:    func(shards []PlacedShard) { shards[0].PrimaryFor = 5 * time.Second },
 			want:   "shard 0: a takes over once a2 has served for 12s, when the primaries vote on the shard again (5s so far)",
 		},
 		{name: "a roll in flight: wait", shards: backOnNode1, busy: "waiting for the roll to end", want: "waiting for the roll to end"},
@@ -286,10 +286,10 @@ func TestPlanFailback(t *testing.T) {
 			if tc.mod != nil {
 				tc.mod(shards)
 			}
-			f := planFailback(shards, planPlacement(shards), tc.busy, failbackTiming{hold: 10 * time.Second, votes: 12 * time.Second})
-			got := f.wait
-			if f.move != nil {
-				got = fmt.Sprintf("%d:%s>%s", f.move.shard, f.move.from.name, f.move.to.name)
+			f := PlanFailback(shards, PlanPlacement(shards), tc.busy, FailbackTiming{Hold: 10 * time.Second, Votes: 12 * time.Second})
+			got := f.Wait
+			if f.Move != nil {
+				got = fmt.Sprintf("%d:%s>%s", f.Move.Shard, f.Move.From.Name, f.Move.To.Name)
 			}
 			if got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
@@ -334,7 +334,7 @@ func TestBestForSpread(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := bestForSpread(shardsOf(t, tc.shards...), tc.shard, tc.candidates); got != tc.want {
+			if got := BestForSpread(shardsOf(t, tc.shards...), tc.shard, tc.candidates); got != tc.want {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})
@@ -370,7 +370,7 @@ func TestNewPrimaries(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := newPrimaries(shardsOf(t, tc.shards...), tc.candidates)
+			got := NewPrimaries(shardsOf(t, tc.shards...), tc.candidates)
 			var out []string
 			for _, sh := range slices.Sorted(maps.Keys(got)) {
 				out = append(out, fmt.Sprintf("%d:%s", sh, got[sh]))

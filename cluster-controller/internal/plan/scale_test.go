@@ -1,4 +1,4 @@
-package cluster
+package plan_test
 
 import (
 	"fmt"
@@ -8,11 +8,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
+	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
 )
 
-var scaleStepNames = map[scaleStep]string{
-	scaleNothing: "nothing", scaleWaitForPrimaries: "wait for primaries", scaleMoveSlots: "move slots",
-	scaleRetireRemovedShards: "retire removed shards", scaleRetireSurplusReplicas: "retire surplus replicas",
+var scaleStepNames = map[plan.ScaleStep]string{
+	plan.ScaleNothing: "nothing", plan.ScaleWaitForPrimaries: "wait for primaries", plan.ScaleMoveSlots: "move slots",
+	plan.ScaleRetireRemovedShards: "retire removed shards", plan.ScaleRetireSurplusReplicas: "retire surplus replicas",
 }
 
 func TestPlanScale(t *testing.T) {
@@ -23,125 +25,125 @@ func TestPlanScale(t *testing.T) {
 		return func(s *v1alpha1.ValkeyClusterSpec) { s.ReplicasPerShard = ptr.To(n) }
 	}
 	// d is the primary of a fourth shard, joined, without slots yet.
-	d := fakeMember{name: "d", shard: 3, ip: "10.0.0.7", id: "D", joining: true}
+	d := plantest.FakeMember{Name: "d", Shard: 3, IP: "10.0.0.7", ID: "D", Joining: true}
 	// a3 is a third member of shard 0, a replica in sync.
-	a3 := fakeMember{name: "a3", shard: 0, ip: "10.0.0.8", id: "A3", primary: "A", offset: 100, linkUp: true}
+	a3 := plantest.FakeMember{Name: "a3", Shard: 0, IP: "10.0.0.8", ID: "A3", Primary: "A", Offset: 100, LinkUp: true}
 	// twoShards is a cluster whose shards 0 and 1 serve every slot and whose shard 2 was
 	// drained.
-	twoShards := with(with(with(healthyThreeByOne(),
-		"a", func(f *fakeMember) { f.slots = "0-8191" }),
-		"b", func(f *fakeMember) { f.slots = "8192-16383" }),
-		"c", func(f *fakeMember) { f.slots = "" })
+	twoShards := plantest.With(plantest.With(plantest.With(plantest.HealthyThreeByOne(),
+		"a", func(f *plantest.FakeMember) { f.Slots = "0-8191" }),
+		"b", func(f *plantest.FakeMember) { f.Slots = "8192-16383" }),
+		"c", func(f *plantest.FakeMember) { f.Slots = "" })
 	cases := []struct {
 		name string
 		vc   func(*v1alpha1.ValkeyClusterSpec)
-		fms  []fakeMember
-		mod  func(*scope)
-		// hold: the phase does nothing at all, not even finish open slots (scaleHeld).
+		fms  []plantest.FakeMember
+		mod  func(*plan.Cluster)
+		// hold: the phase does nothing at all, not even finish open slots (ScaleHeld).
 		hold    bool
-		step    scaleStep
+		step    plan.ScaleStep
 		moves   string // "from -> to: slots" joined by "; "
 		retire  string // "member: why" joined by "; "
 		reason  string
 		message string
 	}{
-		{name: "the spec's shards hold even shares, no member beyond the spec: nothing to do", fms: healthyThreeByOne()},
+		{name: "the spec's shards hold even shares, no member beyond the spec: nothing to do", fms: plantest.HealthyThreeByOne()},
 		{
 			name: "a primary is lost: nothing moves and nobody retires until it is healed",
-			vc:   shards(2), fms: with(healthyThreeByOne(), "a", func(f *fakeMember) { f.down = true }), hold: true,
+			vc:   shards(2), fms: plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { f.Down = true }), hold: true,
 		},
 		{
 			name: "a cluster being created is not scaled",
-			fms:  []fakeMember{{name: "a", ip: "10.0.0.1", id: "A", joining: true}}, hold: true,
+			fms:  []plantest.FakeMember{{Name: "a", IP: "10.0.0.1", ID: "A", Joining: true}}, hold: true,
 		},
 		{
 			name: "scale out: a new shard without a member yet moves nothing (the members phase creates it)",
-			vc:   shards(4), fms: healthyThreeByOne(),
+			vc:   shards(4), fms: plantest.HealthyThreeByOne(),
 		},
 		{
 			name: "scale out: a new shard's primary the others do not know yet is waited for",
-			vc:   shards(4), fms: append(healthyThreeByOne(), d), mod: func(s *scope) { unknown(s.topo, "D") },
-			step: scaleWaitForPrimaries, reason: v1alpha1.ReasonScalingOut, message: "waiting for the new shards' primaries to join",
+			vc:   shards(4), fms: append(plantest.HealthyThreeByOne(), d), mod: func(s *plan.Cluster) { plantest.Unknown(s.Topo, "D") },
+			step: plan.ScaleWaitForPrimaries, reason: v1alpha1.ReasonScalingOut, message: "waiting for the new shards' primaries to join",
 		},
 		{
 			name: "scale out: each shard gives the new shard's primary the top of its slots",
-			vc:   shards(4), fms: append(healthyThreeByOne(), d),
-			step:  scaleMoveSlots,
+			vc:   shards(4), fms: append(plantest.HealthyThreeByOne(), d),
+			step:  plan.ScaleMoveSlots,
 			moves: "A -> D: 4096-5461; B -> D: 9558-10922; C -> D: 15019-16383", reason: v1alpha1.ReasonScalingOut,
 			message: "moving 4096 slots in 3 moves",
 		},
 		{
 			name: "scale in: the slots of the removed shard go to the remaining ones",
-			vc:   shards(2), fms: healthyThreeByOne(),
-			step:  scaleMoveSlots,
+			vc:   shards(2), fms: plantest.HealthyThreeByOne(),
+			step:  plan.ScaleMoveSlots,
 			moves: "C -> A: 10923-13652; C -> B: 13653-16383", reason: v1alpha1.ReasonScalingIn,
 			message: "moving 5461 slots in 2 moves",
 		},
 		{
 			name: "scale in: once drained, the members of the removed shard retire together",
 			vc:   shards(2), fms: twoShards,
-			step:   scaleRetireRemovedShards,
+			step:   plan.ScaleRetireRemovedShards,
 			retire: "c: shard 2 is removed (spec.shards is 2); c2: shard 2 is removed (spec.shards is 2)",
 			reason: v1alpha1.ReasonScalingIn, message: "retiring 2 members of removed shards",
 		},
 		{
 			name: "scale in: a member already leaving is not retired again",
-			vc:   shards(2), fms: with(twoShards, "c2", func(f *fakeMember) { f.leaving = true }),
-			step:   scaleRetireRemovedShards,
+			vc:   shards(2), fms: plantest.With(twoShards, "c2", func(f *plantest.FakeMember) { f.Leaving = true }),
+			step:   plan.ScaleRetireRemovedShards,
 			retire: "c: shard 2 is removed (spec.shards is 2)",
 			reason: v1alpha1.ReasonScalingIn, message: "retiring 1 members of removed shards",
 		},
 		{
 			name: "fewer replicas: the newest of the replicas in sync retires",
-			fms:  append(healthyThreeByOne(), a3),
-			step: scaleRetireSurplusReplicas, retire: "a3: shard 0 has more than 1 replicas",
+			fms:  append(plantest.HealthyThreeByOne(), a3),
+			step: plan.ScaleRetireSurplusReplicas, retire: "a3: shard 0 has more than 1 replicas",
 			reason: v1alpha1.ReasonRemovingReplicas, message: "retiring 1 surplus replicas",
 		},
 		{
 			name: "fewer replicas: a replica not in sync retires before a newer one in sync",
-			fms:  append(with(healthyThreeByOne(), "a2", func(f *fakeMember) { f.linkUp = false }), a3),
-			step: scaleRetireSurplusReplicas, retire: "a2: shard 0 has more than 1 replicas",
+			fms:  append(plantest.With(plantest.HealthyThreeByOne(), "a2", func(f *plantest.FakeMember) { f.LinkUp = false }), a3),
+			step: plan.ScaleRetireSurplusReplicas, retire: "a2: shard 0 has more than 1 replicas",
 			reason: v1alpha1.ReasonRemovingReplicas, message: "retiring 1 surplus replicas",
 		},
 		{
 			name: "no replicas asked: every shard's replica retires, never its primary",
 			vc:   replicas(0),
-			fms: with(with(healthyThreeByOne(), // shard 0 failed over: a2 is its primary
-				"a", func(f *fakeMember) { f.slots, f.primary, f.linkUp = "", "A2", true }),
-				"a2", func(f *fakeMember) { f.slots, f.primary = "0-5461", "" }),
-			step:   scaleRetireSurplusReplicas,
+			fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(), // shard 0 failed over: a2 is its primary
+				"a", func(f *plantest.FakeMember) { f.Slots, f.Primary, f.LinkUp = "", "A2", true }),
+				"a2", func(f *plantest.FakeMember) { f.Slots, f.Primary = "0-5461", "" }),
+			step:   plan.ScaleRetireSurplusReplicas,
 			retire: "a: shard 0 has more than 0 replicas; b2: shard 1 has more than 0 replicas; c2: shard 2 has more than 0 replicas",
 			reason: v1alpha1.ReasonRemovingReplicas, message: "retiring 3 surplus replicas",
 		},
 		{
 			name: "slots move before surplus replicas retire",
-			vc:   shards(2), fms: append(healthyThreeByOne(), a3),
-			step:  scaleMoveSlots,
+			vc:   shards(2), fms: append(plantest.HealthyThreeByOne(), a3),
+			step:  plan.ScaleMoveSlots,
 			moves: "C -> A: 10923-13652; C -> B: 13653-16383", reason: v1alpha1.ReasonScalingIn,
 			message: "moving 5461 slots in 2 moves",
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := scopeFor(t, cluster(c.vc), c.fms)
+			s := plantest.ClusterFor(t, plantest.Cluster(c.vc), c.fms)
 			if c.mod != nil {
 				c.mod(s)
 			}
-			if hold := s.scaleHeld(); hold != c.hold {
+			if hold := s.ScaleHeld(); hold != c.hold {
 				t.Fatalf("held = %v, want %v", hold, c.hold)
 			}
 			if c.hold {
 				return
 			}
-			p := s.planScale()
+			p := s.PlanScale()
 			var moves, retire []string
-			for _, mv := range p.moves {
+			for _, mv := range p.Moves {
 				moves = append(moves, mv.String())
 			}
-			for _, r := range p.retire {
-				retire = append(retire, fmt.Sprintf("%s: %s", r.member.name(), r.why))
+			for _, r := range p.Retire {
+				retire = append(retire, fmt.Sprintf("%s: %s", r.Member.Name(), r.Why))
 			}
-			got := fmt.Sprintf("%s [%s] [%s] %s %q", scaleStepNames[p.step], strings.Join(moves, "; "), strings.Join(retire, "; "), p.reason, p.message)
+			got := fmt.Sprintf("%s [%s] [%s] %s %q", scaleStepNames[p.Step], strings.Join(moves, "; "), strings.Join(retire, "; "), p.Reason, p.Message)
 			want := fmt.Sprintf("%s [%s] [%s] %s %q", scaleStepNames[c.step], c.moves, c.retire, c.reason, c.message)
 			if got != want {
 				t.Errorf("plan = %s\nwant   %s", got, want)

@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -7,14 +7,19 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/internal/conditions"
 )
 
 // Primary placement decides which member of each shard should be its primary so that
 // the loss of one Kubernetes node, or of one zone, takes as few primaries as possible.
 // It is pure: the input is the shards with their members (node, zone, role, in sync),
 // the output the primary each shard should have, the moves that lead there, in order,
-// and what does not hold; failback.go reads the cluster into it and carries the moves
-// out.
+// and what does not hold; NewPlacement reads the cluster into it, and the reconciler's
+// failback (internal/cluster/failback.go) carries the moves out.
 //
 // The rule, in order of importance (the score, compared field by field):
 //  1. no zone holds two primaries, or as few pairs of them as the zones allow;
@@ -36,57 +41,57 @@ import (
 // move together (shard A can only leave node 1 for node 2 once shard B left node 2 for
 // node 3) is found as well as a single move.
 
-// placed is a member as the placement sees it.
-type placed struct {
-	name string
-	// node is the Kubernetes node its pod runs on; "" when not known (no pod, or a
+// Placed is a member as the placement sees it.
+type Placed struct {
+	Name string
+	// Node is the Kubernetes node its pod runs on; "" when not known (no pod, or a
 	// server that does not answer): the member is then no candidate and counts nowhere.
-	node string
-	// zone is the topology key's value on that node; "" for none.
-	zone string
+	Node string
+	// Zone is the topology key's value on that node; "" for none.
+	Zone string
 	// primary: it serves the shard.
-	primary bool
+	Primary bool
 	// inSync: a replica linked to the primary and caught up, or the primary itself.
-	inSync bool
-	// epoch is the primary's config epoch: the latest failover made the highest.
-	epoch uint64
-	// syncedFor is how long the member has been in sync (its Synced condition).
-	syncedFor time.Duration
+	InSync bool
+	// Epoch is the primary's config epoch: the latest failover made the highest.
+	Epoch uint64
+	// SyncedFor is how long the member has been in sync (its Synced condition).
+	SyncedFor time.Duration
 }
 
-// placedShard is a shard and its members (leaving members left out).
-type placedShard struct {
-	index   int32
-	members []placed
-	// primaryFor is how long its primary has served it, as far as the operator saw (0
+// PlacedShard is a shard and its members (leaving members left out).
+type PlacedShard struct {
+	Index   int32
+	Members []Placed
+	// PrimaryFor is how long its primary has served it, as far as the operator saw (0
 	// when it does not know).
-	primaryFor time.Duration
+	PrimaryFor time.Duration
 }
 
-// primary returns the shard's primary, nil for none.
-func (sh placedShard) primary() *placed {
-	for i := range sh.members {
-		if sh.members[i].primary {
-			return &sh.members[i]
+// Primary returns the shard's primary, nil for none.
+func (sh PlacedShard) Primary() *Placed {
+	for i := range sh.Members {
+		if sh.Members[i].Primary {
+			return &sh.Members[i]
 		}
 	}
 	return nil
 }
 
 // member returns the shard's member called name, nil for none.
-func (sh placedShard) member(name string) *placed {
-	for i := range sh.members {
-		if sh.members[i].name == name {
-			return &sh.members[i]
+func (sh PlacedShard) member(name string) *Placed {
+	for i := range sh.Members {
+		if sh.Members[i].Name == name {
+			return &sh.Members[i]
 		}
 	}
 	return nil
 }
 
 // sharesNode reports whether another member of the shard runs on m's node.
-func (sh placedShard) sharesNode(m placed) bool {
-	for _, o := range sh.members {
-		if o.name != m.name && o.node != "" && o.node == m.node {
+func (sh PlacedShard) sharesNode(m Placed) bool {
+	for _, o := range sh.Members {
+		if o.Name != m.Name && o.Node != "" && o.Node == m.Node {
 			return true
 		}
 	}
@@ -94,9 +99,9 @@ func (sh placedShard) sharesNode(m placed) bool {
 }
 
 // sharesZone reports whether another member of the shard runs in m's zone.
-func (sh placedShard) sharesZone(m placed) bool {
-	for _, o := range sh.members {
-		if o.name != m.name && o.node != "" && m.zone != "" && o.zone == m.zone {
+func (sh PlacedShard) sharesZone(m Placed) bool {
+	for _, o := range sh.Members {
+		if o.Name != m.Name && o.Node != "" && m.Zone != "" && o.Zone == m.Zone {
 			return true
 		}
 	}
@@ -160,34 +165,34 @@ func (c choice) with(shard int32, name string) choice {
 }
 
 // currentChoice is the primaries as they are: shards whose primary's node is known.
-func currentChoice(shards []placedShard) choice {
+func currentChoice(shards []PlacedShard) choice {
 	out := choice{}
 	for _, sh := range shards {
-		if p := sh.primary(); p != nil && p.node != "" {
-			out[sh.index] = p.name
+		if p := sh.Primary(); p != nil && p.Node != "" {
+			out[sh.Index] = p.Name
 		}
 	}
 	return out
 }
 
 // score measures choice c over shards.
-func score(shards []placedShard, c choice) spreadScore {
+func score(shards []PlacedShard, c choice) spreadScore {
 	var s spreadScore
 	nodes, zones := map[string]int{}, map[string]int{}
 	for _, sh := range shards {
-		name, ok := c[sh.index]
+		name, ok := c[sh.Index]
 		if !ok {
 			continue
 		}
 		m := sh.member(name)
-		if m == nil || m.node == "" {
+		if m == nil || m.Node == "" {
 			continue
 		}
-		s[scoreNodePairs] += nodes[m.node]
-		nodes[m.node]++
-		if m.zone != "" {
-			s[scoreZonePairs] += zones[m.zone]
-			zones[m.zone]++
+		s[scoreNodePairs] += nodes[m.Node]
+		nodes[m.Node]++
+		if m.Zone != "" {
+			s[scoreZonePairs] += zones[m.Zone]
+			zones[m.Zone]++
 		}
 		if sh.sharesNode(*m) {
 			s[scoreNodeShared]++
@@ -195,50 +200,50 @@ func score(shards []placedShard, c choice) spreadScore {
 		if sh.sharesZone(*m) {
 			s[scoreZoneShared]++
 		}
-		if !m.primary {
+		if !m.Primary {
 			s[scoreMoves]++
 		}
 	}
 	return s
 }
 
-// placementMove is one planned failover: member to takes over shard from member from.
-type placementMove struct {
-	shard    int32
-	from, to placed
-	// why says what the move mends, as the state before it shows.
-	why string
+// PlacementMove is one planned failover: member to takes over shard from member from.
+type PlacementMove struct {
+	Shard    int32
+	From, To Placed
+	// Why says what the move mends, as the state before it shows.
+	Why string
 }
 
-// placementPlan is the placement's verdict on a cluster.
-type placementPlan struct {
+// PlacementPlan is the placement's verdict on a cluster.
+type PlacementPlan struct {
 	// current is the score of the primaries as they are, best the best reachable one
 	// (both with their moves).
 	current, best spreadScore
 	// target is the best choice: the primary each shard should have.
 	target choice
-	// moves lead from the current primaries to target, in the order to make them.
-	moves []placementMove
-	// faults says what does not hold now (a node or zone with several primaries, a
+	// Moves lead from the current primaries to target, in the order to make them.
+	Moves []PlacementMove
+	// Faults says what does not hold now (a node or zone with several primaries, a
 	// primary next to its own replica), sorted.
-	faults []string
+	Faults []string
 }
 
-// holds reports whether the current primaries are as well spread as the members allow.
-func (p placementPlan) holds() bool { return len(p.moves) == 0 }
+// Holds reports whether the current primaries are as well spread as the members allow.
+func (p PlacementPlan) Holds() bool { return len(p.Moves) == 0 }
 
-// perfect reports whether the current primaries keep the whole rule: nothing shared.
-func (p placementPlan) perfect() bool { return p.current.spread() == spreadScore{} }
+// Perfect reports whether the current primaries keep the whole rule: nothing shared.
+func (p PlacementPlan) Perfect() bool { return p.current.spread() == spreadScore{} }
 
-// planPlacement finds the best primaries for shards and the moves that lead there. Only
+// PlanPlacement finds the best primaries for shards and the moves that lead there. Only
 // members whose node is known are candidates; a shard without a primary on a known node
 // keeps what it has and counts for nothing.
-func planPlacement(shards []placedShard) placementPlan {
+func PlanPlacement(shards []PlacedShard) PlacementPlan {
 	shards = slices.Clone(shards)
-	sort.Slice(shards, func(i, j int) bool { return shards[i].index < shards[j].index })
+	sort.Slice(shards, func(i, j int) bool { return shards[i].Index < shards[j].Index })
 	cur := currentChoice(shards)
-	p := placementPlan{current: score(shards, cur), faults: faults(shards, cur)}
-	if p.perfect() {
+	p := PlacementPlan{current: score(shards, cur), Faults: faults(shards, cur)}
+	if p.Perfect() {
 		p.best, p.target = p.current, cur
 		return p
 	}
@@ -249,25 +254,25 @@ func planPlacement(shards []placedShard) placementPlan {
 		p.best, p.target = p.current, cur
 		return p
 	}
-	p.moves = orderMoves(shards, cur, p.target)
+	p.Moves = orderMoves(shards, cur, p.target)
 	return p
 }
 
 // orderMoves orders the moves from cur to target: each next one the move whose result
 // scores best, the lowest shard first among equals. A move that alone scores no better
 // (half of an exchange) comes when nothing better is left.
-func orderMoves(shards []placedShard, cur, target choice) []placementMove {
+func orderMoves(shards []PlacedShard, cur, target choice) []PlacementMove {
 	state := maps.Clone(cur)
-	byIndex := map[int32]placedShard{}
+	byIndex := map[int32]PlacedShard{}
 	var pending []int32
 	for _, sh := range shards {
-		byIndex[sh.index] = sh
-		if t, ok := target[sh.index]; ok && t != cur[sh.index] {
-			pending = append(pending, sh.index)
+		byIndex[sh.Index] = sh
+		if t, ok := target[sh.Index]; ok && t != cur[sh.Index] {
+			pending = append(pending, sh.Index)
 		}
 	}
 	t := newTally(shards, state)
-	var out []placementMove
+	var out []PlacementMove
 	for len(pending) > 0 {
 		bestAt := -1
 		var bestDelta spreadScore
@@ -281,7 +286,7 @@ func orderMoves(shards []placedShard, cur, target choice) []placementMove {
 		idx := pending[bestAt]
 		sh := byIndex[idx]
 		from, to := *sh.member(state[idx]), *sh.member(target[idx])
-		out = append(out, placementMove{shard: idx, from: from, to: to, why: t.why(sh, from)})
+		out = append(out, PlacementMove{Shard: idx, From: from, To: to, Why: t.why(sh, from)})
 		t.move(sh, from, to)
 		state[idx] = target[idx]
 		pending = slices.Delete(pending, bestAt, bestAt+1)
@@ -294,51 +299,51 @@ type tally struct {
 	nodes, zones map[string][]int32
 }
 
-func newTally(shards []placedShard, c choice) *tally {
+func newTally(shards []PlacedShard, c choice) *tally {
 	t := &tally{nodes: map[string][]int32{}, zones: map[string][]int32{}}
 	for _, sh := range shards {
-		if m := sh.member(c[sh.index]); m != nil && m.node != "" {
-			t.add(sh.index, *m)
+		if m := sh.member(c[sh.Index]); m != nil && m.Node != "" {
+			t.add(sh.Index, *m)
 		}
 	}
 	return t
 }
 
-func (t *tally) add(shard int32, m placed) {
-	t.nodes[m.node] = append(t.nodes[m.node], shard)
-	if m.zone != "" {
-		t.zones[m.zone] = append(t.zones[m.zone], shard)
+func (t *tally) add(shard int32, m Placed) {
+	t.nodes[m.Node] = append(t.nodes[m.Node], shard)
+	if m.Zone != "" {
+		t.zones[m.Zone] = append(t.zones[m.Zone], shard)
 	}
 }
 
-func (t *tally) remove(shard int32, m placed) {
+func (t *tally) remove(shard int32, m Placed) {
 	drop := func(xs []int32) []int32 { return slices.DeleteFunc(xs, func(x int32) bool { return x == shard }) }
-	t.nodes[m.node] = drop(t.nodes[m.node])
-	if m.zone != "" {
-		t.zones[m.zone] = drop(t.zones[m.zone])
+	t.nodes[m.Node] = drop(t.nodes[m.Node])
+	if m.Zone != "" {
+		t.zones[m.Zone] = drop(t.zones[m.Zone])
 	}
 }
 
-func (t *tally) move(sh placedShard, from, to placed) {
-	t.remove(sh.index, from)
-	t.add(sh.index, to)
+func (t *tally) move(sh PlacedShard, from, to Placed) {
+	t.remove(sh.Index, from)
+	t.add(sh.Index, to)
 }
 
 // delta is how the spread changes when shard sh's primary moves from one member to
 // another.
-func (t *tally) delta(sh placedShard, from, to placed) spreadScore {
+func (t *tally) delta(sh PlacedShard, from, to Placed) spreadScore {
 	var d spreadScore
-	d[scoreNodePairs] = len(t.nodes[to.node]) - (len(t.nodes[from.node]) - 1)
-	if to.node == from.node {
+	d[scoreNodePairs] = len(t.nodes[to.Node]) - (len(t.nodes[from.Node]) - 1)
+	if to.Node == from.Node {
 		d[scoreNodePairs] = 0
 	}
 	zoneCount := func(z string) int { return len(t.zones[z]) }
-	if to.zone != from.zone {
-		if to.zone != "" {
-			d[scoreZonePairs] += zoneCount(to.zone)
+	if to.Zone != from.Zone {
+		if to.Zone != "" {
+			d[scoreZonePairs] += zoneCount(to.Zone)
 		}
-		if from.zone != "" {
-			d[scoreZonePairs] -= zoneCount(from.zone) - 1
+		if from.Zone != "" {
+			d[scoreZonePairs] -= zoneCount(from.Zone) - 1
 		}
 	}
 	d[scoreNodeShared] = b2i(sh.sharesNode(to)) - b2i(sh.sharesNode(from))
@@ -355,42 +360,42 @@ func b2i(b bool) int {
 
 // why says what shard sh's primary from breaks in the tally: the others on its node
 // or in its zone, or its own replica beside it.
-func (t *tally) why(sh placedShard, from placed) string {
+func (t *tally) why(sh PlacedShard, from Placed) string {
 	others := func(xs []int32) []string {
 		var out []string
 		for _, x := range xs {
-			if x != sh.index {
+			if x != sh.Index {
 				out = append(out, fmt.Sprint(x))
 			}
 		}
 		return out
 	}
-	onNode := others(t.nodes[from.node])
+	onNode := others(t.nodes[from.Node])
 	var inZone []string
-	if from.zone != "" {
-		inZone = others(t.zones[from.zone])
+	if from.Zone != "" {
+		inZone = others(t.zones[from.Zone])
 	}
 	var out []string
 	if len(inZone) > 0 {
-		out = append(out, fmt.Sprintf("zone %s also holds the primary of %s", from.zone, shardList(inZone)))
+		out = append(out, fmt.Sprintf("zone %s also holds the primary of %s", from.Zone, ShardList(inZone)))
 	}
 	if len(onNode) > 0 {
-		out = append(out, fmt.Sprintf("node %s also holds the primary of %s", from.node, shardList(onNode)))
+		out = append(out, fmt.Sprintf("node %s also holds the primary of %s", from.Node, ShardList(onNode)))
 	}
 	if sh.sharesNode(from) {
-		out = append(out, fmt.Sprintf("node %s also runs a replica of shard %d", from.node, sh.index))
+		out = append(out, fmt.Sprintf("node %s also runs a replica of shard %d", from.Node, sh.Index))
 	} else if sh.sharesZone(from) {
-		out = append(out, fmt.Sprintf("zone %s also runs a replica of shard %d", from.zone, sh.index))
+		out = append(out, fmt.Sprintf("zone %s also runs a replica of shard %d", from.Zone, sh.Index))
 	}
 	if len(out) == 0 {
 		// Half of an exchange: it frees its place for another shard's primary.
-		return fmt.Sprintf("node %s is where another shard's primary is better placed", from.node)
+		return fmt.Sprintf("node %s is where another shard's primary is better placed", from.Node)
 	}
 	return strings.Join(out, "; ")
 }
 
-// shardList is "shard 1" or "shards 1, 2".
-func shardList(idx []string) string {
+// ShardList is "shard 1" or "shards 1, 2".
+func ShardList(idx []string) string {
 	if len(idx) == 1 {
 		return "shard " + idx[0]
 	}
@@ -399,24 +404,24 @@ func shardList(idx []string) string {
 
 // faults lists what choice c breaks: the nodes and zones with several primaries, the
 // primaries beside a member of their own shard.
-func faults(shards []placedShard, c choice) []string {
+func faults(shards []PlacedShard, c choice) []string {
 	nodes, zones := map[string][]string{}, map[string][]string{}
 	var out []string
 	for _, sh := range shards {
-		name, ok := c[sh.index]
+		name, ok := c[sh.Index]
 		if !ok {
 			continue
 		}
 		m := sh.member(name)
-		if m == nil || m.node == "" {
+		if m == nil || m.Node == "" {
 			continue
 		}
-		nodes[m.node] = append(nodes[m.node], fmt.Sprint(sh.index))
-		if m.zone != "" {
-			zones[m.zone] = append(zones[m.zone], fmt.Sprint(sh.index))
+		nodes[m.Node] = append(nodes[m.Node], fmt.Sprint(sh.Index))
+		if m.Zone != "" {
+			zones[m.Zone] = append(zones[m.Zone], fmt.Sprint(sh.Index))
 		}
 		if sh.sharesNode(*m) {
-			out = append(out, fmt.Sprintf("shard %d's primary %s shares node %s with a replica of its shard", sh.index, m.name, m.node))
+			out = append(out, fmt.Sprintf("shard %d's primary %s shares node %s with a replica of its shard", sh.Index, m.Name, m.Node))
 		}
 	}
 	for z, idx := range zones {
@@ -433,16 +438,16 @@ func faults(shards []placedShard, c choice) []string {
 	return out
 }
 
-// bestForSpread picks, among candidates (members of shard, in the caller's order of
+// BestForSpread picks, among candidates (members of shard, in the caller's order of
 // preference), the one whose node and zone keep the spread best given the other shards'
 // primaries as they are: the first of the best. It is the choice of a single failover
 // (a roll's, a leaving primary's, a lost primary's), which cannot wait for a plan. A
 // candidate whose node is not known is taken only when no candidate's node is.
-func bestForSpread(shards []placedShard, shard int32, candidates []string) string {
+func BestForSpread(shards []PlacedShard, shard int32, candidates []string) string {
 	if len(candidates) == 0 {
 		return ""
 	}
-	i := slices.IndexFunc(shards, func(sh placedShard) bool { return sh.index == shard })
+	i := slices.IndexFunc(shards, func(sh PlacedShard) bool { return sh.Index == shard })
 	if i < 0 {
 		return candidates[0]
 	}
@@ -452,7 +457,7 @@ func bestForSpread(shards []placedShard, shard int32, candidates []string) strin
 	best, found := candidates[0], false
 	var bestScore spreadScore
 	for _, name := range candidates {
-		if m := target.member(name); m == nil || m.node == "" {
+		if m := target.member(name); m == nil || m.Node == "" {
 			continue
 		}
 		next := others.with(shard, name)
@@ -463,26 +468,26 @@ func bestForSpread(shards []placedShard, shard int32, candidates []string) strin
 	return best
 }
 
-// newPrimaries picks the first primary of each shard that has none (a new cluster, a
-// new shard): for each shard of candidates in index order, bestForSpread among its
+// NewPrimaries picks the first primary of each shard that has none (a new cluster, a
+// new shard): for each shard of candidates in index order, BestForSpread among its
 // candidates (in the caller's order of preference), given the primaries there are and
 // those picked before it.
-func newPrimaries(shards []placedShard, candidates map[int32][]string) map[int32]string {
+func NewPrimaries(shards []PlacedShard, candidates map[int32][]string) map[int32]string {
 	shards = slices.Clone(shards)
 	idx := slices.Sorted(maps.Keys(candidates))
 	out := map[int32]string{}
 	for _, sh := range idx {
-		pick := bestForSpread(shards, sh, candidates[sh])
+		pick := BestForSpread(shards, sh, candidates[sh])
 		out[sh] = pick
 		for i := range shards {
-			if shards[i].index != sh {
+			if shards[i].Index != sh {
 				continue
 			}
-			ms := slices.Clone(shards[i].members)
+			ms := slices.Clone(shards[i].Members)
 			for j := range ms {
-				ms[j].primary = ms[j].name == pick
+				ms[j].Primary = ms[j].Name == pick
 			}
-			shards[i].members = ms
+			shards[i].Members = ms
 		}
 	}
 	return out
@@ -493,7 +498,7 @@ func newPrimaries(shards []placedShard, candidates map[int32][]string) map[int32
 // score: the k-th primary through a node or a zone adds k-1 pairs (an arc whose cost
 // grows with its flow), a member beside its own shard adds to the shared counts, a
 // member that is not the primary adds a move.
-func bestChoice(shards []placedShard, cur choice) choice {
+func bestChoice(shards []PlacedShard, cur choice) choice {
 	g := &flowGraph{}
 	src, sink := g.vertex(), g.vertex()
 	nodeV, zoneV := map[string]int{}, map[string]int{}
@@ -507,7 +512,7 @@ func bestChoice(shards []placedShard, cur choice) choice {
 	var picks []pick
 	age := ageRanks(shards, cur)
 	for _, sh := range shards {
-		if _, ok := cur[sh.index]; !ok {
+		if _, ok := cur[sh.Index]; !ok {
 			continue // its primary's node is not known: it keeps its primary
 		}
 		sv := g.vertex()
@@ -516,14 +521,14 @@ func bestChoice(shards []placedShard, cur choice) choice {
 		var mine []pick
 		var costs []spreadScore
 		at := map[string]int{} // node -> index into mine
-		for _, m := range sh.members {
-			if m.node == "" {
+		for _, m := range sh.Members {
+			if m.Node == "" {
 				continue
 			}
-			if _, ok := nodeV[m.node]; !ok {
-				nodeV[m.node] = g.vertex()
-				nodeZone[m.node] = m.zone
-				nodes = append(nodes, m.node)
+			if _, ok := nodeV[m.Node]; !ok {
+				nodeV[m.Node] = g.vertex()
+				nodeZone[m.Node] = m.Zone
+				nodes = append(nodes, m.Node)
 			}
 			var c spreadScore
 			if sh.sharesNode(m) {
@@ -532,21 +537,21 @@ func bestChoice(shards []placedShard, cur choice) choice {
 			if sh.sharesZone(m) {
 				c[scoreZoneShared] = 1
 			}
-			if m.name != cur[sh.index] {
-				c[scoreMoves], c[scoreAge] = 1, age[sh.index]
+			if m.Name != cur[sh.Index] {
+				c[scoreMoves], c[scoreAge] = 1, age[sh.Index]
 			}
-			if i, ok := at[m.node]; ok {
+			if i, ok := at[m.Node]; ok {
 				if c.less(costs[i]) {
-					mine[i].name, costs[i] = m.name, c
+					mine[i].name, costs[i] = m.Name, c
 				}
 				continue
 			}
-			at[m.node] = len(mine)
-			mine = append(mine, pick{shard: sh.index, name: m.name})
+			at[m.Node] = len(mine)
+			mine = append(mine, pick{shard: sh.Index, name: m.Name})
 			costs = append(costs, c)
 		}
 		for i := range mine {
-			mine[i].arc = g.arc(sv, nodeV[sh.member(mine[i].name).node], 1, costs[i], -1)
+			mine[i].arc = g.arc(sv, nodeV[sh.member(mine[i].name).Node], 1, costs[i], -1)
 		}
 		picks = append(picks, mine...)
 	}
@@ -574,15 +579,15 @@ func bestChoice(shards []placedShard, cur choice) choice {
 
 // ageRanks ranks the shards of cur by how recently their primary was promoted: 0 for
 // the highest config epoch, the lowest shard first among equals.
-func ageRanks(shards []placedShard, cur choice) map[int32]int {
+func ageRanks(shards []PlacedShard, cur choice) map[int32]int {
 	type aged struct {
 		index int32
 		epoch uint64
 	}
 	var all []aged
 	for _, sh := range shards {
-		if name, ok := cur[sh.index]; ok {
-			all = append(all, aged{sh.index, sh.member(name).epoch})
+		if name, ok := cur[sh.Index]; ok {
+			all = append(all, aged{sh.Index, sh.member(name).Epoch})
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool {
@@ -694,26 +699,26 @@ func (g *flowGraph) augment(s, t int) bool {
 	return true
 }
 
-// failbackTiming holds the waits of planFailback.
-type failbackTiming struct {
-	// hold is how long the member taking over must have been in sync.
-	hold time.Duration
-	// votes is how long the shard's primary must have served before it is failed over:
+// FailbackTiming holds the waits of PlanFailback.
+type FailbackTiming struct {
+	// Hold is how long the member taking over must have been in sync.
+	Hold time.Duration
+	// Votes is how long the shard's primary must have served before it is failed over:
 	// Valkey's primaries refuse to vote twice about one primary within twice the
 	// cluster-node-timeout, and a manual failover that gets no votes holds its primary's
 	// writes until it times out.
-	votes time.Duration
+	Votes time.Duration
 }
 
-// failbackPlan is failback's next step: a move to make now, or why none is made (and,
+// FailbackPlan is failback's next step: a move to make now, or why none is made (and,
 // when only time is missing, after how long to look again).
-type failbackPlan struct {
-	move  *placementMove
-	wait  string
-	after time.Duration
+type FailbackPlan struct {
+	Move  *PlacementMove
+	Wait  string
+	After time.Duration
 }
 
-// planFailback decides on plan's first move. It is made only when nothing else changes
+// PlanFailback decides on plan's first move. It is made only when nothing else changes
 // the cluster (busy says what does: a roll, a scale, a failover in flight, a cluster
 // not healthy), every member of its shard is in sync (a planned failover then loses no
 // write, and the shard keeps all its replicas through it), and the member taking over
@@ -721,34 +726,150 @@ type failbackPlan struct {
 // each time it comes back), and the shard's primary has served long enough for the
 // voters (timing.votes). One move per pass; the next pass plans again from what the
 // servers then say.
-func planFailback(shards []placedShard, plan placementPlan, busy string, timing failbackTiming) failbackPlan {
-	if plan.holds() {
-		return failbackPlan{}
+func PlanFailback(shards []PlacedShard, plan PlacementPlan, busy string, timing FailbackTiming) FailbackPlan {
+	if plan.Holds() {
+		return FailbackPlan{}
 	}
 	if busy != "" {
-		return failbackPlan{wait: busy}
+		return FailbackPlan{Wait: busy}
 	}
-	m := plan.moves[0]
+	m := plan.Moves[0]
 	var served time.Duration
 	for _, sh := range shards {
-		if sh.index != m.shard {
+		if sh.Index != m.Shard {
 			continue
 		}
-		served = sh.primaryFor
-		for _, o := range sh.members {
-			if !o.inSync {
-				return failbackPlan{wait: fmt.Sprintf("shard %d: waiting for %s to be in sync before %s takes over", m.shard, o.name, m.to.name)}
+		served = sh.PrimaryFor
+		for _, o := range sh.Members {
+			if !o.InSync {
+				return FailbackPlan{Wait: fmt.Sprintf("shard %d: waiting for %s to be in sync before %s takes over", m.Shard, o.Name, m.To.Name)}
 			}
 		}
 	}
-	if m.to.syncedFor < timing.hold {
-		return failbackPlan{after: timing.hold - m.to.syncedFor, wait: fmt.Sprintf(
-			"shard %d: %s takes over once it has been in sync for %s (%s so far)", m.shard, m.to.name, timing.hold, m.to.syncedFor.Round(time.Second))}
+	if m.To.SyncedFor < timing.Hold {
+		return FailbackPlan{After: timing.Hold - m.To.SyncedFor, Wait: fmt.Sprintf(
+			"shard %d: %s takes over once it has been in sync for %s (%s so far)", m.Shard, m.To.Name, timing.Hold, m.To.SyncedFor.Round(time.Second))}
 	}
-	if served < timing.votes {
-		return failbackPlan{after: timing.votes - served, wait: fmt.Sprintf(
+	if served < timing.Votes {
+		return FailbackPlan{After: timing.Votes - served, Wait: fmt.Sprintf(
 			"shard %d: %s takes over once %s has served for %s, when the primaries vote on the shard again (%s so far)",
-			m.shard, m.to.name, m.from.name, timing.votes, served.Round(time.Second))}
+			m.Shard, m.To.Name, m.From.Name, timing.Votes, served.Round(time.Second))}
 	}
-	return failbackPlan{move: &m}
+	return FailbackPlan{Move: &m}
+}
+
+// Placement is what a pass knows of where the members run; nil with policy None.
+type Placement struct {
+	// Key is the topology key whose values are the zones.
+	Key string
+	// Zones maps a Kubernetes node to its zone ("" for none).
+	Zones map[string]string
+	// Unread names the nodes whose labels could not be read, with why.
+	Unread []string
+	// Shards are the shards of the spec as the planner sees them.
+	Shards []PlacedShard
+	// Plan is the planner's verdict on them.
+	Plan PlacementPlan
+	// Step is what failback did or waits for this pass (set by reconcilePlacement).
+	Step string
+	// First is the first primary chosen for each shard that has none (Cluster.Candidate),
+	// once per pass.
+	First map[int32]string
+}
+
+// VoteWindow is how long a shard's primary must have served before failback fails it
+// over: Valkey's primaries vote about one primary once per twice the node timeout, and
+// TakeoverMargin covers the clocks.
+func (c *Cluster) VoteWindow() time.Duration { return 2*NodeTimeout(c.VC) + TakeoverMargin }
+
+// NewPlacement plans the spec's shards with the zones given (node to zone).
+func NewPlacement(c *Cluster, key string, zones map[string]string, unread []string) *Placement {
+	pv := &Placement{Key: key, Zones: zones, Unread: unread, Shards: c.PlacedShards(zones)}
+	pv.Plan = PlanPlacement(pv.Shards)
+	return pv
+}
+
+// PlacedShards is the spec's shards as the planner sees them: each active member with
+// the node its pod runs on (when its server answers), that node's zone, whether it is
+// the shard's primary, in sync with it, and for how long.
+func (c *Cluster) PlacedShards(zones map[string]string) []PlacedShard {
+	var out []PlacedShard
+	for sh := int32(0); sh < c.Shards(); sh++ {
+		p := c.Topo.PrimaryOf(sh)
+		ps := PlacedShard{Index: sh}
+		for _, m := range c.Active(sh) {
+			pm := Placed{Name: m.Name(), Primary: m == p, InSync: m == p || Synced(m, p)}
+			if m.Reachable {
+				pm.Node = m.Node.Status.NodeName
+				pm.Zone = zones[pm.Node]
+			}
+			if pm.Primary {
+				pm.Epoch = m.Self.ConfigEpoch
+			}
+			if cond := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionSynced); pm.InSync && cond != nil && cond.Status == metav1.ConditionTrue {
+				pm.SyncedFor = c.Topo.Now.Sub(cond.LastTransitionTime.Time)
+			}
+			ps.Members = append(ps.Members, pm)
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+// SpreadChoice picks, among candidates of shard sh in the caller's order of preference,
+// the one whose node and zone keep the primaries spread (the first with policy None).
+func (c *Cluster) SpreadChoice(sh int32, candidates []*Member) *Member {
+	if len(candidates) == 0 {
+		return nil
+	}
+	if c.Place == nil {
+		return candidates[0]
+	}
+	names := make([]string, len(candidates))
+	for i, m := range candidates {
+		names[i] = m.Name()
+	}
+	pick := BestForSpread(c.Place.Shards, sh, names)
+	for _, m := range candidates {
+		if m.Name() == pick {
+			return m
+		}
+	}
+	return candidates[0]
+}
+
+// ByOffset orders replicas from the most caught up, keeping the order of equals.
+func ByOffset(ms []*Member) []*Member {
+	out := append([]*Member(nil), ms...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Repl.Offset > out[j].Repl.Offset })
+	return out
+}
+
+// MostCaughtUpAll returns the replicas with the highest offset.
+func MostCaughtUpAll(ms []*Member) []*Member {
+	best := MostCaughtUp(ms)
+	if best == nil {
+		return nil
+	}
+	var out []*Member
+	for _, m := range ms {
+		if m.Repl.Offset == best.Repl.Offset {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// MostCaughtUp returns the replica with the highest replication offset, nil for none.
+func MostCaughtUp(ms []*Member) *Member {
+	if len(ms) == 0 {
+		return nil
+	}
+	best := ms[0]
+	for _, m := range ms[1:] {
+		if m.Repl.Offset > best.Repl.Offset {
+			best = m
+		}
+	}
+	return best
 }

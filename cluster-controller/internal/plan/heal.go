@@ -1,0 +1,180 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf"
+)
+
+const (
+	// TakeoverMargin is added to twice the node timeout before the operator concludes that
+	// Valkey's own failover will not happen (quorum lost) and forces one.
+	TakeoverMargin = 2 * time.Second
+)
+
+// NodeTimeout is the cluster's cluster-node-timeout.
+func NodeTimeout(vc *v1alpha1.ValkeyCluster) time.Duration {
+	return valkeyconf.NodeTimeout(vc.Spec.Config)
+}
+
+// Takeover is the heal phase's decision about a lost primary: by, the replica that forces
+// a failover (with mode, and why), or nil while Valkey's own failover may still happen or
+// the primary may be alive.
+type Takeover struct {
+	Lost LostPrimary
+	By   *Member
+	Mode valkey.FailoverMode
+	Why  string
+}
+
+// PlanTakeovers decides for each lost primary. A forced failover makes a second primary
+// for the same slots if the old one still runs, so it needs one of two proofs:
+//   - the primary's process is gone (another server answers at its address): at once;
+//   - every member the operator reaches flags the primary as failing, none reaches it,
+//     and it has been silent for twice the node timeout plus TakeoverMargin, in which
+//     time Valkey's own failover would have happened had a majority of primaries voted.
+//
+// A member that still reaches the primary means a partition between it and the operator:
+// Valkey decides. The most caught-up replica takes over, with a vote (FORCE) when the
+// operator reaches a majority of primaries, else without (TAKEOVER).
+//
+// A proven death also escalates from FORCE to TAKEOVER, which needs no vote, when a
+// vote cannot be won or was not: the replica claims the dead primary's slots with an
+// older config epoch than a voter knows for them (each voter refuses it, and only the
+// dead primary could have told the replica its newer epoch), or the primary has been
+// silent for longer than a forced failover is given to complete (ForcedWindow) and its
+// replica still has not taken over. Without a proof of death the operator never takes
+// over while a majority could vote.
+func (c *Cluster) PlanTakeovers() []Takeover {
+	limit := 2*NodeTimeout(c.VC) + TakeoverMargin
+	mode := valkey.FailoverTakeover
+	if c.Topo.PrimaryMajorityReachable() {
+		mode = valkey.FailoverForce
+	}
+	var out []Takeover
+	for _, lp := range c.Topo.LostPrimaries() {
+		t := Takeover{Lost: lp, Mode: mode}
+		switch {
+		case lp.Dead != "":
+			by := c.SpreadChoice(shardOfLost(lp), MostCaughtUpAll(promotable(lp.Replicas, lp.SilentFor+limit)))
+			if by == nil {
+				break
+			}
+			t.By, t.Why = by, fmt.Sprintf("primary %s is gone (%s)", ShortID(lp.ID), lp.Dead)
+			if t.Mode != valkey.FailoverForce {
+				break
+			}
+			if mine, known := c.Topo.StaleEpoch(by, lp.ID); mine < known {
+				t.Mode = valkey.FailoverTakeover
+				t.Why += fmt.Sprintf("; %s knows its config epoch as %d, the voters as %d, so they would refuse it their votes", by.Name(), mine, known)
+			} else if w := c.ForcedWindow(); lp.SilentFor >= w {
+				t.Mode = valkey.FailoverTakeover
+				t.Why += fmt.Sprintf("; silent for %s, longer than a forced failover is given (%s), and not taken over", lp.SilentFor.Round(time.Second), w)
+			}
+		case len(lp.ReachedBy) == 0 && lp.SilentFor >= limit:
+			t.By = c.SpreadChoice(shardOfLost(lp), MostCaughtUpAll(lp.Replicas))
+			t.Why = fmt.Sprintf("primary %s did not answer for %s, every member flags it as failing and no failover happened (quorum lost)",
+				ShortID(lp.ID), lp.SilentFor.Round(time.Second))
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// promotable keeps the replicas fit to replace a primary proven dead: not in the middle
+// of a full sync, and linked to it until at most within ago: the primary's silence plus
+// the wait Valkey's own failover would take. A replica that lost its primary long
+// before the primary died holds older data than the cluster's own failover would
+// accept; one whose link went down with the primary holds all it replicated, however
+// long ago that was.
+func promotable(ms []*Member, within time.Duration) []*Member {
+	var out []*Member
+	for _, m := range ms {
+		if m.Repl.SyncInProgress {
+			continue
+		}
+		if m.Repl.LinkUp || (m.Repl.LinkDownSince >= 0 && time.Duration(m.Repl.LinkDownSince)*time.Second <= within) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// shardOfLost is the shard of a lost primary: its replicas'.
+func shardOfLost(lp LostPrimary) int32 {
+	if len(lp.Replicas) == 0 {
+		return -1
+	}
+	return lp.Replicas[0].Shard()
+}
+
+// LostSlots returns the slots nobody serves any more, and the primary to give them to:
+// the lowest shard's primary holding no slots, else the least loaded one, else nil. Nothing
+// is lost while the cluster is being created or a slot is open.
+func (c *Cluster) LostSlots() ([]valkey.SlotRange, *Member) {
+	if Empty(c.Topo) || c.Topo.OpenSlots() {
+		return nil, nil
+	}
+	var owned []valkey.SlotRange
+	for _, rs := range c.Topo.OwnedSlots() {
+		owned = append(owned, rs...)
+	}
+	lost := valkey.SubtractRanges([]valkey.SlotRange{{Start: 0, End: SlotCount - 1}}, valkey.NormalizeRanges(owned))
+	if len(lost) == 0 {
+		return nil, nil
+	}
+	target := c.slotlessPrimary()
+	if target == nil {
+		target = c.leastLoadedPrimary()
+	}
+	return lost, target
+}
+
+// leastLoadedPrimary is the primary of a shard of the spec serving the fewest slots (the
+// lowest shard on a tie): where lost slots go when no primary is empty, since the shards
+// are then all in use and a later rebalance evens them out.
+func (c *Cluster) leastLoadedPrimary() *Member {
+	var best *Member
+	for sh := int32(0); sh < c.Shards(); sh++ {
+		p := c.Topo.PrimaryOf(sh)
+		if p == nil || !p.Reachable || p.Leaving() {
+			continue
+		}
+		if best == nil || valkey.CountSlots(p.Slots()) < valkey.CountSlots(best.Slots()) {
+			best = p
+		}
+	}
+	return best
+}
+
+// slotlessPrimary is the primary of the lowest shard of the spec that holds no slots.
+func (c *Cluster) slotlessPrimary() *Member {
+	for sh := int32(0); sh < c.Shards(); sh++ {
+		p := c.Candidate(sh)
+		if p != nil && p.Reachable && !p.Leaving() && len(p.Slots()) == 0 && !p.Self.Replica {
+			return p
+		}
+	}
+	return nil
+}
+
+// HoldDeparture says why a leaving member that does not answer may not be forgotten yet,
+// or "": a replica still follows it (the failover comes first: Valkey's, or the heal
+// phase's), or it owns slots no other member has the data of and its server may come back
+// (only a bare pod that is gone for good takes its data with it). Forgetting it would
+// drop those slots, and the heal phase would give them out empty.
+func (c *Cluster) HoldDeparture(m *Member) (reason, msg string) {
+	id := m.ID()
+	if c.Topo.Followed(id) {
+		return v1alpha1.ReasonFailingOver, fmt.Sprintf("waiting for the replicas of departed %s to take over", m.Name())
+	}
+	if slots := c.Topo.OwnedSlots()[id]; len(slots) > 0 && !Gone(m) {
+		return v1alpha1.ReasonWaitingForMember, fmt.Sprintf(
+			"%s is leaving but does not answer, and no other member has the data of its slots %s: "+
+				"it stays in the cluster until its server is back and hands them over", m.Name(), valkey.FormatRanges(slots))
+	}
+	return "", ""
+}
