@@ -48,14 +48,24 @@ type testEnv struct {
 	// network namespace without a listener); any other probe times out, as the pod
 	// addresses of the suite lead nowhere.
 	refused sync.Map // "ip:port" -> bool
+	// answering are the addresses where a server still listens: a dial there returns
+	// one end of a pipe and stores the other here, for the test to close as the
+	// server's exit would.
+	answering sync.Map // "ip:port" -> net.Conn (the server's end, once dialled)
 }
 
-// probe is the Reconciler's Probe: refused for the addresses in refused, else a timeout.
-func (te *testEnv) probe(_ context.Context, addr string) error {
+// dialVacated is the Reconciler's DialVacated: refused for the addresses in refused, a
+// connection for those in answering, else a timeout.
+func (te *testEnv) dialVacated(_ context.Context, addr string) (net.Conn, error) {
 	if _, ok := te.refused.Load(addr); ok {
-		return &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	}
-	return &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	if _, ok := te.answering.Load(addr); ok {
+		client, server := net.Pipe()
+		te.answering.Store(addr, server)
+		return client, nil
+	}
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded}
 }
 
 // startEnv starts the controller against the API server at cfg.
@@ -69,14 +79,14 @@ func startEnv(cfg *rest.Config) (*testEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager), Dialer: te.dialer, Probe: te.probe}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager), Dialer: te.dialer, DialVacated: te.dialVacated}
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		res, err := r.Reconcile(ctx, req)
 		n, _ := te.passes.LoadOrStore(req.NamespacedName, &atomic.Int64{})
 		n.(*atomic.Int64).Add(1)
 		return res, err
 	})
-	if err := register(mgr, 4, counting); err != nil {
+	if err := register(mgr, 4, r, counting); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

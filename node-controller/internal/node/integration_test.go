@@ -508,3 +508,50 @@ var _ = Describe("A StatefulSet node whose pod goes with its server", Ordered, f
 		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionFalse, v1alpha1.ReasonServing, nil)
 	})
 })
+
+// A StatefulSet node whose pod is deleted with no grace period while its server still
+// runs: the kubelet stops the server a moment later, when the API has no pod to report
+// the exit on. The controller holds a connection to the old address and proves the
+// death as soon as that connection ends and the address refuses the next.
+var _ = Describe("A StatefulSet node whose pod goes before its server", Ordered, func() {
+	const name, ip = "demo-sts03", "10.200.0.9"
+	var ns string
+	addr := net.JoinHostPort(ip, strconv.Itoa(ClientPort))
+	BeforeAll(func() {
+		ns = te.namespace()
+		srv := valkeytest.Start(GinkgoTB(), 1, valkeytest.Options{})[0]
+		te.dialer.set(ip, srv.Dial(GinkgoTB()))
+		te.newNode(ns, name)
+	})
+
+	It("reports ServerDown once the server's connection ends and its address refuses connections", func() {
+		var sts appsv1.StatefulSet
+		te.waitObject(ns, name, &sts, func(Gomega) {})
+		pod := te.startPod(ns, name+"-0", sts.Spec.Template, ip)
+		// PodReady, not only ServerDown=False (which a pod without a status gives too):
+		// the status has the pod's address.
+		te.waitCondition(ns, name, v1alpha1.ConditionPodReady, metav1.ConditionTrue, v1alpha1.ReasonPodRunning, nil)
+
+		te.answering.Store(addr, nil)
+		Expect(te.c.Delete(context.Background(), pod, client.GracePeriodSeconds(0))).To(Succeed())
+		var server net.Conn
+		Eventually(func() net.Conn {
+			v, _ := te.answering.Load(addr)
+			server, _ = v.(net.Conn)
+			return server
+		}).ShouldNot(BeNil(), "the controller dials the gone pod's address")
+
+		By("not down while the server still answers there")
+		Consistently(func(g Gomega) {
+			var vn v1alpha1.ValkeyNode
+			te.get(g, ns, name, &vn)
+			g.Expect(conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionServerDown)).To(BeFalse())
+		}).WithTimeout(time.Second).Should(Succeed())
+
+		By("down once the server is stopped: its connection ends and the address refuses")
+		te.refused.Store(addr, true)
+		Expect(server.Close()).To(Succeed())
+		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionTrue, v1alpha1.ReasonContainerExited,
+			contains("pod "+name+"-0 is gone and its server no longer listens at "+ip+" (connection refused)"))
+	})
+})

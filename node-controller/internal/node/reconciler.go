@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -70,11 +71,15 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Dialer reaches the nodes' servers.
 	Dialer Dialer
-	// Probe opens a TCP connection to addr and closes it (probeVacated); nil dials
-	// with net.Dialer.
-	Probe func(ctx context.Context, addr string) error
+	// DialVacated opens a TCP connection to the address of a pod that is gone
+	// (probeVacated); nil dials with net.Dialer.
+	DialVacated func(ctx context.Context, addr string) (net.Conn, error)
 	// Clock is the clock of condition transition times (time.Now when nil).
 	Clock func() time.Time
+
+	// vacancies are probeVacated's watches of servers whose pod is gone (set by
+	// register).
+	vacancies *vacancies
 }
 
 // scope is everything one pass reads and decides.
@@ -133,6 +138,9 @@ func (s *scope) podObservation() podObservation {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var vn v1alpha1.ValkeyNode
 	if err := r.Get(ctx, req.NamespacedName, &vn); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.vacancies.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	logger := log.FromContext(ctx).WithValues("node", vn.Name, "cluster", vn.Spec.ClusterName)
