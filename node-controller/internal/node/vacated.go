@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -62,7 +63,7 @@ func (r *Reconciler) probeVacated(ctx context.Context, s *scope) {
 	switch {
 	case err == nil:
 		s.log.Info("the server of a pod that is gone still answers; watching its connection", "address", addr)
-		r.watchVacated(ctx, key, s.node.Status.PodName, addr, c)
+		r.watchVacated(ctx, s.log, key, s.node.Status.PodName, addr, c)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		s.vacated = vacatedProof(s.node.Status.PodName, old)
 		s.log.Info("the server of a pod that is gone no longer listens", "address", addr)
@@ -79,22 +80,29 @@ func vacatedProof(pod, ip string) string {
 // server's death. Either way the watch ends with an event for the node, whose next pass
 // takes the proof (or none) with vacancies.take. A server that closed the connection
 // itself and still answers is watched again on the new connection.
-func (r *Reconciler) watchVacated(ctx context.Context, key types.NamespacedName, pod, addr string, c net.Conn) {
+func (r *Reconciler) watchVacated(ctx context.Context, log logr.Logger, key types.NamespacedName, pod, addr string, c net.Conn) {
 	r.vacancies.start(key)
 	go func() {
-		deadline := time.Now().Add(vacatedWatchLimit)
+		started := time.Now()
+		deadline := started.Add(vacatedWatchLimit)
 		proof := ""
+		var err error
 		for c != nil {
 			awaitEnd(c, deadline)
 			_ = c.Close()
 			if !time.Now().Before(deadline) {
+				err = fmt.Errorf("it still answers after %s", vacatedWatchLimit)
 				break
 			}
-			var err error
 			if c, err = r.dialVacated(ctx, addr); errors.Is(err, syscall.ECONNREFUSED) {
 				host, _, _ := net.SplitHostPort(addr)
 				proof = vacatedProof(pod, host)
 			}
+		}
+		if proof != "" {
+			log.Info("the server of a pod that is gone stopped and no longer listens", "address", addr, "after", time.Since(started))
+		} else {
+			log.Info("the server of a pod that is gone stopped answering, which proves nothing", "address", addr, "after", time.Since(started), "error", err.Error())
 		}
 		r.vacancies.finish(ctx, key, proof)
 	}()
