@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	gomegatypes "github.com/onsi/gomega/types"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/operator"
 	"github.com/valkey-operator/valkey-operator/internal/testsuite"
+	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
 )
 
 // The integration specs run the reconciler in a manager against a real API server
@@ -252,6 +254,24 @@ func (te *testEnv) startPod(ns, name string, tmpl corev1.PodTemplateSpec, ip str
 	pod.Name, pod.Namespace = name, ns
 	te.create(pod)
 	return te.setPodStatus(pod, runningStatus(ip))
+}
+
+// servingStatefulSetNode creates a StatefulSet node whose pod runs a real server at
+// ips[0] (the dialer reaches that server at each of ips) and waits until the node
+// reports the pod ready: PodReady, not only ServerDown=False, which a pod without a
+// status gives too, so the node's status has the pod's address.
+func (te *testEnv) servingStatefulSetNode(ns, name string, ips ...string) (*corev1.Pod, *appsv1.StatefulSet) {
+	GinkgoHelper()
+	srv := valkeytest.Start(GinkgoTB(), 1, valkeytest.Options{})[0]
+	for _, ip := range ips {
+		te.dialer.set(ip, srv.Dial(GinkgoTB()))
+	}
+	te.newNode(ns, name)
+	var sts appsv1.StatefulSet
+	te.waitObject(ns, name, &sts, func(Gomega) {})
+	pod := te.startPod(ns, name+"-0", sts.Spec.Template, ips[0])
+	te.waitCondition(ns, name, v1alpha1.ConditionPodReady, metav1.ConditionTrue, v1alpha1.ReasonPodRunning, nil)
+	return pod, &sts
 }
 
 // runningStatus is the status of a pod whose server runs at ip.

@@ -471,20 +471,9 @@ var _ = It("reports an invalid node and does not act on it", func() {
 // the death by the refused connection at the pod's old address.
 var _ = Describe("A StatefulSet node whose pod goes with its server", Ordered, func() {
 	const name, ip, next = "demo-sts02", "10.200.0.7", "10.200.0.8"
-	var ns string
-	BeforeAll(func() {
-		ns = te.namespace()
-		srv := valkeytest.Start(GinkgoTB(), 1, valkeytest.Options{})[0]
-		te.dialer.set(ip, srv.Dial(GinkgoTB()))
-		te.dialer.set(next, srv.Dial(GinkgoTB()))
-		te.newNode(ns, name)
-	})
-
 	It("reports ServerDown once the pod's old address refuses connections, until its next pod's server answers", func() {
-		var sts appsv1.StatefulSet
-		te.waitObject(ns, name, &sts, func(Gomega) {})
-		pod := te.startPod(ns, name+"-0", sts.Spec.Template, ip)
-		te.waitCondition(ns, name, v1alpha1.ConditionPodReady, metav1.ConditionTrue, v1alpha1.ReasonPodRunning, nil)
+		ns := te.namespace()
+		pod, sts := te.servingStatefulSetNode(ns, name, ip, next)
 		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionFalse, v1alpha1.ReasonServing, nil)
 
 		te.refused.Store(net.JoinHostPort(ip, strconv.Itoa(ClientPort)), true)
@@ -515,23 +504,10 @@ var _ = Describe("A StatefulSet node whose pod goes with its server", Ordered, f
 // death as soon as that connection ends and the address refuses the next.
 var _ = Describe("A StatefulSet node whose pod goes before its server", Ordered, func() {
 	const name, ip = "demo-sts03", "10.200.0.9"
-	var ns string
 	addr := net.JoinHostPort(ip, strconv.Itoa(ClientPort))
-	BeforeAll(func() {
-		ns = te.namespace()
-		srv := valkeytest.Start(GinkgoTB(), 1, valkeytest.Options{})[0]
-		te.dialer.set(ip, srv.Dial(GinkgoTB()))
-		te.newNode(ns, name)
-	})
-
 	It("reports ServerDown once the server's connection ends and its address refuses connections", func() {
-		var sts appsv1.StatefulSet
-		te.waitObject(ns, name, &sts, func(Gomega) {})
-		pod := te.startPod(ns, name+"-0", sts.Spec.Template, ip)
-		// PodReady, not only ServerDown=False (which a pod without a status gives too):
-		// the status has the pod's address.
-		te.waitCondition(ns, name, v1alpha1.ConditionPodReady, metav1.ConditionTrue, v1alpha1.ReasonPodRunning, nil)
-
+		ns := te.namespace()
+		pod, _ := te.servingStatefulSetNode(ns, name, ip)
 		te.answering.Store(addr, nil)
 		Expect(te.c.Delete(context.Background(), pod, client.GracePeriodSeconds(0))).To(Succeed())
 		var server net.Conn
