@@ -164,6 +164,28 @@ func (c choice) with(shard int32, name string) choice {
 	return out
 }
 
+// placedPrimary is a shard and the member choice c makes its primary.
+type placedPrimary struct {
+	shard  PlacedShard
+	member *Placed
+}
+
+// placed lists the shards c chooses a primary for, with that member, where the member's
+// node is known.
+func (c choice) placed(shards []PlacedShard) []placedPrimary {
+	var out []placedPrimary
+	for _, sh := range shards {
+		name, ok := c[sh.Index]
+		if !ok {
+			continue
+		}
+		if m := sh.member(name); m != nil && m.Node != "" {
+			out = append(out, placedPrimary{shard: sh, member: m})
+		}
+	}
+	return out
+}
+
 // currentChoice is the primaries as they are: shards whose primary's node is known.
 func currentChoice(shards []PlacedShard) choice {
 	out := choice{}
@@ -179,15 +201,8 @@ func currentChoice(shards []PlacedShard) choice {
 func score(shards []PlacedShard, c choice) spreadScore {
 	var s spreadScore
 	nodes, zones := map[string]int{}, map[string]int{}
-	for _, sh := range shards {
-		name, ok := c[sh.Index]
-		if !ok {
-			continue
-		}
-		m := sh.member(name)
-		if m == nil || m.Node == "" {
-			continue
-		}
+	for _, p := range c.placed(shards) {
+		sh, m := p.shard, p.member
 		s[scoreNodePairs] += nodes[m.Node]
 		nodes[m.Node]++
 		if m.Zone != "" {
@@ -407,15 +422,8 @@ func ShardList(idx []string) string {
 func faults(shards []PlacedShard, c choice) []string {
 	nodes, zones := map[string][]string{}, map[string][]string{}
 	var out []string
-	for _, sh := range shards {
-		name, ok := c[sh.Index]
-		if !ok {
-			continue
-		}
-		m := sh.member(name)
-		if m == nil || m.Node == "" {
-			continue
-		}
+	for _, p := range c.placed(shards) {
+		sh, m := p.shard, p.member
 		nodes[m.Node] = append(nodes[m.Node], fmt.Sprint(sh.Index))
 		if m.Zone != "" {
 			zones[m.Zone] = append(zones[m.Zone], fmt.Sprint(sh.Index))
