@@ -32,8 +32,8 @@ func serverRestarts(vn *v1alpha1.ValkeyNode, pod *corev1.Pod, answered bool) int
 //
 // True needs the kubelet's word that the process exited: the container is terminated,
 // waits to restart after a termination, or runs again with a higher restart count than
-// when its server last answered (and does not answer yet); or the proof of probeVacated
-// (vacated): the pod went with its server, whose address now refuses connections. A
+// when its server last answered (and does not answer yet); or the proof of the node's
+// watch (vacated, see watchServer): the server's address now refuses connections. A
 // pod being deleted is never down (it may be running its hand-over); a pod that is
 // gone, or whose node stopped reporting, tells nothing of its process otherwise. A
 // server proven down stays down until the member's server answers again, through the

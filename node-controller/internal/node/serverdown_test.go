@@ -29,7 +29,7 @@ func TestServerDownCondition(t *testing.T) {
 		podName  string // the pod the recorded count is of
 		answered bool
 		recorded int32
-		// vacated is probeVacated's proof; prevDown, a ServerDown=True of an earlier pass.
+		// vacated is the watch's proof; prevDown, a ServerDown=True of an earlier pass.
 		vacated, prevDown string
 		want              metav1.ConditionStatus
 		msg               string
