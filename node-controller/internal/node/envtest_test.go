@@ -56,9 +56,9 @@ type testEnv struct {
 	answering sync.Map // "ip:port" -> net.Conn (the server's end, once dialled)
 }
 
-// dialVacated is the Reconciler's DialVacated: refused for the addresses in refused, a
+// dialWatched is the Reconciler's DialWatched: refused for the addresses in refused, a
 // connection for those in answering, else a timeout.
-func (te *testEnv) dialVacated(_ context.Context, addr string) (net.Conn, error) {
+func (te *testEnv) dialWatched(_ context.Context, addr string) (net.Conn, error) {
 	if _, ok := te.refused.Load(addr); ok {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 	}
@@ -81,7 +81,7 @@ func startEnv(cfg *rest.Config) (*testEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager), Dialer: te.dialer, DialVacated: te.dialVacated}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(FieldManager), Dialer: te.dialer, DialWatched: te.dialWatched}
 	counting := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		res, err := r.Reconcile(ctx, req)
 		n, _ := te.passes.LoadOrStore(req.NamespacedName, &atomic.Int64{})
@@ -121,6 +121,20 @@ func (d *testDialer) set(ip string, s Server) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.servers[ip] = s
+}
+
+// get returns the server at ip.
+func (d *testDialer) get(ip string) Server {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.servers[ip]
+}
+
+// drop makes the server at ip unreachable, as a server that stopped.
+func (d *testDialer) drop(ip string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.servers, ip)
 }
 
 func (d *testDialer) Dial(_ context.Context, _ *v1alpha1.ValkeyNode, ip string) (Server, error) {

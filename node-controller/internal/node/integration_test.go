@@ -531,3 +531,38 @@ var _ = Describe("A StatefulSet node whose pod goes before its server", Ordered,
 			contains("pod "+name+"-0 is gone and its server no longer listens at "+ip+" (connection refused)"))
 	})
 })
+
+// A StatefulSet node whose server dies in its pod, which stays: the controller holds a
+// connection to the running server and proves the death the moment that connection ends
+// and the address refuses the next, before any kubelet reports the exit; the server's
+// next answer ends it.
+var _ = Describe("A StatefulSet node whose server dies in its pod", Ordered, func() {
+	const name, ip = "demo-sts04", "10.200.0.10"
+	addr := net.JoinHostPort(ip, strconv.Itoa(ClientPort))
+	It("reports ServerDown once its watched connection ends and the address refuses connections", func() {
+		ns := te.namespace()
+		te.answering.Store(addr, nil)
+		_, _ = te.servingStatefulSetNode(ns, name, ip)
+		var server net.Conn
+		Eventually(func() net.Conn {
+			v, _ := te.answering.Load(addr)
+			server, _ = v.(net.Conn)
+			return server
+		}).ShouldNot(BeNil(), "the controller watches the running server")
+		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionFalse, v1alpha1.ReasonServing, nil)
+
+		By("down once its connection ends and the address refuses, with the pod still running")
+		srv := te.dialer.get(ip)
+		te.dialer.drop(ip)
+		te.refused.Store(addr, true)
+		Expect(server.Close()).To(Succeed())
+		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionTrue, v1alpha1.ReasonContainerExited,
+			contains("the server of pod "+name+"-0 no longer listens at "+ip+" (connection refused)"))
+
+		By("up again once the server answers")
+		te.refused.Delete(addr)
+		te.dialer.set(ip, srv)
+		te.updateNode(ns, name, func(vn *v1alpha1.ValkeyNode) { vn.Labels["poke"] = "1" }) // an event for a pass
+		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionFalse, v1alpha1.ReasonServing, nil)
+	})
+})

@@ -71,15 +71,14 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	// Dialer reaches the nodes' servers.
 	Dialer Dialer
-	// DialVacated opens a TCP connection to the address of a pod that is gone
-	// (probeVacated); nil dials with net.Dialer.
-	DialVacated func(ctx context.Context, addr string) (net.Conn, error)
+	// DialWatched opens a TCP connection to a server's address for the watches that
+	// prove its death (watchServer); nil dials with net.Dialer.
+	DialWatched func(ctx context.Context, addr string) (net.Conn, error)
 	// Clock is the clock of condition transition times (time.Now when nil).
 	Clock func() time.Time
 
-	// vacancies are probeVacated's watches of servers whose pod is gone (set by
-	// register).
-	vacancies *vacancies
+	// watches are the servers' watches (watchServer), set by register.
+	watches *watches
 }
 
 // scope is everything one pass reads and decides.
@@ -98,8 +97,8 @@ type scope struct {
 	pod         *corev1.Pod
 	claim       *corev1.PersistentVolumeClaim
 
-	// vacated, when set, is the proof that the server of the pod the node last ran is
-	// gone with its pod (probeVacated).
+	// vacated, when set, is the proof that the server the node last ran is gone: its
+	// address refuses connections (proof).
 	vacated string
 
 	// The running server, when it answered this pass.
@@ -139,7 +138,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var vn v1alpha1.ValkeyNode
 	if err := r.Get(ctx, req.NamespacedName, &vn); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.vacancies.forget(req.NamespacedName)
+			r.watches.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -166,6 +165,8 @@ func (r *Reconciler) pass(ctx context.Context, vn *v1alpha1.ValkeyNode, validity
 	}
 	r.observeServer(ctx, s)
 	r.probeVacated(ctx, s)
+	r.proof(s)
+	r.watchRunning(ctx, s)
 	var errs []error
 	for _, phase := range []func(context.Context, *scope) error{
 		r.reconcileStorage, r.ensureConfigMap, r.reconcileLiveConfig, r.reconcileWorkload, r.reconcileRoleLabels,

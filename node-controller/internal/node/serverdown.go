@@ -32,20 +32,26 @@ func serverRestarts(vn *v1alpha1.ValkeyNode, pod *corev1.Pod, answered bool) int
 //
 // True needs the kubelet's word that the process exited: the container is terminated,
 // waits to restart after a termination, or runs again with a higher restart count than
-// when its server last answered (and does not answer yet); or the proof of probeVacated
-// (vacated): the pod went with its server, whose address now refuses connections. A
+// when its server last answered (and does not answer yet); or the proof of the node's
+// watch (vacated, see watchServer): the server's address now refuses connections; the
+// kubelet's report, once there is one, gives the message (exit code, signal, time). A
 // pod being deleted is never down (it may be running its hand-over); a pod that is
 // gone, or whose node stopped reporting, tells nothing of its process otherwise. A
 // server proven down stays down until the member's server answers again, through the
 // passes that find no pod or a new one that has not started it yet. Unknown without a
 // pod and without such a proof.
 func serverDownCondition(vn *v1alpha1.ValkeyNode, pod *corev1.Pod, answered bool, recorded int32, vacated string, gen int64) metav1.Condition {
-	if vacated != "" && !answered {
-		return conditions.New(v1alpha1.ConditionServerDown, true, v1alpha1.ReasonContainerExited, vacated, gen)
-	}
-	if prev := conditions.Get(vn.Status.Conditions, v1alpha1.ConditionServerDown); prev != nil && prev.Status == metav1.ConditionTrue &&
-		!answered && (pod == nil || vn.Status.PodName != pod.Name || !serverRunning(pod)) {
-		return conditions.New(v1alpha1.ConditionServerDown, true, prev.Reason, prev.Message, gen)
+	if !answered {
+		if exit, ok := reportedExit(vn, pod, recorded, gen); ok {
+			return exit // the kubelet's word says most: the exit code, the signal, when
+		}
+		if vacated != "" {
+			return conditions.New(v1alpha1.ConditionServerDown, true, v1alpha1.ReasonContainerExited, vacated, gen)
+		}
+		if prev := conditions.Get(vn.Status.Conditions, v1alpha1.ConditionServerDown); prev != nil && prev.Status == metav1.ConditionTrue &&
+			(pod == nil || vn.Status.PodName != pod.Name || !serverRunning(pod)) {
+			return conditions.New(v1alpha1.ConditionServerDown, true, prev.Reason, prev.Message, gen)
+		}
 	}
 	if pod == nil {
 		return conditions.Unknown(v1alpha1.ConditionServerDown, v1alpha1.ReasonWaiting, "the member has no pod", gen)
@@ -55,9 +61,21 @@ func serverDownCondition(vn *v1alpha1.ValkeyNode, pod *corev1.Pod, answered bool
 		return conditions.New(v1alpha1.ConditionServerDown, true, v1alpha1.ReasonContainerExited,
 			fmt.Sprintf("pod %s failed: its server does not run", pod.Name), gen)
 	}
-	if answered || st == nil || pod.DeletionTimestamp != nil {
-		return conditions.New(v1alpha1.ConditionServerDown, false, v1alpha1.ReasonServing,
-			fmt.Sprintf("no exit of the server of pod %s reported since it last answered", pod.Name), gen)
+	return conditions.New(v1alpha1.ConditionServerDown, false, v1alpha1.ReasonServing,
+		fmt.Sprintf("no exit of the server of pod %s reported since it last answered", pod.Name), gen)
+}
+
+// reportedExit is ServerDown=True from the kubelet's report of the server container's
+// exit since the server last answered (recorded restarts), when there is one: the
+// container is terminated, waits to restart after a termination, or runs again with a
+// higher restart count. A pod being deleted reports none.
+func reportedExit(vn *v1alpha1.ValkeyNode, pod *corev1.Pod, recorded int32, gen int64) (metav1.Condition, bool) {
+	if pod == nil || pod.DeletionTimestamp != nil {
+		return metav1.Condition{}, false
+	}
+	st := serverStatus(pod)
+	if st == nil {
+		return metav1.Condition{}, false
 	}
 	if vn.Status.PodName != pod.Name {
 		recorded = 0
@@ -70,13 +88,12 @@ func serverDownCondition(vn *v1alpha1.ValkeyNode, pod *corev1.Pod, answered bool
 		exit = st.LastTerminationState.Terminated
 	}
 	if exit == nil {
-		return conditions.New(v1alpha1.ConditionServerDown, false, v1alpha1.ReasonServing,
-			fmt.Sprintf("no exit of the server of pod %s reported since it last answered", pod.Name), gen)
+		return metav1.Condition{}, false
 	}
 	at := ""
 	if !exit.FinishedAt.IsZero() {
 		at = " at " + exit.FinishedAt.UTC().Format(time.RFC3339)
 	}
 	return conditions.New(v1alpha1.ConditionServerDown, true, v1alpha1.ReasonContainerExited,
-		fmt.Sprintf("container %s of pod %s %s%s", ServerContainer, pod.Name, exitCause(exit), at), gen)
+		fmt.Sprintf("container %s of pod %s %s%s", ServerContainer, pod.Name, exitCause(exit), at), gen), true
 }

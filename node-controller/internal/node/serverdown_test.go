@@ -29,7 +29,7 @@ func TestServerDownCondition(t *testing.T) {
 		podName  string // the pod the recorded count is of
 		answered bool
 		recorded int32
-		// vacated is probeVacated's proof; prevDown, a ServerDown=True of an earlier pass.
+		// vacated is the watch's proof; prevDown, a ServerDown=True of an earlier pass.
 		vacated, prevDown string
 		want              metav1.ConditionStatus
 		msg               string
@@ -50,6 +50,11 @@ func TestServerDownCondition(t *testing.T) {
 		{name: "a failed bare pod", pod: failedBare, want: metav1.ConditionTrue, msg: "failed"},
 		{name: "the pod went with its server, whose address refuses connections", vacated: "pod p is gone and its server no longer listens at 10.88.1.5",
 			want: metav1.ConditionTrue, msg: "no longer listens at 10.88.1.5"},
+		{name: "its server died in the running pod: the held connection's proof", pod: withServer(corev1.PodRunning, *running, 0, nil),
+			vacated: "the server of pod p no longer listens at 10.88.1.5", want: metav1.ConditionTrue, msg: "the server of pod p no longer listens"},
+		{name: "proven down, then the kubelet's report: its message, which says more", pod: withServer(corev1.PodRunning, *crashing, 1, exited),
+			vacated: "the server of pod p no longer listens at 10.88.1.5", prevDown: "the server of pod p no longer listens at 10.88.1.5",
+			want: metav1.ConditionTrue, msg: "exited with code 137"},
 		{name: "proven down, no pod yet: still down", prevDown: "pod p is gone", want: metav1.ConditionTrue, msg: "pod p is gone"},
 		{name: "proven down, the next pod pending: still down", pod: testPod(corev1.PodPending, corev1.RestartPolicyAlways, nil), prevDown: "pod p is gone",
 			want: metav1.ConditionTrue, msg: "pod p is gone"},

@@ -40,14 +40,14 @@ func Setup(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 // SetupWithManager watches ValkeyNodes (spec and status: the cluster-controller's
 // status updates follow its failovers), the objects they own, and the pods and claims
 // labelled with a node's name (a StatefulSet's or Deployment's pod, and a retained
-// claim, carry no owner reference to the node), and the end of probeVacated's watches.
+// claim, carry no owner reference to the node), and the end of the servers' watches (watchServer).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
 	return register(mgr, maxConcurrentReconciles, r, r)
 }
 
 // register builds the controller of r around rec (r, or a test's wrapper of it).
 func register(mgr ctrl.Manager, maxConcurrentReconciles int, r *Reconciler, rec reconcile.Reconciler) error {
-	r.vacancies = newVacancies()
+	r.watches = newWatches()
 	byNode := handler.EnqueueRequestsFromMapFunc(nodeOf)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ValkeyNode{}).
@@ -56,7 +56,7 @@ func register(mgr ctrl.Manager, maxConcurrentReconciles int, r *Reconciler, rec 
 		Owns(&appsv1.Deployment{}).
 		Watches(&corev1.Pod{}, byNode).
 		Watches(&corev1.PersistentVolumeClaim{}, byNode).
-		WatchesRawSource(source.Channel(r.vacancies.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(r.watches.events, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Named("valkeynode").
 		Complete(rec)

@@ -19,98 +19,162 @@ import (
 )
 
 const (
-	// vacatedDialTimeout bounds each dial of a vacated pod's address.
-	vacatedDialTimeout = 300 * time.Millisecond
+	// watchDialTimeout bounds each dial of a server's address by a watch.
+	watchDialTimeout = 300 * time.Millisecond
 	// vacatedWatchLimit bounds how long the controller holds a connection to a server
 	// that still answers at the address of a pod that is gone. The kubelet stops such a
 	// pod's containers within its grace period (at least 2 s for a pod deleted with
 	// none), so a server that outlives this is not the one being stopped.
 	vacatedWatchLimit = time.Minute
+	// watchRearm is how long a node's watch that ended without a proof (its server
+	// closed the connection and still answers, or the address stopped answering) waits
+	// before a pass starts another: a server that drops idle connections costs a dial
+	// a minute, not a loop.
+	watchRearm = time.Minute
+	// shortLived is the age under which a connection that ended while the server still
+	// answers ends the watch: the server drops such connections at once.
+	shortLived = time.Second
 )
 
-// probeVacated proves the death of a server whose pod went before the kubelet could
-// report its exit. A pod deleted with no grace period is gone from the API at once,
-// while its containers still run until the kubelet stops them, and a StatefulSet's or
-// Deployment's next pod has another address (or none yet); the kubelet never reports
-// the exit of a pod the API no longer has. When the pod the node last ran at an
-// address is no longer there (no pod, or one at another address), the controller dials
-// that address at once:
-//   - refused: the pod's network namespace, which outlives the API object until the
-//     kubelet has torn the pod down, answers and nothing listens on the server's port
-//     any more. That is as good as the kubelet's word (ServerDown).
-//   - accepted: the server still runs (the kubelet has not stopped it yet). The
-//     controller keeps that connection open; the server sends nothing unasked, so the
-//     connection ends only when the server does (or closes it). It then dials again at
-//     once, before the kubelet tears the namespace down, and a refusal is the proof,
-//     handed to the next pass through a watch event (watchVacated).
-//   - no answer (partitioned, or the namespace already gone): no proof, and Valkey's
-//     own failure detection stands.
+// The death of a member's server is proven by its address refusing connections: a
+// pod's network namespace outlives its server (a container restarting in the pod, or a
+// pod the API no longer has, until the kubelet has torn it down), and a refused
+// connection there means nothing listens on the server's port any more. That is as good
+// as the kubelet's word (ServerDown), and comes sooner:
 //
-// A pod being deleted with a grace period is still there, running its hand-over, and is
-// not probed.
+//   - A running server is watched (watchServer): the controller holds one idle
+//     connection to it. The server writes nothing to a client that asked nothing, so the
+//     connection ends only when the server stops (or drops it); the controller then
+//     dials again at once, before a kubelet could notice the exit, and a refusal is the
+//     proof, handed to the node's next pass through a watch event.
+//   - A pod deleted with no grace period is gone from the API at once while its
+//     containers may still run, and the kubelet never reports the exit of a pod the API
+//     no longer has. When the pod the node last ran at an address is no longer there
+//     (no pod, or one at another address) and no watch holds that address
+//     (probeVacated), the controller dials it: refused is the proof; accepted, it is
+//     watched as above, for at most vacatedWatchLimit.
+//   - A dial that times out (a partitioned node, a namespace already torn down) proves
+//     nothing, and Valkey's own failure detection stands.
+//
+// A proof holds until the member's server answers again.
+
+// probeVacated looks for the proof of the death of the server the node last ran at an
+// address its pod no longer has; see above.
 func (r *Reconciler) probeVacated(ctx context.Context, s *scope) {
-	key := client.ObjectKeyFromObject(s.node)
-	if v, watching := r.vacancies.take(key); watching {
-		s.vacated = v
-		return
-	}
 	old := s.node.Status.PodIP
 	if old == "" || (s.pod != nil && s.pod.Status.PodIP == old) {
 		return
 	}
+	key := client.ObjectKeyFromObject(s.node)
 	addr := net.JoinHostPort(old, strconv.Itoa(ClientPort))
-	c, err := r.dialVacated(ctx, addr)
+	if r.watches.holds(key, addr) {
+		return
+	}
+	c, err := r.dialWatched(ctx, addr)
 	switch {
 	case err == nil:
 		s.log.Info("the server of a pod that is gone still answers; watching its connection", "address", addr)
-		r.watchVacated(ctx, s.log, key, s.node.Status.PodName, addr, c)
+		r.watchServer(ctx, s.log, key, s.node.Status.PodName, addr, c, vacatedWatchLimit)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		s.vacated = vacatedProof(s.node.Status.PodName, old)
+		r.watches.prove(key, s.node.Status.PodName, addr)
 		s.log.Info("the server of a pod that is gone no longer listens", "address", addr)
 	}
 }
 
-// vacatedProof is ServerDown's message for a server proven gone with its pod.
-func vacatedProof(pod, ip string) string {
-	return fmt.Sprintf("pod %s is gone and its server no longer listens at %s (connection refused)", pod, ip)
+// watchRunning starts the watch of the server that answered this pass, unless one holds
+// its address already or the last one ended without a proof less than watchRearm ago.
+// A pod being deleted is not watched anew (its hand-over may run; the watch of its
+// server, started before, goes on).
+func (r *Reconciler) watchRunning(ctx context.Context, s *scope) {
+	if s.server == nil || s.pod == nil || s.pod.DeletionTimestamp != nil || s.pod.Status.PodIP == "" {
+		return
+	}
+	key := client.ObjectKeyFromObject(s.node)
+	addr := net.JoinHostPort(s.pod.Status.PodIP, strconv.Itoa(ClientPort))
+	if !r.watches.wants(key, addr, time.Now()) {
+		return
+	}
+	c, err := r.dialWatched(ctx, addr)
+	if err != nil {
+		return // it answered a moment ago: the next pass tries again
+	}
+	r.watchServer(ctx, s.log, key, s.pod.Name, addr, c, 0)
 }
 
-// watchVacated holds c, a connection to the server of a pod that is gone, until it ends
-// or vacatedWatchLimit passes; then dials addr again: a refusal is the proof of the
-// server's death. Either way the watch ends with an event for the node, whose next pass
-// takes the proof (or none) with vacancies.take. A server that closed the connection
-// itself and still answers is watched again on the new connection.
-func (r *Reconciler) watchVacated(ctx context.Context, log logr.Logger, key types.NamespacedName, pod, addr string, c net.Conn) {
-	r.vacancies.start(key)
+// proof sets the scope's proof of the server's death from the node's watch, or clears
+// a proof the server's answer this pass disproves.
+func (r *Reconciler) proof(s *scope) {
+	key := client.ObjectKeyFromObject(s.node)
+	if s.server != nil {
+		r.watches.disproved(key)
+		return
+	}
+	pod, addr, ok := r.watches.proven(key)
+	if !ok {
+		return
+	}
+	ip, _, _ := net.SplitHostPort(addr)
+	if s.pod != nil && s.pod.Name == pod && s.pod.Status.PodIP == ip {
+		if s.pod.DeletionTimestamp != nil {
+			return // a pod being deleted is never down; the proof waits until it is gone
+		}
+		s.vacated = fmt.Sprintf("the server of pod %s no longer listens at %s (connection refused)", pod, ip)
+		return
+	}
+	s.vacated = fmt.Sprintf("pod %s is gone and its server no longer listens at %s (connection refused)", pod, ip)
+}
+
+// watchServer holds c, a connection to the server of pod at addr, until it ends (or
+// limit passes, when limit is set); then dials addr again: a refusal is the proof of the
+// server's death. A connection the server dropped while it still answers is replaced,
+// unless it lived less than shortLived. Either way the watch ends with an event for the
+// node, whose next pass reads the proof (or none).
+func (r *Reconciler) watchServer(ctx context.Context, log logr.Logger, key types.NamespacedName, pod, addr string, c net.Conn, limit time.Duration) {
+	w := r.watches.start(key, pod, addr, c)
 	go func() {
 		started := time.Now()
-		deadline := started.Add(vacatedWatchLimit)
-		proof := ""
+		var deadline time.Time
+		if limit > 0 {
+			deadline = started.Add(limit)
+		}
+		proven := false
 		var err error
 		for c != nil {
+			opened := time.Now()
 			awaitEnd(c, deadline)
 			_ = c.Close()
-			if !time.Now().Before(deadline) {
-				err = fmt.Errorf("it still answers after %s", vacatedWatchLimit)
-				break
+			switch {
+			case w.stopped():
+				return
+			case !deadline.IsZero() && !time.Now().Before(deadline):
+				err = fmt.Errorf("it still answers after %s", limit)
+				c = nil
+				continue
 			}
-			if c, err = r.dialVacated(ctx, addr); errors.Is(err, syscall.ECONNREFUSED) {
-				host, _, _ := net.SplitHostPort(addr)
-				proof = vacatedProof(pod, host)
+			c, err = r.dialWatched(ctx, addr)
+			switch {
+			case errors.Is(err, syscall.ECONNREFUSED):
+				proven = true
+			case err == nil && time.Since(opened) < shortLived:
+				_ = c.Close()
+				c, err = nil, errors.New("it drops idle connections")
+			case err == nil && !r.watches.hold(w, c):
+				_ = c.Close()
+				return
 			}
 		}
-		if proof != "" {
-			log.Info("the server of a pod that is gone stopped and no longer listens", "address", addr, "after", time.Since(started))
+		if proven {
+			log.Info("the watched server stopped and no longer listens", "pod", pod, "address", addr, "after", time.Since(started))
 		} else {
-			log.Info("the server of a pod that is gone stopped answering, which proves nothing", "address", addr, "after", time.Since(started), "error", err.Error())
+			log.Info("the watch of a server ended without a proof", "pod", pod, "address", addr, "after", time.Since(started), "error", err.Error())
 		}
-		r.vacancies.finish(ctx, key, proof)
+		r.watches.finish(ctx, key, w, proven)
 	}()
 }
 
-// awaitEnd reads c until the connection ends or the deadline passes; a Valkey server
-// writes nothing to a client that asked nothing, so this waits for the server's side
-// to close.
+// awaitEnd reads c until the connection ends or the deadline (if set) passes; a Valkey
+// server writes nothing to a client that asked nothing, so this waits for the server's
+// side to close.
 func awaitEnd(c net.Conn, deadline time.Time) {
 	_ = c.SetReadDeadline(deadline)
 	var buf [64]byte
@@ -121,69 +185,158 @@ func awaitEnd(c net.Conn, deadline time.Time) {
 	}
 }
 
-// dialVacated opens a TCP connection to addr.
-func (r *Reconciler) dialVacated(ctx context.Context, addr string) (net.Conn, error) {
-	if r.DialVacated != nil {
-		return r.DialVacated(ctx, addr)
+// dialWatched opens a TCP connection to addr.
+func (r *Reconciler) dialWatched(ctx context.Context, addr string) (net.Conn, error) {
+	if r.DialWatched != nil {
+		return r.DialWatched(ctx, addr)
 	}
-	d := net.Dialer{Timeout: vacatedDialTimeout}
+	d := net.Dialer{Timeout: watchDialTimeout}
 	return d.DialContext(ctx, "tcp", addr)
 }
 
-// vacancies are the watches of watchVacated, at most one per node, and the events
-// that end them.
-type vacancies struct {
-	mu sync.Mutex
-	// m holds a node's watch: running while its value is nil, then the proof found
-	// (possibly none).
-	m      map[types.NamespacedName]*string
+// watches are the nodes' server watches, at most one per node, and the events that end
+// them.
+type watches struct {
+	mu     sync.Mutex
+	m      map[types.NamespacedName]*watch
 	events chan event.GenericEvent
 }
 
-func newVacancies() *vacancies {
-	return &vacancies{m: map[types.NamespacedName]*string{}, events: make(chan event.GenericEvent)}
+// watch is one node's: running while conn is held, then ended with a proof or not.
+type watch struct {
+	pod, addr string
+	conn      net.Conn
+	// ended is set when the watch ends; proven when it found the proof; idleUntil
+	// is when a watch that ended without one may be followed by another.
+	ended, proven bool
+	idleUntil     time.Time
+	// stop is closed when the watch is replaced or forgotten.
+	stop chan struct{}
 }
 
-// start records a running watch of the node.
-func (v *vacancies) start(key types.NamespacedName) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.m[key] = nil
-}
-
-// take reports whether the node has a watch: a running one stays (proof ""), an ended
-// one is removed and its proof returned.
-func (v *vacancies) take(key types.NamespacedName) (string, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	p, ok := v.m[key]
-	if !ok || p == nil {
-		return "", ok
+// stopped reports whether the watch was replaced or forgotten.
+func (w *watch) stopped() bool {
+	select {
+	case <-w.stop:
+		return true
+	default:
+		return false
 	}
-	delete(v.m, key)
-	return *p, true
 }
 
-// forget drops the node's watch (the node is gone); a running one ends on its own.
-func (v *vacancies) forget(key types.NamespacedName) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.m, key)
+func newWatches() *watches {
+	return &watches{m: map[types.NamespacedName]*watch{}, events: make(chan event.GenericEvent)}
 }
 
-// finish records the watch's end with its proof and wakes the node's controller.
-func (v *vacancies) finish(ctx context.Context, key types.NamespacedName, proof string) {
-	v.mu.Lock()
-	if _, ok := v.m[key]; !ok {
-		v.mu.Unlock()
-		return // forgotten
+// start records a running watch of the node, replacing (and stopping) any other.
+func (ws *watches) start(key types.NamespacedName, pod, addr string, c net.Conn) *watch {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.dropLocked(key)
+	w := &watch{pod: pod, addr: addr, conn: c, stop: make(chan struct{})}
+	ws.m[key] = w
+	return w
+}
+
+// prove records the proof found by a single dial.
+func (ws *watches) prove(key types.NamespacedName, pod, addr string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.dropLocked(key)
+	ws.m[key] = &watch{pod: pod, addr: addr, ended: true, proven: true, stop: make(chan struct{})}
+}
+
+// holds reports whether the node has a watch of addr, running or proven.
+func (ws *watches) holds(key types.NamespacedName, addr string) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.m[key]
+	return w != nil && w.addr == addr && (!w.ended || w.proven)
+}
+
+// wants reports whether a pass should start a watch of addr for the node: one watch at
+// a time (a running one, of an older address too, ends first), none while a proof
+// stands, and after one that ended without a proof, not before watchRearm for the same
+// address.
+func (ws *watches) wants(key types.NamespacedName, addr string, now time.Time) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.m[key]
+	switch {
+	case w == nil:
+		return true
+	case !w.ended, w.proven:
+		return false
+	case w.addr != addr:
+		return true
 	}
-	v.m[key] = &proof
-	v.mu.Unlock()
+	return !now.Before(w.idleUntil)
+}
+
+// hold makes c the connection watch w holds, unless w was stopped meanwhile.
+func (ws *watches) hold(w *watch, c net.Conn) bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w.stopped() {
+		return false
+	}
+	w.conn = c
+	return true
+}
+
+// proven returns the node's proof: the pod and address whose server is gone.
+func (ws *watches) proven(key types.NamespacedName) (pod, addr string, ok bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.m[key]; w != nil && w.proven {
+		return w.pod, w.addr, true
+	}
+	return "", "", false
+}
+
+// disproved drops a proof once the node's server answers again.
+func (ws *watches) disproved(key types.NamespacedName) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.m[key]; w != nil && w.proven {
+		delete(ws.m, key)
+	}
+}
+
+// forget drops the node's watch (the node is gone), stopping a running one.
+func (ws *watches) forget(key types.NamespacedName) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.dropLocked(key)
+}
+
+func (ws *watches) dropLocked(key types.NamespacedName) {
+	if w := ws.m[key]; w != nil {
+		close(w.stop)
+		if w.conn != nil && !w.ended {
+			_ = w.conn.Close()
+		}
+		delete(ws.m, key)
+	}
+}
+
+// finish records the end of watch w, if it is still the node's, and wakes the node's
+// controller.
+func (ws *watches) finish(ctx context.Context, key types.NamespacedName, w *watch, proven bool) {
+	ws.mu.Lock()
+	if ws.m[key] != w {
+		ws.mu.Unlock()
+		return
+	}
+	w.ended, w.proven = true, proven
+	if !proven {
+		w.idleUntil = time.Now().Add(watchRearm)
+	}
+	ws.mu.Unlock()
 	vn := &v1alpha1.ValkeyNode{}
 	vn.Namespace, vn.Name = key.Namespace, key.Name
 	select {
-	case v.events <- event.GenericEvent{Object: vn}:
+	case ws.events <- event.GenericEvent{Object: vn}:
 	case <-ctx.Done():
 	}
 }
