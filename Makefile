@@ -266,15 +266,8 @@ e2e-ci: deps ## The e2e suites that fit CI (see docs/testing.md)
 	hack/e2e.sh ci
 
 .PHONY: bench
-bench: deps local-build $(if $(filter 1,$(BENCH_PEER)),peer-build) images ## Measure the operator on the local Kubernetes: one table of medians (BENCH_REPS=3, BENCH_ONLY=items), also in bench/results.json; BENCH_PEER=1 adds the official valkey-io operator measured side by side
-	cd e2e && flock $(E2E_LOCK) env GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-$(if $(filter 1,$(BENCH_PEER)),180m,90m)} ./bench/
-
-.PHONY: peer-build
-peer-build: deps-demo $(LOCALKUBE)
-	$(LOCALKUBE) build --peer
-
-.PHONY: bench-peer-image
-bench-peer-image: peer-build images ## Build the official valkey-io operator from third_party/valkey-operator (its modules from the Go module proxy; cached in .cache/peer) and its image with the others; BENCH_PEER=1 make bench does it too
+bench: deps local-build images ## Measure the operator on the local Kubernetes: one table of medians (BENCH_REPS=3, BENCH_ONLY=items), also in bench/results.json
+	cd e2e && flock $(E2E_LOCK) env GOWORK=off go test -tags bench -count=1 -v -timeout $${BENCH_TIMEOUT:-90m} ./bench/
 
 .PHONY: bench-fleet-standin
 bench-fleet-standin: deps local-build operator-binaries ## Item 9 of make bench at up to 1000 members without a local Kubernetes: a real API server, the operator's binaries, stand-in kubelet (BENCH_FLEET=100,200,500,1000); table in bench/fleet-standin.json

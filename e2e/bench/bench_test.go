@@ -40,7 +40,6 @@ func TestBench(t *testing.T) {
 		Assess("5 apply to Ready while another cluster is deleted", step("interference", benchInterference)).
 		Assess("8 backup of 3x1 with 1M keys under writers, restore into 3 and 5 shards", step("backup", benchBackup)).
 		Assess("9 cost per member: clusters of one member in batches, controllers apart and combined", step("fleet", benchFleet)).
-		Assess("the official valkey-io operator side by side (BENCH_PEER=1)", step("peer", benchPeer)).
 		Teardown(stop).
 		Feature()
 	testenv.Test(t, f)
@@ -63,11 +62,6 @@ func step(items string, f func(ctx context.Context, t *testing.T, k *framework.C
 // FlowSchemas that count its API writes (item 7).
 func start(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 	k := framework.ClusterFrom(ctx, t)
-	if peerOn && enabled("peer") {
-		if err := refuseValkeyObjects(ctx, k.Client); err != nil {
-			t.Fatal(err)
-		}
-	}
 	w, err := perf.InstallWriteCounter(ctx, k.Client, k.Clientset.CoreV1().RESTClient(), framework.OperatorNamespace)
 	if err != nil {
 		t.Fatal(err)

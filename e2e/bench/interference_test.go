@@ -48,7 +48,7 @@ func benchInterference(ctx context.Context, t *testing.T, k *framework.Cluster, 
 	results.Detail("interference", runs)
 	s := perf.Summarize(ready)
 	row := perf.Row{Key: "interference_ready", Item: "5", Name: "3x1 apply → Ready while another 3x1 is deleted", Unit: perf.UnitSeconds, Stat: s,
-		Goal: "no slowdown vs item 1"}
+		Reference: "26-35 s", Goal: "no slowdown vs item 1"}
 	if bench.ready3x1 > 0 {
 		ratio := perf.Ratio(s.Median, bench.ready3x1)
 		row.Note = fmt.Sprintf("%.2f× item 1's 3x1 median", ratio)

@@ -1,8 +1,9 @@
 //go:build bench
 
 // Package bench is `make bench`: it measures the operator on the local Kubernetes in one
-// run and prints one table of medians over BENCH_REPS repetitions (default 3), and writes
-// the same to bench/results.json. The items (DESIGN.md section 10):
+// run and prints one table of medians over BENCH_REPS repetitions (default 3), with the
+// official operator's figures on the same machine next to ours, and writes the same to
+// bench/results.json. The items (DESIGN.md section 10):
 //
 //  1. apply to Ready of 3x1 and 6x1 clusters, next to the floor: the same servers formed
 //     by a script without the operator (perf.Floor);
@@ -21,15 +22,8 @@
 //     and combined (the chart's controllers.combined); then deleted and timed until
 //     gone. It prints its own table and runs once whatever BENCH_REPS says.
 //
-// With BENCH_PEER=1, the official valkey-io operator (third_party/valkey-operator, its
-// image from make bench-peer-image) is measured side by side in the same run, last
-// (benchPeer): a 3x1 apply, a roll under writes, a primary's pod deleted gracefully and
-// with grace 0, its server SIGKILLed, a scale 3 -> 4 with 100k keys, and the operator at
-// rest with 1 and with 20 clusters, each on ours and then on the peer, all on Valkey 9.1.
-// It prints a table of both with their ratio, naming both commits.
-//
-// BENCH_ONLY=ready,steady,kill,roll,scale,interference,backup,fleet,peer runs some items
-// only (steady is item 7, kill item 3; items 6 and 7 are always measured over what runs).
+// BENCH_ONLY=ready,steady,kill,roll,scale,interference,backup,fleet runs some items only
+// (steady is item 7, kill item 3; items 6 and 7 are always measured over what runs).
 package bench
 
 import (
@@ -80,15 +74,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// readEnv reads BENCH_REPS, BENCH_ONLY, BENCH_FLEET and BENCH_PEER.
+// readEnv reads BENCH_REPS, BENCH_ONLY and BENCH_FLEET.
 func readEnv() error {
-	switch s := os.Getenv("BENCH_PEER"); s {
-	case "", "0":
-	case "1":
-		peerOn = true
-	default:
-		return fmt.Errorf("BENCH_PEER=%q: want 1 (or 0)", s)
-	}
 	if s := os.Getenv("BENCH_REPS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -138,9 +125,6 @@ func report() {
 		results.Finished.Sub(results.Started).Round(time.Second), results.Markdown())
 	for _, tb := range results.Tables {
 		fmt.Printf("\n%s\n\n%s", tb.Title, tb.Markdown)
-	}
-	if results.Comparison != nil {
-		fmt.Printf("\n## Side by side with the official valkey-io operator, same run (BENCH_PEER=1)\n\n%s", results.Comparison.Markdown())
 	}
 	for _, a := range results.Anomalies {
 		fmt.Printf("ANOMALY: %s\n", a)

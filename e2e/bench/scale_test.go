@@ -87,24 +87,16 @@ func scaleOut(ctx context.Context, t *testing.T, k *framework.Cluster, vc *v1alp
 func loadKeys(ctx context.Context, t *testing.T, c rueidis.Client) {
 	t.Helper()
 	start := time.Now()
-	if err := storeKeys(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("loaded %d keys in %s", scaleKeys, time.Since(start).Round(time.Millisecond))
-}
-
-// storeKeys writes data:0 .. data:99999 and returns the first write that failed.
-func storeKeys(ctx context.Context, c rueidis.Client) error {
 	cmds := make(rueidis.Commands, 0, scaleKeys)
 	for i := 0; i < scaleKeys; i++ {
 		cmds = append(cmds, c.B().Set().Key("data:"+strconv.Itoa(i)).Value(strconv.Itoa(i)).Build())
 	}
 	for i, r := range c.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
-			return fmt.Errorf("SET data:%d: %w", i, err)
+			t.Fatalf("SET data:%d: %v", i, err)
 		}
 	}
-	return nil
+	t.Logf("loaded %d keys in %s", scaleKeys, time.Since(start).Round(time.Millisecond))
 }
 
 // missingKeys counts the keys of loadKeys that cannot be read back.

@@ -164,50 +164,33 @@ type serverView struct {
 
 // serversAgree asks every member's server in parallel and lists what does not match.
 func serversAgree(ctx context.Context, members []v1alpha1.ValkeyNode, password string, shards, replicas int) []string {
-	servers := make([]server, len(members))
-	ids := map[string]bool{}
-	for i, m := range members {
-		servers[i] = server{name: m.Name, addr: m.Status.PodIP + ":6379"}
-		ids[m.Status.NodeID] = true
-	}
-	views := inspectServers(ctx, servers, v1alpha1.UserOperator, password)
-	return viewProblems(views, ids, shards, replicas)
-}
-
-// server is one server to ask: its member's or pod's name, and its address.
-type server struct{ name, addr string }
-
-// inspectServers asks every server in parallel as user.
-func inspectServers(ctx context.Context, servers []server, user, password string) []serverView {
-	views := make([]serverView, len(servers))
+	views := make([]serverView, len(members))
 	var wg sync.WaitGroup
-	for i, s := range servers {
+	for i, m := range members {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			views[i] = inspectServer(ctx, s, user, password)
+			views[i] = inspectServer(ctx, m, password)
 		}()
 	}
 	wg.Wait()
-	return views
-}
-
-// viewProblems lists what the servers report that a converged cluster of the shape, whose
-// members have the node IDs ids, would not.
-func viewProblems(views []serverView, ids map[string]bool, shards, replicas int) []string {
+	ids := map[string]bool{}
+	for _, m := range members {
+		ids[m.Status.NodeID] = true
+	}
 	var problems []string
 	for _, v := range views {
 		problems = append(problems, v.problems(ids)...)
 	}
-	if len(problems) == 0 && len(views) > 0 {
+	if len(problems) == 0 {
 		problems = shardProblems(views[0].nodes, shards, replicas)
 	}
 	return problems
 }
 
-func inspectServer(ctx context.Context, s server, user, password string) serverView {
-	v := serverView{member: s.name}
-	c, err := valkey.Dial(ctx, valkey.Options{Addr: s.addr, Username: user, Password: password,
+func inspectServer(ctx context.Context, m v1alpha1.ValkeyNode, password string) serverView {
+	v := serverView{member: m.Name}
+	c, err := valkey.Dial(ctx, valkey.Options{Addr: m.Status.PodIP + ":6379", Username: v1alpha1.UserOperator, Password: password,
 		DialTimeout: time.Second, CommandTimeout: 2 * time.Second})
 	if err != nil {
 		v.err = err
@@ -281,59 +264,3 @@ func shardProblems(nodes []valkey.ClusterNode, shards, replicas int) []string {
 }
 
 func short(id string) string { return id[:min(len(id), 8)] }
-
-// Shape is what a cluster should be once converged, for PodsConverged: shards primaries
-// with replicas replicas each, every server running image.
-type Shape struct {
-	Shards, Replicas int
-	Image            string
-}
-
-// PodsConverged is Converged for any operator's cluster, from its pods and their servers
-// alone, with the servers' own node IDs for identities: exactly the shape's number of
-// pods matching sel in ns, each Ready, none terminating, each running the image in its
-// container named server; and every server agreeing as in Converged. It asks the servers
-// as user (an ACL user allowed CLUSTER INFO, CLUSTER NODES and INFO). The caller checks
-// the operator's own status first.
-func PodsConverged(ctx context.Context, c client.Client, ns string, sel client.MatchingLabels, want Shape, user, password string) (bool, string, error) {
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(ns), sel); err != nil {
-		return false, "", err
-	}
-	if n := want.Shards * (1 + want.Replicas); len(pods.Items) != n {
-		return false, fmt.Sprintf("%d pods, want %d", len(pods.Items), n), nil
-	}
-	servers := make([]server, 0, len(pods.Items))
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		switch {
-		case p.DeletionTimestamp != nil:
-			return false, "pod terminating: " + p.Name, nil
-		case !framework.PodIsReady(p) || p.Status.PodIP == "":
-			return false, "pod not ready: " + framework.DescribePod(p), nil
-		case !runsImage(p, want.Image):
-			return false, fmt.Sprintf("pod %s does not run %s", p.Name, want.Image), nil
-		}
-		servers = append(servers, server{name: p.Name, addr: p.Status.PodIP + ":6379"})
-	}
-	views := inspectServers(ctx, servers, user, password)
-	problems := viewProblems(views, selfIDs(views), want.Shards, want.Replicas)
-	if len(problems) > 0 {
-		return false, strings.Join(problems[:min(len(problems), 4)], "; "), nil
-	}
-	return true, "", nil
-}
-
-// selfIDs are the node IDs the servers give themselves: the cluster's members, when no
-// operator's status says which they are.
-func selfIDs(views []serverView) map[string]bool {
-	ids := map[string]bool{}
-	for _, v := range views {
-		for _, n := range v.nodes {
-			if n.Myself {
-				ids[n.ID] = true
-			}
-		}
-	}
-	return ids
-}

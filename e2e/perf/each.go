@@ -4,14 +4,13 @@ import (
 	"fmt"
 	"sync"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
-// EachCluster runs op on every cluster (ours or the peer's), workers at a time (at least
-// one), and returns one message per failed cluster ("namespace/name: error"), in no
-// particular order.
-func EachCluster[T client.Object](vcs []T, workers int, op func(T) error) []string {
-	work := make(chan T)
+// EachCluster runs op on every cluster, workers at a time (at least one), and returns
+// one message per failed cluster ("namespace/name: error"), in no particular order.
+func EachCluster(vcs []*v1alpha1.ValkeyCluster, workers int, op func(*v1alpha1.ValkeyCluster) error) []string {
+	work := make(chan *v1alpha1.ValkeyCluster)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -24,7 +23,7 @@ func EachCluster[T client.Object](vcs []T, workers int, op func(T) error) []stri
 			for vc := range work {
 				if err := op(vc); err != nil {
 					mu.Lock()
-					errs = append(errs, fmt.Sprintf("%s/%s: %v", vc.GetNamespace(), vc.GetName(), err))
+					errs = append(errs, fmt.Sprintf("%s/%s: %v", vc.Namespace, vc.Name, err))
 					mu.Unlock()
 				}
 			}

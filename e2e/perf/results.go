@@ -25,7 +25,7 @@ const (
 )
 
 // Row is one line of the result table: a measurement, its summary over the repetitions,
-// and the goal it is read against.
+// and the reference figure and goal it is read against.
 type Row struct {
 	// Key is a stable machine name ("ready_3x1_operator").
 	Key string `json:"key"`
@@ -35,6 +35,8 @@ type Row struct {
 	Name string `json:"name"`
 	Unit string `json:"unit"`
 	Stat Stat   `json:"stat"`
+	// Reference is the official operator's figure on the same machine, if known.
+	Reference string `json:"reference,omitempty"`
 	// Goal is this operator's target.
 	Goal string `json:"goal,omitempty"`
 	// Note explains the row or flags a problem seen.
@@ -53,9 +55,6 @@ type Results struct {
 	Details   map[string]any `json:"details,omitempty"`
 	// Tables are items' own tables, printed after the main one.
 	Tables []Table `json:"tables,omitempty"`
-	// Comparison is the official valkey-io operator measured side by side with this one
-	// in the same run (BENCH_PEER=1), printed after the main table.
-	Comparison *Comparison `json:"comparison,omitempty"`
 
 	mu sync.Mutex
 }
@@ -114,11 +113,11 @@ func (r *Results) Markdown() string {
 	defer r.mu.Unlock()
 	r.sortRows()
 	var b strings.Builder
-	b.WriteString("| # | Measurement | Ours (median) | Range (n) | Goal | Note |\n")
-	b.WriteString("|---|---|---|---|---|---|\n")
+	b.WriteString("| # | Measurement | Ours (median) | Range (n) | Official operator | Goal | Note |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", row.Item, cell(row.Name),
-			FormatValue(row.Stat.Median, row.Unit), formatRange(row.Stat, row.Unit), cell(row.Goal), cell(row.Note))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", row.Item, cell(row.Name),
+			FormatValue(row.Stat.Median, row.Unit), formatRange(row), cell(row.Reference), cell(row.Goal), cell(row.Note))
 	}
 	return b.String()
 }
@@ -127,12 +126,12 @@ func (r *Results) Markdown() string {
 func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 
 // formatRange is "min–max (n)" for repeated measurements, "" for a single one.
-func formatRange(st Stat, unit string) string {
-	n := len(st.Values)
+func formatRange(row Row) string {
+	n := len(row.Stat.Values)
 	if n < 2 {
 		return ""
 	}
-	return fmt.Sprintf("%s–%s (%d)", FormatValue(st.Min, unit), FormatValue(st.Max, unit), n)
+	return fmt.Sprintf("%s–%s (%d)", FormatValue(row.Stat.Min, row.Unit), FormatValue(row.Stat.Max, row.Unit), n)
 }
 
 // FormatValue prints a number in its unit.

@@ -57,10 +57,10 @@ func TestFormatValue(t *testing.T) {
 func TestMarkdownAndJSON(t *testing.T) {
 	var r Results
 	r.Add(Row{Key: "c", Item: "7", Name: "later", Unit: UnitCount, Stat: One(1)})
-	r.Add(Row{Key: "a", Item: "1", Name: "ready | 3x1", Unit: UnitSeconds, Stat: Summarize([]float64{4, 5, 6}), Goal: "5 s"},
+	r.Add(Row{Key: "a", Item: "1", Name: "ready | 3x1", Unit: UnitSeconds, Stat: Summarize([]float64{4, 5, 6}), Reference: "16-18 s", Goal: "5 s"},
 		Row{Key: "b", Item: "7", Name: "writes", Unit: UnitPerMin, Stat: One(0)})
 	md := r.Markdown()
-	for _, want := range []string{"| 1 | ready \\| 3x1 | 5.00 s | 4.00 s–6.00 s (3) | 5 s |  |", "| 7 | writes | 0.0/min |  |"} {
+	for _, want := range []string{"| 1 | ready \\| 3x1 | 5.00 s | 4.00 s–6.00 s (3) | 16-18 s | 5 s |  |", "| 7 | writes | 0.0/min |  |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}

@@ -48,12 +48,6 @@ type Config struct {
 	MonitoringBinaries map[string]string
 	// MonitoringVersion is the tag of the Prometheus Operator's two images.
 	MonitoringVersion string
-	// PeerBinary is the official valkey-io operator's static manager binary (localkube
-	// build --peer makes it from third_party/valkey-operator), put in the peer's image
-	// (PeerRepository:PeerVersion). Empty: no peer image.
-	PeerBinary string
-	// PeerVersion tags the peer's image: the first 12 digits of its commit.
-	PeerVersion string
 	// Impostor also builds ImpostorRef: bookworm's redis-server 7.0 under the name
 	// valkey-server, tagged as a Valkey image, for the e2e security suite (a server that
 	// is not Valkey 8.0+ and that admission cannot tell apart).

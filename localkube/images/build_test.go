@@ -11,9 +11,8 @@ import (
 	"time"
 )
 
-// TestLocalImages builds the images that need no network (pause, and the static
-// binaries' images: operator, S3 server, NetworkPolicy engine, the valkey-io operator)
-// and checks their tarballs as the container runtime reads them.
+// TestLocalImages builds the two images that need no network, pause and
+// operator, and checks their tarballs as the container runtime reads them.
 func TestLocalImages(t *testing.T) {
 	ctx := context.Background()
 	cache := t.TempDir()
@@ -21,8 +20,7 @@ func TestLocalImages(t *testing.T) {
 	if err := goBuild(ctx, "../cmd/pause", opBin); err != nil { // any static binary does
 		t.Fatal(err)
 	}
-	b, err := newBuilder(Config{CacheDir: cache, OperatorBinaries: map[string]string{"manager": opBin}, S3Binary: opBin, NetpolBinary: opBin,
-		PeerBinary: opBin, PeerVersion: "c33988f58364", ModuleDir: ".."})
+	b, err := newBuilder(Config{CacheDir: cache, OperatorBinaries: map[string]string{"manager": opBin}, S3Binary: opBin, NetpolBinary: opBin, ModuleDir: ".."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,14 +68,6 @@ func TestLocalImages(t *testing.T) {
 	assertFiles(t, layerFiles(t, img), map[string]byte{"/usr/local/bin/netpol": tar.TypeReg, "/etc/passwd": tar.TypeReg})
 	if got := repoTags(t, np.File); !slices.Equal(got, []string{NetpolRef}) {
 		t.Errorf("NetworkPolicy engine tags %v", got)
-	}
-
-	peer := buildSpec(t, b, b.peerSpec)
-	img = loadImage(t, peer.File)
-	assertConfig(t, img, "65532:65532", nil, []string{"/manager"})
-	assertFiles(t, layerFiles(t, img), map[string]byte{"/manager": tar.TypeReg, "/etc/passwd": tar.TypeReg, "/home/nonroot": tar.TypeDir})
-	if got := repoTags(t, peer.File); !slices.Equal(got, []string{PeerRepository + ":c33988f58364"}) || peer.Component != ComponentPeer {
-		t.Errorf("peer image %s tags %v", peer.Component, got)
 	}
 
 	// Unchanged inputs: the tarball is reused.

@@ -14,9 +14,6 @@
 //   - registry.k8s.io/pause:3.10: the static Go program of localkube/cmd/pause.
 //   - the operator image (Config.OperatorRef), when Config.OperatorBinaries is
 //     set: static binaries in /usr/local/bin, user nonroot (65532).
-//   - docker.io/local/valkey-io-operator:<commit>, when Config.PeerBinary is set:
-//     the official valkey-io operator's manager at /manager, user nonroot (65532),
-//     as its own Dockerfile builds it (the peer of `BENCH_PEER=1 make bench`).
 //
 // Every image is linux/amd64 with one layer, usr-merged (/bin, /sbin, /lib
 // and /lib64 are symlinks into /usr), with /etc/passwd and /etc/group, /tmp

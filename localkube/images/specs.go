@@ -125,13 +125,6 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 		return nil, err
 	}
 	specs = append(specs, mon...)
-	if b.c.PeerBinary != "" {
-		peer, err := b.peerSpec()
-		if err != nil {
-			return nil, err
-		}
-		specs = append(specs, peer)
-	}
 	if len(b.c.OperatorBinaries) > 0 {
 		op, err := b.operatorSpec()
 		if err != nil {

@@ -17,8 +17,7 @@ import (
 const defaultOperatorImage = images.DefaultOperatorRef
 
 // buildImages builds every image into the cache; with binDir, the operator image too,
-// with s3Binary the S3 server image, and with impostor the impostor image; the
-// monitoring and peer images when localkube build made their binaries. When
+// with s3Binary the S3 server image, and with impostor the impostor image. When
 // the cluster runs, images that changed are imported into its nodes.
 func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref, s3Binary string, impostor bool) error {
 	cfg, err := cfg.WithDefaults()
@@ -37,9 +36,6 @@ func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref, s3Binar
 	}
 	if len(mon) == len(localkube.MonitoringCommands) {
 		ic.MonitoringBinaries, ic.MonitoringVersion = mon, localkube.PrometheusOperatorVersion
-	}
-	if commit, err := cfg.PeerCommit(); err == nil && fileExists(cfg.PeerBinary(commit)) {
-		ic.PeerBinary, ic.PeerVersion = cfg.PeerBinary(commit), commit[:12]
 	}
 	if binDir != "" {
 		entries, err := os.ReadDir(binDir)

@@ -1,9 +1,7 @@
 // Command localkube runs the project's local Kubernetes: a real control plane and worker
 // nodes in network namespaces of this machine, with locally built images.
 //
-//	localkube build              build the Kubernetes, etcd and CoreDNS binaries (cached);
-//	                             --monitoring and --peer add the monitoring suite's and
-//	                             the valkey-io operator's
+//	localkube build              build the Kubernetes, etcd and CoreDNS binaries (cached)
 //	localkube images             build the container images (cached)
 //	localkube up [--nodes N]     start the cluster (reports a running one, cleans leftovers)
 //	localkube down               stop it and remove everything it made on the machine
@@ -57,7 +55,6 @@ func run(args []string) error {
 	s3Bin := fs.String("s3-binary", "", "static versitygw binary to build the S3 server image from (images)")
 	impostor := fs.Bool("impostor", false, "also build docker.io/valkey/valkey:impostor (Redis under the name valkey-server), for the e2e security suite (images)")
 	monitoring := fs.Bool("monitoring", false, "also build the Prometheus Operator and its config reloader, for the e2e monitoring suite (build)")
-	peer := fs.Bool("peer", false, "also build the official valkey-io operator from third_party/valkey-operator, for BENCH_PEER=1 make bench (build)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -72,18 +69,10 @@ func run(args []string) error {
 	}
 	switch args[0] {
 	case "build":
-		if err := localkube.Build(ctx, cfg); err != nil {
+		if err := localkube.Build(ctx, cfg); err != nil || !*monitoring {
 			return err
 		}
-		if *monitoring {
-			if err := localkube.BuildMonitoring(ctx, cfg); err != nil {
-				return err
-			}
-		}
-		if *peer {
-			return localkube.BuildPeer(ctx, cfg)
-		}
-		return nil
+		return localkube.BuildMonitoring(ctx, cfg)
 	case "images":
 		return buildImages(ctx, cfg, *opBins, *opRef, *s3Bin, *impostor)
 	case "up":
