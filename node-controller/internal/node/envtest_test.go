@@ -270,6 +270,19 @@ func (te *testEnv) startPod(ns, name string, tmpl corev1.PodTemplateSpec, ip str
 	return te.setPodStatus(pod, runningStatus(ip))
 }
 
+// waitDialled waits until the controller has dialled addr, one of answering, and returns
+// the server's end of that connection.
+func (te *testEnv) waitDialled(addr string) net.Conn {
+	GinkgoHelper()
+	var server net.Conn
+	Eventually(func() net.Conn {
+		v, _ := te.answering.Load(addr)
+		server, _ = v.(net.Conn)
+		return server
+	}).ShouldNot(BeNil(), "the controller dials "+addr)
+	return server
+}
+
 // servingStatefulSetNode creates a StatefulSet node whose pod runs a real server at
 // ips[0] (the dialer reaches that server at each of ips) and waits until the node
 // reports the pod ready: PodReady, not only ServerDown=False, which a pod without a

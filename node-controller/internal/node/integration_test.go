@@ -510,12 +510,7 @@ var _ = Describe("A StatefulSet node whose pod goes before its server", Ordered,
 		pod, _ := te.servingStatefulSetNode(ns, name, ip)
 		te.answering.Store(addr, nil)
 		Expect(te.c.Delete(context.Background(), pod, client.GracePeriodSeconds(0))).To(Succeed())
-		var server net.Conn
-		Eventually(func() net.Conn {
-			v, _ := te.answering.Load(addr)
-			server, _ = v.(net.Conn)
-			return server
-		}).ShouldNot(BeNil(), "the controller dials the gone pod's address")
+		server := te.waitDialled(addr)
 
 		By("not down while the server still answers there")
 		Consistently(func(g Gomega) {
@@ -543,12 +538,7 @@ var _ = Describe("A StatefulSet node whose server dies in its pod", Ordered, fun
 		ns := te.namespace()
 		te.answering.Store(addr, nil)
 		_, _ = te.servingStatefulSetNode(ns, name, ip)
-		var server net.Conn
-		Eventually(func() net.Conn {
-			v, _ := te.answering.Load(addr)
-			server, _ = v.(net.Conn)
-			return server
-		}).ShouldNot(BeNil(), "the controller watches the running server")
+		server := te.waitDialled(addr)
 		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionFalse, v1alpha1.ReasonServing, nil)
 
 		By("down once its connection ends and the address refuses, with the pod still running")
