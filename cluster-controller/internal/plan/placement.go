@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"sort"
@@ -164,26 +165,20 @@ func (c choice) with(shard int32, name string) choice {
 	return out
 }
 
-// placedPrimary is a shard and the member choice c makes its primary.
-type placedPrimary struct {
-	shard  PlacedShard
-	member *Placed
-}
-
-// placed lists the shards c chooses a primary for, with that member, where the member's
-// node is known.
-func (c choice) placed(shards []PlacedShard) []placedPrimary {
-	var out []placedPrimary
-	for _, sh := range shards {
-		name, ok := c[sh.Index]
-		if !ok {
-			continue
-		}
-		if m := sh.member(name); m != nil && m.Node != "" {
-			out = append(out, placedPrimary{shard: sh, member: m})
+// placed yields the shards c chooses a primary for, with that member, where the
+// member's node is known.
+func (c choice) placed(shards []PlacedShard) iter.Seq2[PlacedShard, *Placed] {
+	return func(yield func(PlacedShard, *Placed) bool) {
+		for _, sh := range shards {
+			name, ok := c[sh.Index]
+			if !ok {
+				continue
+			}
+			if m := sh.member(name); m != nil && m.Node != "" && !yield(sh, m) {
+				return
+			}
 		}
 	}
-	return out
 }
 
 // currentChoice is the primaries as they are: shards whose primary's node is known.
@@ -201,8 +196,7 @@ func currentChoice(shards []PlacedShard) choice {
 func score(shards []PlacedShard, c choice) spreadScore {
 	var s spreadScore
 	nodes, zones := map[string]int{}, map[string]int{}
-	for _, p := range c.placed(shards) {
-		sh, m := p.shard, p.member
+	for sh, m := range c.placed(shards) {
 		s[scoreNodePairs] += nodes[m.Node]
 		nodes[m.Node]++
 		if m.Zone != "" {
@@ -422,8 +416,7 @@ func ShardList(idx []string) string {
 func faults(shards []PlacedShard, c choice) []string {
 	nodes, zones := map[string][]string{}, map[string][]string{}
 	var out []string
-	for _, p := range c.placed(shards) {
-		sh, m := p.shard, p.member
+	for sh, m := range c.placed(shards) {
 		nodes[m.Node] = append(nodes[m.Node], fmt.Sprint(sh.Index))
 		if m.Zone != "" {
 			zones[m.Zone] = append(zones[m.Zone], fmt.Sprint(sh.Index))
