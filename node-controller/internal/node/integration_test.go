@@ -3,8 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -476,7 +474,7 @@ var _ = Describe("A StatefulSet node whose pod goes with its server", Ordered, f
 		pod, sts := te.servingStatefulSetNode(ns, name, ip, next)
 		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionFalse, v1alpha1.ReasonServing, nil)
 
-		te.refused.Store(net.JoinHostPort(ip, strconv.Itoa(ClientPort)), true)
+		te.refused.Store(serverAddr(ip), true)
 		Expect(te.c.Delete(context.Background(), pod, client.GracePeriodSeconds(0))).To(Succeed())
 		te.waitCondition(ns, name, v1alpha1.ConditionServerDown, metav1.ConditionTrue, v1alpha1.ReasonContainerExited,
 			contains("pod "+name+"-0 is gone and its server no longer listens at "+ip+" (connection refused)"))
@@ -504,7 +502,7 @@ var _ = Describe("A StatefulSet node whose pod goes with its server", Ordered, f
 // death as soon as that connection ends and the address refuses the next.
 var _ = Describe("A StatefulSet node whose pod goes before its server", Ordered, func() {
 	const name, ip = "demo-sts03", "10.200.0.9"
-	addr := net.JoinHostPort(ip, strconv.Itoa(ClientPort))
+	addr := serverAddr(ip)
 	It("reports ServerDown once the server's connection ends and its address refuses connections", func() {
 		ns := te.namespace()
 		pod, _ := te.servingStatefulSetNode(ns, name, ip)
@@ -533,7 +531,7 @@ var _ = Describe("A StatefulSet node whose pod goes before its server", Ordered,
 // next answer ends it.
 var _ = Describe("A StatefulSet node whose server dies in its pod", Ordered, func() {
 	const name, ip = "demo-sts04", "10.200.0.10"
-	addr := net.JoinHostPort(ip, strconv.Itoa(ClientPort))
+	addr := serverAddr(ip)
 	It("reports ServerDown once its watched connection ends and the address refuses connections", func() {
 		ns := te.namespace()
 		te.answering.Store(addr, nil)

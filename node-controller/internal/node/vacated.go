@@ -66,18 +66,17 @@ func (r *Reconciler) probeVacated(ctx context.Context, s *scope) {
 		return
 	}
 	key := client.ObjectKeyFromObject(s.node)
-	addr := net.JoinHostPort(old, strconv.Itoa(ClientPort))
-	if r.watches.holds(key, addr) {
+	if r.watches.holds(key, old) {
 		return
 	}
-	c, err := r.dialWatched(ctx, addr)
+	c, err := r.dialWatched(ctx, serverAddr(old))
 	switch {
 	case err == nil:
-		s.log.Info("the server of a pod that is gone still answers; watching its connection", "address", addr)
-		r.watchServer(ctx, s.log, key, s.node.Status.PodName, addr, c, vacatedWatchLimit)
+		s.log.Info("the server of a pod that is gone still answers; watching its connection", "address", serverAddr(old))
+		r.watchServer(ctx, s.log, key, s.node.Status.PodName, old, c, vacatedWatchLimit)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		r.watches.prove(key, s.node.Status.PodName, addr)
-		s.log.Info("the server of a pod that is gone no longer listens", "address", addr)
+		r.watches.prove(key, s.node.Status.PodName, old)
+		s.log.Info("the server of a pod that is gone no longer listens", "address", serverAddr(old))
 	}
 }
 
@@ -90,15 +89,15 @@ func (r *Reconciler) watchRunning(ctx context.Context, s *scope) {
 		return
 	}
 	key := client.ObjectKeyFromObject(s.node)
-	addr := net.JoinHostPort(s.pod.Status.PodIP, strconv.Itoa(ClientPort))
-	if !r.watches.wants(key, addr, time.Now()) {
+	ip := s.pod.Status.PodIP
+	if !r.watches.wants(key, ip, time.Now()) {
 		return
 	}
-	c, err := r.dialWatched(ctx, addr)
+	c, err := r.dialWatched(ctx, serverAddr(ip))
 	if err != nil {
 		return // it answered a moment ago: the next pass tries again
 	}
-	r.watchServer(ctx, s.log, key, s.pod.Name, addr, c, 0)
+	r.watchServer(ctx, s.log, key, s.pod.Name, ip, c, 0)
 }
 
 // proof sets the scope's proof of the server's death from the node's watch, or clears
@@ -109,11 +108,10 @@ func (r *Reconciler) proof(s *scope) {
 		r.watches.disproved(key)
 		return
 	}
-	pod, addr, ok := r.watches.proven(key)
+	pod, ip, ok := r.watches.proven(key)
 	if !ok {
 		return
 	}
-	ip, _, _ := net.SplitHostPort(addr)
 	if s.pod != nil && s.pod.Name == pod && s.pod.Status.PodIP == ip {
 		if s.pod.DeletionTimestamp != nil {
 			return // a pod being deleted is never down; the proof waits until it is gone
@@ -124,13 +122,14 @@ func (r *Reconciler) proof(s *scope) {
 	s.vacated = fmt.Sprintf("pod %s is gone and its server no longer listens at %s (connection refused)", pod, ip)
 }
 
-// watchServer holds c, a connection to the server of pod at addr, until it ends (or
-// limit passes, when limit is set); then dials addr again: a refusal is the proof of the
-// server's death. A connection the server dropped while it still answers is replaced,
-// unless it lived less than shortLived. Either way the watch ends with an event for the
-// node, whose next pass reads the proof (or none).
-func (r *Reconciler) watchServer(ctx context.Context, log logr.Logger, key types.NamespacedName, pod, addr string, c net.Conn, limit time.Duration) {
-	w := r.watches.start(key, pod, addr, c)
+// watchServer holds c, a connection to the server of pod at ip, until it ends (or
+// limit passes, when limit is set); then dials that address again: a refusal is the
+// proof of the server's death. A connection the server dropped while it still answers
+// is replaced, unless it lived less than shortLived. Either way the watch ends with an
+// event for the node, whose next pass reads the proof (or none).
+func (r *Reconciler) watchServer(ctx context.Context, log logr.Logger, key types.NamespacedName, pod, ip string, c net.Conn, limit time.Duration) {
+	w := r.watches.start(key, pod, ip, c)
+	addr := serverAddr(ip)
 	go func() {
 		started := time.Now()
 		var deadline time.Time
@@ -185,6 +184,9 @@ func awaitEnd(c net.Conn, deadline time.Time) {
 	}
 }
 
+// serverAddr is the address of the server of a pod at ip.
+func serverAddr(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(ClientPort)) }
+
 // dialWatched opens a TCP connection to addr.
 func (r *Reconciler) dialWatched(ctx context.Context, addr string) (net.Conn, error) {
 	if r.DialWatched != nil {
@@ -204,8 +206,9 @@ type watches struct {
 
 // watch is one node's: running while conn is held, then ended with a proof or not.
 type watch struct {
-	pod, addr string
-	conn      net.Conn
+	// pod and ip are the pod and address of the watched server.
+	pod, ip string
+	conn    net.Conn
 	// ended is set when the watch ends; proven when it found the proof; idleUntil
 	// is when a watch that ended without one may be followed by another.
 	ended, proven bool
@@ -229,36 +232,36 @@ func newWatches() *watches {
 }
 
 // start records a running watch of the node, replacing (and stopping) any other.
-func (ws *watches) start(key types.NamespacedName, pod, addr string, c net.Conn) *watch {
+func (ws *watches) start(key types.NamespacedName, pod, ip string, c net.Conn) *watch {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ws.dropLocked(key)
-	w := &watch{pod: pod, addr: addr, conn: c, stop: make(chan struct{})}
+	w := &watch{pod: pod, ip: ip, conn: c, stop: make(chan struct{})}
 	ws.m[key] = w
 	return w
 }
 
 // prove records the proof found by a single dial.
-func (ws *watches) prove(key types.NamespacedName, pod, addr string) {
+func (ws *watches) prove(key types.NamespacedName, pod, ip string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ws.dropLocked(key)
-	ws.m[key] = &watch{pod: pod, addr: addr, ended: true, proven: true, stop: make(chan struct{})}
+	ws.m[key] = &watch{pod: pod, ip: ip, ended: true, proven: true, stop: make(chan struct{})}
 }
 
-// holds reports whether the node has a watch of addr, running or proven.
-func (ws *watches) holds(key types.NamespacedName, addr string) bool {
+// holds reports whether the node has a watch of the server at ip, running or proven.
+func (ws *watches) holds(key types.NamespacedName, ip string) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w := ws.m[key]
-	return w != nil && w.addr == addr && (!w.ended || w.proven)
+	return w != nil && w.ip == ip && (!w.ended || w.proven)
 }
 
-// wants reports whether a pass should start a watch of addr for the node: one watch at
+// wants reports whether a pass should start a watch of the server at ip for the node: one watch at
 // a time (a running one, of an older address too, ends first), none while a proof
 // stands, and after one that ended without a proof, not before watchRearm for the same
 // address.
-func (ws *watches) wants(key types.NamespacedName, addr string, now time.Time) bool {
+func (ws *watches) wants(key types.NamespacedName, ip string, now time.Time) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	w := ws.m[key]
@@ -267,7 +270,7 @@ func (ws *watches) wants(key types.NamespacedName, addr string, now time.Time) b
 		return true
 	case !w.ended, w.proven:
 		return false
-	case w.addr != addr:
+	case w.ip != ip:
 		return true
 	}
 	return !now.Before(w.idleUntil)
@@ -285,11 +288,11 @@ func (ws *watches) hold(w *watch, c net.Conn) bool {
 }
 
 // proven returns the node's proof: the pod and address whose server is gone.
-func (ws *watches) proven(key types.NamespacedName) (pod, addr string, ok bool) {
+func (ws *watches) proven(key types.NamespacedName) (pod, ip string, ok bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if w := ws.m[key]; w != nil && w.proven {
-		return w.pod, w.addr, true
+		return w.pod, w.ip, true
 	}
 	return "", "", false
 }
