@@ -2,6 +2,7 @@ package valkey
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/redis/rueidis"
 
@@ -33,6 +34,14 @@ func (e *ServerError) Message() string { return e.msg }
 func IsServerError(err error) bool {
 	var se *ServerError
 	return errors.As(err, &se)
+}
+
+// IsClusterDown reports whether err is a server's CLUSTERDOWN reply, or a MIGRATE
+// that failed because its target replied so: a server that does not see the cluster
+// ok (all slots covered by primaries it reaches) refuses commands on keys.
+func IsClusterDown(err error) bool {
+	msg, ok := ServerMessage(err)
+	return ok && strings.Contains(msg, "CLUSTERDOWN")
 }
 
 // ServerMessage returns the server's message held in err, if err wraps a
