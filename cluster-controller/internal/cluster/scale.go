@@ -32,6 +32,20 @@ const (
 // members of removed shards, and surplus replicas (never a primary). Slots left open are
 // finished first; plan.Cluster.PlanScale decides the rest.
 func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duration, error) {
+	wait, err := r.scale(ctx, s)
+	if valkey.IsClusterDown(err) {
+		// A primary saw the cluster fail between the observation and the move (a member
+		// restarting, a new one still learning the slot map by gossip, which no event
+		// announces): the slots stay open and a pass finishes them once it is ok again.
+		// An error would back off exponentially and stall the move for minutes.
+		s.progress(v1alpha1.ReasonMigratingSlots, "waiting for the cluster to be ok again: %s", err)
+		return plan.RequeueSync, nil
+	}
+	return wait, err
+}
+
+// scale is reconcileScale before a CLUSTERDOWN refusal is told apart.
+func (r *Reconciler) scale(ctx context.Context, s *scope) (time.Duration, error) {
 	if s.ScaleHeld() {
 		return 0, nil
 	}
@@ -45,6 +59,10 @@ func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duratio
 	case plan.ScaleWaitForPrimaries:
 		s.progress(p.Reason, "%s", p.Message)
 		return plan.RequeueWait, nil
+	case plan.ScaleWaitForState:
+		// Gossip brings the state; no Kubernetes event says when.
+		s.progress(p.Reason, "%s", p.Message)
+		return plan.RequeueSync, nil
 	case plan.ScaleMoveSlots:
 		return r.moveAll(ctx, s, p)
 	}

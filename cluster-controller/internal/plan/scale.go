@@ -24,6 +24,9 @@ const (
 	ScaleNothing ScaleStep = iota
 	// scaleWaitForPrimaries: slots must move to shards whose primary has not joined yet.
 	ScaleWaitForPrimaries
+	// ScaleWaitForState: a primary that slots move from or to does not see the cluster
+	// ok yet (a new primary learns the slot map by gossip); it would refuse the keys.
+	ScaleWaitForState
 	// scaleMoveSlots: move slots between primaries (moves).
 	ScaleMoveSlots
 	// scaleRetireRemovedShards: retire the members of shards beyond the spec, drained.
@@ -111,6 +114,14 @@ func (c *Cluster) planRebalance() ScalePlan {
 	reason := v1alpha1.ReasonScalingOut
 	if len(c.Topo.Shards) > int(c.Shards()) {
 		reason = v1alpha1.ReasonScalingIn
+	}
+	for _, mv := range moves {
+		for _, id := range []string{mv.From, mv.To} {
+			if m := c.Topo.ByID(id); m != nil && m.State != "ok" {
+				return ScalePlan{Step: ScaleWaitForState, Reason: reason,
+					Message: fmt.Sprintf("waiting for %s to see the cluster ok before slots move (cluster_state: %s)", m.Name(), m.State)}
+			}
+		}
 	}
 	total := 0
 	for _, mv := range moves {

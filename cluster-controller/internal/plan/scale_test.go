@@ -13,7 +13,8 @@ import (
 )
 
 var scaleStepNames = map[plan.ScaleStep]string{
-	plan.ScaleNothing: "nothing", plan.ScaleWaitForPrimaries: "wait for primaries", plan.ScaleMoveSlots: "move slots",
+	plan.ScaleNothing: "nothing", plan.ScaleWaitForPrimaries: "wait for primaries",
+	plan.ScaleWaitForState: "wait for cluster state", plan.ScaleMoveSlots: "move slots",
 	plan.ScaleRetireRemovedShards: "retire removed shards", plan.ScaleRetireSurplusReplicas: "retire surplus replicas",
 }
 
@@ -71,6 +72,12 @@ func TestPlanScale(t *testing.T) {
 			step:  plan.ScaleMoveSlots,
 			moves: "A -> D: 4096-5461; B -> D: 9558-10922; C -> D: 15019-16383", reason: v1alpha1.ReasonScalingOut,
 			message: "moving 4096 slots in 3 moves",
+		},
+		{
+			name: "scale out: a new shard's primary that does not see the cluster ok yet is waited for (it would refuse the keys)",
+			vc:   shards(4), fms: append(plantest.HealthyThreeByOne(), d), mod: func(s *plan.Cluster) { s.Topo.ByID("D").State = "fail" },
+			step: plan.ScaleWaitForState, reason: v1alpha1.ReasonScalingOut,
+			message: "waiting for d to see the cluster ok before slots move (cluster_state: fail)",
 		},
 		{
 			name: "scale in: the slots of the removed shard go to the remaining ones",
