@@ -77,10 +77,9 @@ func (r *Reconciler) leaveReachable(ctx context.Context, s *scope, m *plan.Membe
 	if wait := r.drain(ctx, s, m, c); wait > 0 {
 		return wait, nil
 	}
-	// The member forgets the cluster first, so it cannot gossip itself back in.
-	if _, err := c.Do(ctx, "CLUSTER", "RESET", "SOFT"); err != nil {
-		log.FromContext(ctx).Info("reset of leaving member failed; forgetting it anyway", "member", m.Name(), "error", err.Error())
-	}
+	// Every member forgets it; it cannot gossip itself back in, as a server adds an
+	// unknown node only when it is met or named by a node it knows. (It is not reset:
+	// _operator may not run CLUSTER RESET.)
 	if err := r.forgetEverywhere(ctx, s, m.ID()); err != nil {
 		return 0, err
 	}
