@@ -44,7 +44,7 @@ func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duratio
 	return wait, err
 }
 
-// scale is reconcileScale before a CLUSTERDOWN refusal is told apart.
+// scale finishes open slots, then takes the scale plan's next step.
 func (r *Reconciler) scale(ctx context.Context, s *scope) (time.Duration, error) {
 	if s.ScaleHeld() {
 		return 0, nil

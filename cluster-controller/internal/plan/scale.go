@@ -115,16 +115,15 @@ func (c *Cluster) planRebalance() ScalePlan {
 	if len(c.Topo.Shards) > int(c.Shards()) {
 		reason = v1alpha1.ReasonScalingIn
 	}
+	total := 0
 	for _, mv := range moves {
+		// A member that does not answer has no state: moveAll waits for it as before.
 		for _, id := range []string{mv.From, mv.To} {
-			if m := c.Topo.ByID(id); m != nil && m.State != "ok" {
+			if m := c.Topo.ByID(id); m != nil && m.Reachable && m.State != "ok" {
 				return ScalePlan{Step: ScaleWaitForState, Reason: reason,
 					Message: fmt.Sprintf("waiting for %s to see the cluster ok before slots move (cluster_state: %s)", m.Name(), m.State)}
 			}
 		}
-	}
-	total := 0
-	for _, mv := range moves {
 		total += valkey.CountSlots(mv.Slots)
 	}
 	return ScalePlan{Step: ScaleMoveSlots, Moves: moves, Slots: total, Reason: reason,
