@@ -69,14 +69,15 @@ func (r *Reconciler) probeVacated(ctx context.Context, s *scope) {
 	if r.watches.holds(key, old) {
 		return
 	}
-	c, err := r.dialWatched(ctx, serverAddr(old))
+	addr := serverAddr(old)
+	c, err := r.dialWatched(ctx, addr)
 	switch {
 	case err == nil:
-		s.log.Info("the server of a pod that is gone still answers; watching its connection", "address", serverAddr(old))
+		s.log.Info("the server of a pod that is gone still answers; watching its connection", "address", addr)
 		r.watchServer(ctx, s.log, key, s.node.Status.PodName, old, c, vacatedWatchLimit)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		r.watches.prove(key, s.node.Status.PodName, old)
-		s.log.Info("the server of a pod that is gone no longer listens", "address", serverAddr(old))
+		s.log.Info("the server of a pod that is gone no longer listens", "address", addr)
 	}
 }
 
@@ -257,10 +258,10 @@ func (ws *watches) holds(key types.NamespacedName, ip string) bool {
 	return w != nil && w.ip == ip && (!w.ended || w.proven)
 }
 
-// wants reports whether a pass should start a watch of the server at ip for the node: one watch at
-// a time (a running one, of an older address too, ends first), none while a proof
-// stands, and after one that ended without a proof, not before watchRearm for the same
-// address.
+// wants reports whether a pass should start a watch of the server at ip for the node:
+// one watch at a time (a running one, of an older address too, ends first), none while
+// a proof stands, and after one that ended without a proof, not before watchRearm for
+// the same address.
 func (ws *watches) wants(key types.NamespacedName, ip string, now time.Time) bool {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
