@@ -75,8 +75,8 @@ func TestLiveAndRolledConfig(t *testing.T) {
 							}
 						}
 					}
-					return refused == len(l.Items) && refused > 0, ""
-				})
+					return refused == len(l.Items) && refused > 0, fmt.Sprintf("%d of %d members ConfigApplied=False ConfigRefused", refused, len(l.Items))
+				}, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelInstance: vc.Name})
 			if err != nil {
 				t.Fatal(err)
 			}
