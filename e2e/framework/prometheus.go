@@ -147,8 +147,8 @@ func (k *Cluster) refreshDiscovery(ctx context.Context) error {
 	})
 }
 
-// applyCRDs applies the CRDs of crdDir, which the make target build makes, and waits
-// until the API server serves them.
+// applyCRDs applies the CRDs of crdDir and waits until the API server serves them; build
+// names, in the error when there are none, the make target that copies them there.
 func (k *Cluster) applyCRDs(ctx context.Context, crdDir, build string) error {
 	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
 	if err != nil || len(files) == 0 {
