@@ -159,6 +159,10 @@ local-build: deps-demo $(LOCALKUBE) ## Build the Kubernetes, etcd, CoreDNS and k
 monitoring-build: deps-demo $(LOCALKUBE) ## Also build the Prometheus Operator and its config reloader (hack/promop, cached in .cache/monitoring) for the e2e monitoring suite
 	$(LOCALKUBE) build --monitoring
 
+.PHONY: certmanager-build
+certmanager-build: deps-demo $(LOCALKUBE) ## Also build cert-manager's controller and cainjector (hack/certmanager, cached in .cache/certmanager) for the e2e suites that use cert-manager
+	$(LOCALKUBE) build --certmanager
+
 .PHONY: operator-binaries
 operator-binaries:
 	@mkdir -p $(BIN)/operator

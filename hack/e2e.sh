@@ -103,12 +103,15 @@ if uses_provider kind; then
 	fi
 fi
 # The monitoring suite runs the Prometheus Operator, built from the Go module proxy once
-# (hack/promop); the next images step then builds its images and Prometheus's.
+# (hack/promop); the next images step then builds its images and Prometheus's. The
+# certmanager suite runs cert-manager's controller and cainjector, built the same way
+# (hack/certmanager), and their image. Both providers load every image of the manifest.
 # The security suite runs a cluster on an image whose valkey-server is Redis
 # (localkube images --impostor).
 impostor=()
 for s in "${SUITES[@]}"; do
 	[[ $s == monitoring ]] && make -s -C "$ROOT" monitoring-build
+	[[ $s == certmanager ]] && make -s -C "$ROOT" certmanager-build
 	[[ $s == security ]] && impostor=(--impostor)
 done
 if needs_operator; then

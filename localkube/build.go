@@ -129,23 +129,62 @@ func BuildMonitoring(ctx context.Context, c Config) error {
 			return err
 		}
 	}
-	crds := filepath.Join(c.MonitoringDir(), "crds")
-	if _, err := os.Stat(crds); err == nil {
+	return copyModuleCRDs(ctx, dir, prometheusOperatorModule, PrometheusOperatorVersion,
+		filepath.Join("example", "prometheus-operator-crd"), filepath.Join(c.MonitoringDir(), "crds"))
+}
+
+// certManagerModule is cert-manager's main module; hack/certmanager requires it and wires
+// its controllers into one program.
+const certManagerModule = "github.com/cert-manager/cert-manager"
+
+// BuildCertManager builds, once per version, the cert-manager program of hack/certmanager
+// (its controller and cainjector, for the e2e suites that use cert-manager) into
+// CertManagerBinary(), and copies cert-manager's CRDs from its module into
+// CertManagerDir()/crds. Nothing else needs them, so plain local-build leaves them out.
+func BuildCertManager(ctx context.Context, c Config) error {
+	c, err := c.WithDefaults()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(c.RepoRoot, "hack", "certmanager")
+	if _, err := os.Stat(c.CertManagerBinary()); err != nil {
+		if err := os.MkdirAll(filepath.Dir(c.CertManagerBinary()), 0o755); err != nil {
+			return err
+		}
+		c.Log("building cert-manager %s", CertManagerVersion)
+		ld := "-s -w -X " + certManagerModule + "/pkg/util.AppVersion=" + CertManagerVersion
+		if err := c.goCmd(ctx, dir, nil, "build", "-trimpath", "-ldflags="+ld, "-o", c.CertManagerBinary(), "."); err != nil {
+			return err
+		}
+	}
+	return copyModuleCRDs(ctx, dir, certManagerModule, CertManagerVersion,
+		filepath.Join("deploy", "crds"), filepath.Join(c.CertManagerDir(), "crds"))
+}
+
+// copyModuleCRDs copies the YAML files of folder sub of module, as the module in dir
+// requires it, into dst, unless dst exists; the module must be at version, the one the
+// cache folder is named after.
+func copyModuleCRDs(ctx context.Context, dir, module, version, sub, dst string) error {
+	if _, err := os.Stat(dst); err == nil {
 		return nil
 	}
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", prometheusOperatorModule)
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}} {{.Version}}", module)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
 	out, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("find the %s module: %w", prometheusOperatorModule, err)
+		return fmt.Errorf("find the %s module: %w", module, err)
 	}
-	src := filepath.Join(strings.TrimSpace(string(out)), "example", "prometheus-operator-crd")
+	modDir, modVersion, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	if modVersion != version {
+		return fmt.Errorf("%s requires %s %s, want %s", dir, module, modVersion, version)
+	}
+	src := filepath.Join(modDir, sub)
 	files, err := filepath.Glob(filepath.Join(src, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("no CRDs in %s (%v)", src, err)
 	}
-	tmp := crds + ".tmp"
+	tmp := dst + ".tmp"
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
@@ -158,5 +197,5 @@ func BuildMonitoring(ctx context.Context, c Config) error {
 			return err
 		}
 	}
-	return os.Rename(tmp, crds)
+	return os.Rename(tmp, dst)
 }

@@ -26,6 +26,9 @@ const (
 	// PrometheusOperatorVersion is the Prometheus Operator's, built from hack/promop
 	// for the e2e monitoring suite (localkube build --monitoring).
 	PrometheusOperatorVersion = "v0.85.0"
+	// CertManagerVersion is cert-manager's, whose controller and cainjector
+	// hack/certmanager builds for the e2e suites (localkube build --certmanager).
+	CertManagerVersion = "v1.21.2"
 )
 
 // Network layout. The host holds the bridge and reaches every node and pod through it;
@@ -133,6 +136,18 @@ func (c Config) NetpolBinary() string {
 // PrometheusOperatorVersion, which localkube build --monitoring makes.
 func (c Config) MonitoringDir() string {
 	return filepath.Join(c.CacheDir, "monitoring", PrometheusOperatorVersion)
+}
+
+// CertManagerDir holds cert-manager's program (CertManagerBinary) and CRDs (crds/) of
+// CertManagerVersion, which localkube build --certmanager makes.
+func (c Config) CertManagerDir() string {
+	return filepath.Join(c.CacheDir, "certmanager", CertManagerVersion)
+}
+
+// CertManagerBinary is cert-manager's program, whose commands controller and cainjector
+// run its two components.
+func (c Config) CertManagerBinary() string {
+	return filepath.Join(c.CertManagerDir(), "bin", "cert-manager")
 }
 
 // AuditDir holds the API server's audit logs, one file per bring-up; it is outside

@@ -66,17 +66,8 @@ func (k *Cluster) installPrometheusOperator(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	crdDir := filepath.Join(k.Paths.localkubeConfig().MonitoringDir(), "crds")
-	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
-	if err != nil || len(files) == 0 {
-		return fmt.Errorf("no CRDs in %s (make monitoring-build)", crdDir)
-	}
-	// Server-side apply: the CRDs are too large for kubectl's last-applied annotation.
-	if out, err := k.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "--field-manager=valkey-operator-e2e", "-f", crdDir); err != nil {
-		return fmt.Errorf("apply the CRDs: %w: %s", err, out)
-	}
-	if out, err := k.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "-f", crdDir); err != nil {
-		return fmt.Errorf("wait for the CRDs: %w: %s", err, out)
+	if err := k.applyCRDs(ctx, filepath.Join(k.Paths.localkubeConfig().MonitoringDir(), "crds"), "make monitoring-build"); err != nil {
+		return err
 	}
 	// The chart's install reads the API server's discovery: it must list the new kinds.
 	if err := k.refreshDiscovery(ctx); err != nil {
@@ -132,7 +123,7 @@ func (k *Cluster) installPrometheusOperator(ctx context.Context) error {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: MonitoringNamespace}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: promOperator, Namespace: MonitoringNamespace}},
 		role,
-		clusterRoleBinding("e2e-"+promOperator, role.Name, promOperator),
+		clusterRoleBinding("e2e-"+promOperator, role.Name, MonitoringNamespace, promOperator),
 		deploy,
 	}
 	for _, o := range objs {
@@ -156,6 +147,23 @@ func (k *Cluster) refreshDiscovery(ctx context.Context) error {
 	})
 }
 
+// applyCRDs applies the CRDs of crdDir and waits until the API server serves them; build
+// names, in the error when there are none, the make target that copies them there.
+func (k *Cluster) applyCRDs(ctx context.Context, crdDir, build string) error {
+	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no CRDs in %s (%s)", crdDir, build)
+	}
+	// Server-side apply: the CRDs are too large for kubectl's last-applied annotation.
+	if out, err := k.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "--field-manager=valkey-operator-e2e", "-f", crdDir); err != nil {
+		return fmt.Errorf("apply the CRDs: %w: %s", err, out)
+	}
+	if out, err := k.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "-f", crdDir); err != nil {
+		return fmt.Errorf("wait for the CRDs: %w: %s", err, out)
+	}
+	return nil
+}
+
 // createOrKeep creates o, leaving an existing object of that name as it is (the suite's
 // setup runs once per bring-up; a second run on the same cluster reuses what is there).
 func createOrKeep(ctx context.Context, c client.Client, o client.Object) error {
@@ -165,11 +173,11 @@ func createOrKeep(ctx context.Context, c client.Client, o client.Object) error {
 	return nil
 }
 
-func clusterRoleBinding(name, role, serviceAccount string) *rbacv1.ClusterRoleBinding {
+func clusterRoleBinding(name, role, namespace, serviceAccount string) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: serviceAccount, Namespace: MonitoringNamespace}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: serviceAccount, Namespace: namespace}},
 	}
 }
 
@@ -245,10 +253,10 @@ func (k *Cluster) DeployPrometheus(ctx context.Context, opts PrometheusOptions) 
 	}}
 	objs := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: MonitoringNamespace}},
-		role, clusterRoleBinding("e2e-prometheus", role.Name, sa),
+		role, clusterRoleBinding("e2e-prometheus", role.Name, MonitoringNamespace, sa),
 	}
 	if opts.MetricsReader != "" {
-		objs = append(objs, clusterRoleBinding("e2e-prometheus-metrics-reader", opts.MetricsReader, sa))
+		objs = append(objs, clusterRoleBinding("e2e-prometheus-metrics-reader", opts.MetricsReader, MonitoringNamespace, sa))
 	}
 	all := map[string]any{}
 	prom := &unstructured.Unstructured{Object: map[string]any{

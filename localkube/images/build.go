@@ -48,6 +48,12 @@ type Config struct {
 	MonitoringBinaries map[string]string
 	// MonitoringVersion is the tag of the Prometheus Operator's two images.
 	MonitoringVersion string
+	// CertManagerBinary is the path of the static cert-manager program (localkube build
+	// --certmanager makes it), put in the ComponentCertManager image of the e2e suites
+	// that use cert-manager. Empty: no such image.
+	CertManagerBinary string
+	// CertManagerVersion is the tag of the cert-manager image.
+	CertManagerVersion string
 	// Impostor also builds ImpostorRef: bookworm's redis-server 7.0 under the name
 	// valkey-server, tagged as a Valkey image, for the e2e security suite (a server that
 	// is not Valkey 8.0+ and that admission cannot tell apart).

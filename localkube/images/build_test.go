@@ -20,7 +20,8 @@ func TestLocalImages(t *testing.T) {
 	if err := goBuild(ctx, "../cmd/pause", opBin); err != nil { // any static binary does
 		t.Fatal(err)
 	}
-	b, err := newBuilder(Config{CacheDir: cache, OperatorBinaries: map[string]string{"manager": opBin}, S3Binary: opBin, NetpolBinary: opBin, ModuleDir: ".."})
+	b, err := newBuilder(Config{CacheDir: cache, OperatorBinaries: map[string]string{"manager": opBin}, S3Binary: opBin, NetpolBinary: opBin,
+		CertManagerBinary: opBin, CertManagerVersion: "v1.2.3", ModuleDir: ".."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +69,14 @@ func TestLocalImages(t *testing.T) {
 	assertFiles(t, layerFiles(t, img), map[string]byte{"/usr/local/bin/netpol": tar.TypeReg, "/etc/passwd": tar.TypeReg})
 	if got := repoTags(t, np.File); !slices.Equal(got, []string{NetpolRef}) {
 		t.Errorf("NetworkPolicy engine tags %v", got)
+	}
+
+	cm := buildSpec(t, b, b.certManagerSpec)
+	img = loadImage(t, cm.File)
+	assertConfig(t, img, "65534:65534", nil, []string{"/usr/local/bin/cert-manager"})
+	assertFiles(t, layerFiles(t, img), map[string]byte{"/usr/local/bin/cert-manager": tar.TypeReg, "/etc/passwd": tar.TypeReg})
+	if got := repoTags(t, cm.File); !slices.Equal(got, []string{"docker.io/local/cert-manager:v1.2.3"}) || cm.Component != ComponentCertManager {
+		t.Errorf("cert-manager tags %v, component %q", got, cm.Component)
 	}
 
 	// Unchanged inputs: the tarball is reused.

@@ -125,6 +125,13 @@ func (b *builder) specs(ctx context.Context) ([]spec, error) {
 		return nil, err
 	}
 	specs = append(specs, mon...)
+	if b.c.CertManagerBinary != "" {
+		cm, err := b.certManagerSpec()
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, cm)
+	}
 	if len(b.c.OperatorBinaries) > 0 {
 		op, err := b.operatorSpec()
 		if err != nil {

@@ -9,8 +9,8 @@ import (
 )
 
 // staticImage is an image of static binaries on the base accounts, with no libraries and
-// no shell: the operator, the S3 server, the NetworkPolicy engine and the Prometheus
-// Operator's two programs.
+// no shell: the operator, the S3 server, the NetworkPolicy engine, the Prometheus
+// Operator's two programs and cert-manager's.
 type staticImage struct {
 	ref, component, version string
 	file                    string         // the tarball's name in the cache

@@ -17,7 +17,8 @@ import (
 const defaultOperatorImage = images.DefaultOperatorRef
 
 // buildImages builds every image into the cache; with binDir, the operator image too,
-// with s3Binary the S3 server image, and with impostor the impostor image. When
+// with s3Binary the S3 server image, and with impostor the impostor image; the
+// Prometheus Operator's and cert-manager's once localkube build made their programs. When
 // the cluster runs, images that changed are imported into its nodes.
 func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref, s3Binary string, impostor bool) error {
 	cfg, err := cfg.WithDefaults()
@@ -36,6 +37,9 @@ func buildImages(ctx context.Context, cfg localkube.Config, binDir, ref, s3Binar
 	}
 	if len(mon) == len(localkube.MonitoringCommands) {
 		ic.MonitoringBinaries, ic.MonitoringVersion = mon, localkube.PrometheusOperatorVersion
+	}
+	if fileExists(cfg.CertManagerBinary()) {
+		ic.CertManagerBinary, ic.CertManagerVersion = cfg.CertManagerBinary(), localkube.CertManagerVersion
 	}
 	if binDir != "" {
 		entries, err := os.ReadDir(binDir)

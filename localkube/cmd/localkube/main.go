@@ -1,7 +1,9 @@
 // Command localkube runs the project's local Kubernetes: a real control plane and worker
 // nodes in network namespaces of this machine, with locally built images.
 //
-//	localkube build              build the Kubernetes, etcd and CoreDNS binaries (cached)
+//	localkube build              build the Kubernetes, etcd and CoreDNS binaries (cached);
+//	                             --monitoring and --certmanager add the programs of the
+//	                             e2e suites that use the Prometheus Operator, cert-manager
 //	localkube images             build the container images (cached)
 //	localkube up [--nodes N]     start the cluster (reports a running one, cleans leftovers)
 //	localkube down               stop it and remove everything it made on the machine
@@ -55,6 +57,7 @@ func run(args []string) error {
 	s3Bin := fs.String("s3-binary", "", "static versitygw binary to build the S3 server image from (images)")
 	impostor := fs.Bool("impostor", false, "also build docker.io/valkey/valkey:impostor (Redis under the name valkey-server), for the e2e security suite (images)")
 	monitoring := fs.Bool("monitoring", false, "also build the Prometheus Operator and its config reloader, for the e2e monitoring suite (build)")
+	certManager := fs.Bool("certmanager", false, "also build cert-manager's controller and cainjector, for the e2e suites that use cert-manager (build)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -69,10 +72,18 @@ func run(args []string) error {
 	}
 	switch args[0] {
 	case "build":
-		if err := localkube.Build(ctx, cfg); err != nil || !*monitoring {
+		if err := localkube.Build(ctx, cfg); err != nil {
 			return err
 		}
-		return localkube.BuildMonitoring(ctx, cfg)
+		if *monitoring {
+			if err := localkube.BuildMonitoring(ctx, cfg); err != nil {
+				return err
+			}
+		}
+		if *certManager {
+			return localkube.BuildCertManager(ctx, cfg)
+		}
+		return nil
 	case "images":
 		return buildImages(ctx, cfg, *opBins, *opRef, *s3Bin, *impostor)
 	case "up":

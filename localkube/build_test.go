@@ -1,0 +1,37 @@
+package localkube
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The cache folders of the modules built from hack/ are named after a version constant:
+// each must be the version its module requires, or a bump of one without the other would
+// name a cache by a version it does not hold (the build refuses it too, after compiling).
+func TestBuiltModuleVersions(t *testing.T) {
+	for _, tc := range []struct {
+		dir, module, version string
+	}{
+		{"promop", prometheusOperatorModule, PrometheusOperatorVersion},
+		{"certmanager", certManagerModule, CertManagerVersion},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("..", "hack", tc.dir, "go.mod"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for line := range strings.Lines(string(b)) {
+				f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+				if len(f) >= 2 && f[0] == tc.module {
+					got = f[1]
+				}
+			}
+			if got != tc.version {
+				t.Errorf("hack/%s/go.mod requires %s %q, the constant says %s", tc.dir, tc.module, got, tc.version)
+			}
+		})
+	}
+}
