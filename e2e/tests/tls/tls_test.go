@@ -7,13 +7,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,7 +75,7 @@ func TestTLS(t *testing.T) {
 				t.Logf("status.tls: secretName %s, revision %s, fingerprint %s, notAfter %s", st.SecretName, st.Revision, st.Fingerprint, st.NotAfter.UTC())
 			}
 			fx.k.WaitMembersCondition(ctx, t, fx.vc, v1alpha1.ConditionTLSApplied, 6, 30*time.Second)
-			if got := servedFingerprints(ctx, fx); !allEqual(got, fp) {
+			if got := fx.k.ServedFingerprints(ctx, fx.vc, fx.cfg); !framework.AllServe(got, 6, fp) {
 				t.Errorf("members serve %v, want %s everywhere", got, fp)
 			}
 			fx.k.CheckStatusContract(ctx, t, fx.vc)
@@ -118,7 +116,7 @@ func TestTLS(t *testing.T) {
 		Assess("a new certificate of the same CA is served by every member within 60 s, live", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			need(t)
 			before := fx.k.PodsState(ctx, t, fx.vc)
-			states := watchClusterState(ctx, t, fx)
+			states := fx.k.WatchClusterState(ctx, t, fx.vc, fx.cfg)
 			ch := fx.k.StartCheckerWith(ctx, t, fx.vc, checker.Options{TLS: fx.cfg})
 			time.Sleep(time.Second) // some writes before the change
 
@@ -128,13 +126,13 @@ func TestTLS(t *testing.T) {
 			setSecret(ctx, t, fx, secretData(fx.ca, next))
 			switched := map[string]time.Duration{}
 			err := framework.Until(ctx, servedWithin, "every member serving the new certificate "+fp, func(ctx context.Context) (bool, string, error) {
-				got := servedFingerprints(ctx, fx)
+				got := fx.k.ServedFingerprints(ctx, fx.vc, fx.cfg)
 				for a, f := range got {
 					if _, seen := switched[a]; !seen && f == fp {
 						switched[a] = time.Since(start)
 					}
 				}
-				return allEqual(got, fp), fmt.Sprint(got), nil
+				return framework.AllServe(got, 6, fp), fmt.Sprint(got), nil
 			})
 			took := time.Since(start)
 			sr := states.Stop()
@@ -175,10 +173,10 @@ func TestTLS(t *testing.T) {
 			need(t)
 			before := fx.k.PodsState(ctx, t, fx.vc)
 			fp := valkey.Fingerprint(fx.served.cert)
-			states := watchClusterState(ctx, t, fx)
+			states := fx.k.WatchClusterState(ctx, t, fx.vc, fx.cfg)
 			served := framework.StartSampler("certificate served by the 6 members (fresh handshake every 1 s)", time.Second, func(ctx context.Context) error {
-				got := servedFingerprints(ctx, fx)
-				if !allEqual(got, fp) {
+				got := fx.k.ServedFingerprints(ctx, fx.vc, fx.cfg)
+				if !framework.AllServe(got, 6, fp) {
 					return fmt.Errorf("members serve %v, want %s", got, fp)
 				}
 				return nil
@@ -285,51 +283,9 @@ func refused(ctx context.Context, t *testing.T, fx *fixture, data map[string][]b
 	if err != nil {
 		t.Error(err)
 	}
-	if got := servedFingerprints(ctx, fx); !allEqual(got, fp) {
+	if got := fx.k.ServedFingerprints(ctx, fx.vc, fx.cfg); !framework.AllServe(got, 6, fp) {
 		t.Errorf("after the refused Secret (%s) members serve %v, want %s everywhere", reason, got, fp)
 	}
-}
-
-// servedFingerprints opens a new TLS connection to every member and returns the
-// fingerprint of the certificate each presents (or the error), by address.
-func servedFingerprints(ctx context.Context, fx *fixture) map[string]string {
-	var list v1alpha1.ValkeyNodeList
-	out := map[string]string{}
-	if err := fx.k.Client.List(ctx, &list, client.InNamespace(fx.vc.Namespace), client.MatchingLabels{v1alpha1.LabelInstance: fx.vc.Name}); err != nil {
-		out["list"] = err.Error()
-		return out
-	}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, m := range list.Items {
-		a := net.JoinHostPort(m.Status.PodIP, strconv.Itoa(framework.ValkeyPort))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := valkey.ServedCertificate(ctx, a, fx.cfg, 2*time.Second)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				out[a] = "error: " + err.Error()
-				return
-			}
-			out[a] = valkey.Fingerprint(c)
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
-func allEqual(m map[string]string, want string) bool {
-	if len(m) != 6 {
-		return false
-	}
-	for _, v := range m {
-		if v != want {
-			return false
-		}
-	}
-	return true
 }
 
 func describe(m map[string]time.Duration) string {
@@ -403,7 +359,7 @@ func writeAndRead(ctx context.Context, t *testing.T, fx *fixture, n int) {
 			continue
 		}
 		primaries++
-		mc, err := dialMember(ctx, fx, m)
+		mc, err := framework.DialMemberTLS(ctx, m, fx.cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,39 +372,4 @@ func writeAndRead(ctx context.Context, t *testing.T, fx *fixture, n int) {
 	if primaries != 3 {
 		t.Errorf("%d primaries, want 3", primaries)
 	}
-}
-
-// dialMember connects to a member as the test user, over TLS.
-func dialMember(ctx context.Context, fx *fixture, m v1alpha1.ValkeyNode) (*valkey.Client, error) {
-	return valkey.Dial(ctx, valkey.Options{Addr: net.JoinHostPort(m.Status.PodIP, strconv.Itoa(framework.ValkeyPort)),
-		Username: framework.TestUser, Password: "any", TLS: fx.cfg})
-}
-
-// watchClusterState samples CLUSTER INFO on every member every 200 ms over connections
-// opened before (as the test user): a sample fails when a member does not answer
-// cluster_state:ok.
-func watchClusterState(ctx context.Context, t *testing.T, fx *fixture) *framework.Sampler {
-	t.Helper()
-	conns := map[string]*valkey.Client{}
-	for _, m := range fx.k.Members(ctx, t, fx.vc) {
-		c, err := dialMember(ctx, fx, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		conns[m.Name] = c
-	}
-	return framework.StartSampler("cluster_state of the 6 members (CLUSTER INFO every 200 ms)", 200*time.Millisecond, func(ctx context.Context) error {
-		var errs []error
-		for name, c := range conns {
-			info, err := c.ClusterInfo(ctx)
-			switch {
-			case err != nil:
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			case info["cluster_state"] != "ok":
-				errs = append(errs, fmt.Errorf("%s: cluster_state %s", name, info["cluster_state"]))
-			}
-		}
-		return errors.Join(errs...)
-	})
 }
