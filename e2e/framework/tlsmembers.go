@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -95,4 +97,24 @@ func (k *Cluster) WatchClusterState(ctx context.Context, t testing.TB, vc *v1alp
 		}
 		return errors.Join(errs...)
 	})
+}
+
+// PEMCertificates parses every CERTIFICATE block of b.
+func PEMCertificates(b []byte) ([]*x509.Certificate, error) {
+	var out []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, b = pem.Decode(b)
+		if block == nil {
+			return out, nil
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
 }

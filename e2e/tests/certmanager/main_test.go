@@ -1,13 +1,9 @@
 //go:build e2e
 
-// Package certmanager is the e2e suite of TLS certificates issued by a real cert-manager
-// (built from the Go module proxy, see docs/testing.md): a cluster that asks for
-// cert-manager with no issuer gets a CA of its own and reaches Ready with TLS on every
-// link; a scale adds members that join with TLS; a renewal reaches every member live
-// with no failed write; a member certificate of one cluster is refused on another
-// cluster's bus; a cluster can also use an Issuer of its namespace. The operator runs
-// with its webhooks' serving certificate from cert-manager
-// (webhooks.certificates.mode=certManager).
+// Package certmanager is the e2e suite of what runs with a real cert-manager (built from
+// the Go module proxy, see docs/testing.md): the operator installed with
+// webhooks.certificates.mode=certManager serves admission with the certificate
+// cert-manager issued for its webhooks.
 package certmanager
 
 import (
