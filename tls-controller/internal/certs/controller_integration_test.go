@@ -176,7 +176,7 @@ func (h *harness) createCluster(name, secret string) {
 		Labels: v1alpha1.ClusterLabels(name)}, Data: map[string][]byte{v1alpha1.UserOperator: []byte(operatorPW)}})).To(Succeed())
 	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: name}}
 	if secret != "" {
-		vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: secret}}
+		vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: secret}}
 	}
 	Expect(h.Client.Create(suite.Step(), vc)).To(Succeed())
 	patch := client.MergeFrom(vc.DeepCopy())

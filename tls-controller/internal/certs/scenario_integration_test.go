@@ -278,7 +278,7 @@ var _ = Describe("The tls-controller at the edges", Ordered, func() {
 	// A reserved user name; the webhook would refuse it.
 	It("reports an invalid spec and does not act on it", func() {
 		bad := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "bad"}, Spec: v1alpha1.ValkeyClusterSpec{
-			TLS:   &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "later-certs"}},
+			TLS:   &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "later-certs"}},
 			Users: []v1alpha1.UserSpec{{Name: "_evil", NoPass: true}},
 		}}
 		Expect(h.Client.Create(suite.Step(), bad)).To(Succeed())
