@@ -121,7 +121,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 // scope holds what one pass read and decided.
 type scope struct {
 	*publish.Pass
-	// names are the client names the certificate should cover.
+	// names are the names status.tls.missingNames reports (Names.Checked).
 	names []string
 	// source is the user's Secret (nil when missing or in conflict).
 	source  *corev1.Secret
@@ -148,8 +148,8 @@ func (s *scope) accepted() bool {
 	return s.outcome.Conflict == "" && s.outcome.Verdict.Accepted()
 }
 
-// Read reads the members, the client names the certificate should cover, and the
-// operator's copy.
+// Read reads the members, the names the certificate should cover, and the operator's
+// copy.
 func (r *Reconciler) Read(ctx context.Context, p *publish.Pass) (*scope, error) {
 	vc := p.Cluster
 	s := &scope{Pass: p}
@@ -158,10 +158,7 @@ func (r *Reconciler) Read(ctx context.Context, p *publish.Pass) (*scope, error) 
 		return nil, err
 	}
 	s.nodes = nodes
-	s.names = ClientNames(vc.Name, vc.Namespace, r.clusterDomain())
-	if vc.Spec.ExternalAccess != nil && vc.Spec.ExternalAccess.HostnameTemplate != "" {
-		s.names = append(s.names, ExternalNames(vc, nodes)...)
-	}
+	s.names = CertificateNames(vc, nodes, r.clusterDomain()).Checked
 	served, conflict, err := r.readServed(ctx, vc, s.Now)
 	if err != nil {
 		return nil, err

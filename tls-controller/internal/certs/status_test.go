@@ -14,7 +14,7 @@ import (
 func TestReadyCondition(t *testing.T) {
 	ca := newTestCA(t, "ca")
 	c, k := ca.issue(t, leafOpts{dns: []string{"vk.ns.svc"}})
-	names := ClientNames("vk", "ns", "cluster.local")
+	names := checkedNames("vk", "ns")
 	accepted := Check(secretData(ca.PEM, c, k), names, time.Now())
 	complete := Check(secretData(ca.PEM, c, k), names[:1], time.Now())
 	current := accepted.Cert
