@@ -1,7 +1,7 @@
 // Command tls-controller keeps the certificates of every ValkeyCluster with TLS: it
-// checks the user's certificate Secret, copies it once it passes into the Secret the
-// pods mount ({cluster}-tls-accepted), reloads it live on every member, and warns before it
-// expires.
+// checks the user's certificate Secret, or has cert-manager issue and renew one
+// (spec.tls.certManager), copies it once it passes into the Secret the pods mount
+// ({cluster}-tls-accepted), reloads it live on every member, and warns before it expires.
 package main
 
 import (

@@ -270,4 +270,13 @@ const (
 	// certificate ({cluster}-tls-accepted) because a Secret of that name is not its own (for
 	// example spec.tls.certificate.secretName names it).
 	ReasonSecretNameConflict = "SecretNameConflict"
+	// ReasonCertManagerNotInstalled (TLSReady): spec.tls.certManager asks cert-manager
+	// for the certificate, but cert-manager's CRDs are not installed.
+	ReasonCertManagerNotInstalled = "CertManagerNotInstalled"
+	// ReasonCertificateIssuing (TLSReady): cert-manager has not written the Secret of the
+	// cluster's Certificate yet; the message says what the Certificate reports.
+	ReasonCertificateIssuing = "CertificateIssuing"
+	// ReasonIssuingFailed (TLSReady): cert-manager tried to issue the cluster's
+	// Certificate and failed; it retries with a back-off, and the message is its own.
+	ReasonIssuingFailed = "IssuingFailed"
 )

@@ -128,3 +128,19 @@ func (e *ExternalAccessSpec) Hostname(member, cluster, namespace string) string 
 func (e *ExternalAccessSpec) HostnamePattern(cluster, namespace string) string {
 	return e.Hostname("*", cluster, namespace)
 }
+
+// KindOrDefault is the issuer's kind, Issuer when unset.
+func (r *IssuerRef) KindOrDefault() IssuerKind {
+	if r.Kind == "" {
+		return IssuerKindIssuer
+	}
+	return r.Kind
+}
+
+// GroupOrDefault is the issuer's API group, cert-manager.io when unset.
+func (r *IssuerRef) GroupOrDefault() string {
+	if r.Group == "" {
+		return CertManagerGroup
+	}
+	return r.Group
+}

@@ -11,7 +11,7 @@ import (
 // says what a reader waits on while one is not named.
 func TestPublishedSecrets(t *testing.T) {
 	withTLS := func(vc *ValkeyCluster) {
-		vc.Spec.TLS = &TLSSpec{Certificate: CertificateSpec{SecretName: "user-cert"}}
+		vc.Spec.TLS = &TLSSpec{Certificate: &CertificateSpec{SecretName: "user-cert"}}
 	}
 	published := func(vc *ValkeyCluster) {
 		vc.Status.ACL = &ACLStatus{SecretName: "a", SystemUsersSecretName: "u", Revision: "r"}

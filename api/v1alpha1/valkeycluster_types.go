@@ -169,8 +169,9 @@ type ValkeyClusterSpec struct {
 	// +optional
 	PrimaryPlacement *PrimaryPlacementSpec `json:"primaryPlacement,omitempty"`
 
-	// TLS turns on TLS for clients, replication and the cluster bus. It cannot be turned
-	// on or off after creation; the Secret name may change.
+	// TLS turns on TLS for clients, replication and the cluster bus, with a certificate
+	// from a Secret you keep or issued by cert-manager. It cannot be turned on or off
+	// after creation; its source may change.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
 
@@ -400,10 +401,23 @@ type SchedulingSpec struct {
 	TopologySpreadConstraints []corev1.TopologySpreadConstraint `json:"topologySpreadConstraints,omitempty"`
 }
 
-// TLSSpec turns on TLS.
+// TLSSpec turns on TLS. The members' certificate comes from exactly one of two
+// sources: a Secret you keep (certificate), or cert-manager, which issues and renews it
+// (certManager). Switching between the two while TLS is on is a certificate rotation,
+// rolled out live.
+// +kubebuilder:validation:XValidation:rule="has(self.certificate) != has(self.certManager)",message="set exactly one of certificate (a Secret you keep) and certManager (a certificate cert-manager issues and renews)"
 type TLSSpec struct {
-	// Certificate names the Secret with the members' certificate.
-	Certificate CertificateSpec `json:"certificate"`
+	// Certificate names a Secret you keep with the members' certificate. Exactly one of
+	// certificate and certManager.
+	// +optional
+	Certificate *CertificateSpec `json:"certificate,omitempty"`
+	// CertManager has cert-manager (installed in the Kubernetes cluster) issue the
+	// members' certificate and renew it: the tls-controller keeps a cert-manager
+	// Certificate {cluster}-tls, writing Secret {cluster}-tls, with every name the
+	// cluster is reached by, and checks and rolls out what cert-manager writes as it does
+	// a Secret you keep. Exactly one of certificate and certManager.
+	// +optional
+	CertManager *CertManagerSpec `json:"certManager,omitempty"`
 }
 
 // CertificateSpec names a Secret of type kubernetes.io/tls (or Opaque) holding ca.crt,
@@ -413,6 +427,111 @@ type CertificateSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	SecretName string `json:"secretName"`
+}
+
+// CertManagerSpec is the certificate the tls-controller asks cert-manager for. The
+// names it covers are computed (the client and headless Services, the members' external
+// names and addresses); dnsNames and ipAddresses add to them. Its usages are server and
+// client authentication, digital signature and key encipherment: members are servers
+// and clients of each other on the cluster bus.
+type CertManagerSpec struct {
+	// IssuerRef is the cert-manager issuer that signs the members' certificate. Omitted:
+	// the operator makes a CA for this cluster alone (a self-signed Issuer
+	// {cluster}-selfsigned, a CA Certificate and Secret {cluster}-ca, and a CA Issuer
+	// {cluster}-ca), so a member certificate of this cluster is trusted by no other
+	// cluster's bus. An issuer shared by several clusters makes every member certificate
+	// it issues acceptable to all their buses.
+	// +optional
+	IssuerRef *IssuerRef `json:"issuerRef,omitempty"`
+	// Duration is the certificate's requested lifetime, at least 1h (for example 2160h).
+	// cert-manager's default (90 days) when omitted.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="must be a duration of at least 1h, such as 2160h"
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+	// RenewBefore is how long before the certificate's end cert-manager renews it: at
+	// least 5m and less than duration (for example 360h). cert-manager's default (a
+	// third of the lifetime) when omitted.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5m')",message="must be a duration of at least 5m, such as 360h"
+	// +optional
+	RenewBefore *metav1.Duration `json:"renewBefore,omitempty"`
+	// PrivateKey is the algorithm and size of the members' key. cert-manager's default
+	// (RSA 2048) when omitted.
+	// +optional
+	PrivateKey *PrivateKeySpec `json:"privateKey,omitempty"`
+	// DNSNames are names the certificate covers besides those the operator computes
+	// (a name under which you publish the cluster, for example). A wildcard is allowed
+	// as the first label (*.cache.example.com). At most 32.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	DNSNames []string `json:"dnsNames,omitempty"`
+	// IPAddresses are IP addresses the certificate covers besides those the operator
+	// computes (the members' external addresses). At most 32.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=45
+	// +optional
+	IPAddresses []string `json:"ipAddresses,omitempty"`
+}
+
+// IssuerKind is the kind of a cert-manager issuer.
+// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+type IssuerKind string
+
+const (
+	// IssuerKindIssuer is an Issuer in the cluster's namespace.
+	IssuerKindIssuer IssuerKind = "Issuer"
+	// IssuerKindClusterIssuer is a ClusterIssuer.
+	IssuerKindClusterIssuer IssuerKind = "ClusterIssuer"
+)
+
+// CertManagerGroup is cert-manager's API group, the default group of an issuerRef.
+const CertManagerGroup = "cert-manager.io"
+
+// IssuerRef names a cert-manager issuer.
+type IssuerRef struct {
+	// Name of the Issuer (in the cluster's namespace) or ClusterIssuer.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Kind is Issuer (default) or ClusterIssuer.
+	// +kubebuilder:default=Issuer
+	// +optional
+	Kind IssuerKind `json:"kind,omitempty"`
+	// Group of the issuer's API: cert-manager.io (default).
+	// +kubebuilder:default="cert-manager.io"
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Group string `json:"group,omitempty"`
+}
+
+// PrivateKeyAlgorithm is the algorithm of a private key cert-manager generates.
+// +kubebuilder:validation:Enum=RSA;ECDSA;Ed25519
+type PrivateKeyAlgorithm string
+
+const (
+	// PrivateKeyRSA is an RSA key: size 2048 (default) to 8192.
+	PrivateKeyRSA PrivateKeyAlgorithm = "RSA"
+	// PrivateKeyECDSA is an ECDSA key: size 256 (default), 384 or 521.
+	PrivateKeyECDSA PrivateKeyAlgorithm = "ECDSA"
+	// PrivateKeyEd25519 is an Ed25519 key, which has no size.
+	PrivateKeyEd25519 PrivateKeyAlgorithm = "Ed25519"
+)
+
+// PrivateKeySpec is the members' private key.
+type PrivateKeySpec struct {
+	// Algorithm is RSA (cert-manager's default), ECDSA or Ed25519.
+	// +optional
+	Algorithm PrivateKeyAlgorithm `json:"algorithm,omitempty"`
+	// Size in bits: 2048 to 8192 for RSA (default 2048), 256, 384 or 521 for ECDSA
+	// (default 256); none for Ed25519.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=8192
+	// +optional
+	Size int32 `json:"size,omitempty"`
 }
 
 // UserSpec is one ACL user.
@@ -710,8 +829,9 @@ type PasswordRotationStatus struct {
 
 // TLSStatus describes the certificate the members should serve.
 type TLSStatus struct {
-	// SecretName is the user's Secret (spec.tls.certificate.secretName) the accepted
-	// certificate was copied from.
+	// SecretName is the Secret the accepted certificate was copied from: yours
+	// (spec.tls.certificate.secretName), or the one cert-manager writes ({cluster}-tls)
+	// with spec.tls.certManager.
 	SecretName string `json:"secretName"`
 	// AcceptedSecretName is the operator's copy of the accepted certificate: the Secret
 	// the members mount and every component reads the CA from.
@@ -723,7 +843,10 @@ type TLSStatus struct {
 	Fingerprint string `json:"fingerprint"`
 	// NotAfter of the accepted certificate.
 	NotAfter metav1.Time `json:"notAfter"`
-	// MissingNames are client-facing DNS names the certificate does not cover.
+	// MissingNames are names the certificate does not cover: of a Secret you keep, the
+	// client Service's names and the members' external hostnames; of a certificate
+	// cert-manager issues, any name or address the operator asked for (until
+	// cert-manager has issued a certificate with the names a change added).
 	// +optional
 	MissingNames []string `json:"missingNames,omitempty"`
 	// Rollout is where the rollout of this revision to the members stands.

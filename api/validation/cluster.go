@@ -91,6 +91,9 @@ func ClusterWarnings(c *v1alpha1.ValkeyCluster) []string {
 	if w := noReplicaWarning(&c.Spec, specPath); w != "" {
 		warnings = append(warnings, w)
 	}
+	if w := privateKeySizeWarning(c.Spec.TLS, specPath.Child("tls")); w != "" {
+		warnings = append(warnings, w)
+	}
 	if c.Spec.Replicas != nil {
 		warnings = append(warnings, fmt.Sprintf("%s is accepted as another name for %s (the valkey-io operator's); "+
 			"this operator's name is replicasPerShard", specPath.Child("replicas"), specPath.Child("replicasPerShard")))

@@ -72,7 +72,7 @@ func seedSample() *v1alpha1.ValkeyCluster {
 		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{
 			MaxSkew: 1, TopologyKey: "kubernetes.io/hostname", WhenUnsatisfiable: corev1.DoNotSchedule}},
 	}
-	s.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "valkey-tls"}}
+	s.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "valkey-tls"}}
 	s.Users = []v1alpha1.UserSpec{
 		{
 			Name:           "alice",

@@ -31,23 +31,28 @@ const (
 	MaxUsers             = 100
 	// MaxUsersACLBytes bounds the lines spec.users adds to the aclfile (ACLLineBytes),
 	// which the ACL Secret holds (at most 1 MiB) and every server loads.
-	MaxUsersACLBytes       = 64 * 1024
-	MaxUserNameLength      = 128
-	MaxUserListEntries     = 256
-	MaxUserEntryLength     = 1024
-	MaxPermissionsLength   = 4096
-	MaxPasswordKeys        = 16
-	MaxTolerations         = 64
-	MaxNodeSelector        = 64
-	MaxSpreadConstraints   = 16
-	MaxAffinityBytes       = 32 * 1024
-	MaxServiceAnnotations  = 64
-	MaxServiceLabels       = 64
-	MaxAnnotationsBytes    = 32 * 1024
-	MaxSourceRanges        = 64
-	MaxSourceRangeLength   = 64
-	MaxNetworkPolicyPeers  = 64
-	MaxKubernetesNameLen   = 253
+	MaxUsersACLBytes      = 64 * 1024
+	MaxUserNameLength     = 128
+	MaxUserListEntries    = 256
+	MaxUserEntryLength    = 1024
+	MaxPermissionsLength  = 4096
+	MaxPasswordKeys       = 16
+	MaxTolerations        = 64
+	MaxNodeSelector       = 64
+	MaxSpreadConstraints  = 16
+	MaxAffinityBytes      = 32 * 1024
+	MaxServiceAnnotations = 64
+	MaxServiceLabels      = 64
+	MaxAnnotationsBytes   = 32 * 1024
+	MaxSourceRanges       = 64
+	MaxSourceRangeLength  = 64
+	MaxNetworkPolicyPeers = 64
+	MaxKubernetesNameLen  = 253
+	// MaxCertificateNames bounds spec.tls.certManager.dnsNames and ipAddresses each;
+	// MaxIPAddressLength is the longest textual IPv6 address.
+	MaxCertificateNames    = 32
+	MaxIPAddressLength     = 45
+	MaxDurationLength      = 32
 	MaxObjectStoreEndpoint = 512
 	MaxRegionLength        = 63
 	MaxScheduleLength      = 128
@@ -72,9 +77,7 @@ func validateClusterSize(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 		errs = append(errs, tooLong(p.Child("persistence", "storageClassName"), *s.Persistence.StorageClassName, MaxKubernetesNameLen)...)
 	}
 	errs = append(errs, validateSchedulingSize(s.Scheduling, p.Child("scheduling"))...)
-	if s.TLS != nil {
-		errs = append(errs, tooLong(p.Child("tls", "certificate", "secretName"), s.TLS.Certificate.SecretName, MaxKubernetesNameLen)...)
-	}
+	errs = append(errs, validateTLSSize(s.TLS, p.Child("tls"))...)
 	errs = append(errs, validateUsersSize(s.Users, p.Child("users"))...)
 	if np := s.NetworkPolicy; np != nil {
 		errs = append(errs, tooMany(p.Child("networkPolicy", "clients"), len(np.Clients), MaxNetworkPolicyPeers)...)
@@ -84,6 +87,30 @@ func validateClusterSize(s *v1alpha1.ValkeyClusterSpec, p *field.Path) field.Err
 	if len(errs) == 0 {
 		errs = append(errs, jsonTooBig(p, s, MaxSpecBytes)...)
 	}
+	return errs
+}
+
+// validateTLSSize bounds spec.tls: the Secret's name, the issuer's name and group, the
+// durations and the extra names of a certificate cert-manager issues.
+func validateTLSSize(t *v1alpha1.TLSSpec, p *field.Path) field.ErrorList {
+	if t == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if t.Certificate != nil {
+		errs = append(errs, tooLong(p.Child("certificate", "secretName"), t.Certificate.SecretName, MaxKubernetesNameLen)...)
+	}
+	cm := t.CertManager
+	if cm == nil {
+		return errs
+	}
+	p = p.Child("certManager")
+	if r := cm.IssuerRef; r != nil {
+		errs = append(errs, tooLong(p.Child("issuerRef", "name"), r.Name, MaxKubernetesNameLen)...)
+		errs = append(errs, tooLong(p.Child("issuerRef", "group"), r.Group, MaxKubernetesNameLen)...)
+	}
+	errs = append(errs, stringList(p.Child("dnsNames"), cm.DNSNames, MaxCertificateNames, MaxKubernetesNameLen)...)
+	errs = append(errs, stringList(p.Child("ipAddresses"), cm.IPAddresses, MaxCertificateNames, MaxIPAddressLength)...)
 	return errs
 }
 

@@ -237,6 +237,22 @@ func TestSizeLimits(t *testing.T) {
 				c.Spec.Resources.Claims[i] = corev1.ResourceClaim{Name: strings.Repeat("c", 80) + strconv.Itoa(i)}
 			}
 		}, want: []string{"spec: Too long: ", "bytes of JSON, more than the 262144 bytes allowed"}},
+		{name: "certificate names at the limit", mutate: certManager(func(cm *v1alpha1.CertManagerSpec) {
+			for i := range MaxCertificateNames {
+				cm.DNSNames = append(cm.DNSNames, fmt.Sprintf("n%d.example.com", i))
+				cm.IPAddresses = append(cm.IPAddresses, fmt.Sprintf("10.0.0.%d", i))
+			}
+		})},
+		{name: "too many certificate names", mutate: certManager(func(cm *v1alpha1.CertManagerSpec) {
+			for i := range MaxCertificateNames + 1 {
+				cm.DNSNames = append(cm.DNSNames, fmt.Sprintf("n%d.example.com", i))
+				cm.IPAddresses = append(cm.IPAddresses, fmt.Sprintf("10.0.0.%d", i))
+			}
+		}), want: []string{"spec.tls.certManager.dnsNames: Too many: 33: must have at most 32 items",
+			"spec.tls.certManager.ipAddresses: Too many: 33: must have at most 32 items"}},
+		{name: "issuer name too long", mutate: certManager(func(cm *v1alpha1.CertManagerSpec) {
+			cm.IssuerRef = &v1alpha1.IssuerRef{Name: strings.Repeat("a", MaxKubernetesNameLen+1)}
+		}), want: []string{"spec.tls.certManager.issuerRef.name: Too long: may not be more than 253 characters"}},
 		{name: "the reference sample", mutate: func(c *v1alpha1.ValkeyCluster) { *c = *seedSample() }},
 	})
 }
@@ -277,6 +293,14 @@ func TestSchemaLimits(t *testing.T) {
 			{"scheduling.priorityClassName", "maxLength", MaxKubernetesNameLen, false},
 			{"scheduling.topologySpreadConstraints", "maxItems", MaxSpreadConstraints, true},
 			{"tls.certificate.secretName", "maxLength", MaxKubernetesNameLen, false},
+			{"tls.certManager.issuerRef.name", "maxLength", MaxKubernetesNameLen, false},
+			{"tls.certManager.issuerRef.group", "maxLength", MaxKubernetesNameLen, false},
+			{"tls.certManager.duration", "maxLength", MaxDurationLength, false},
+			{"tls.certManager.renewBefore", "maxLength", MaxDurationLength, false},
+			{"tls.certManager.dnsNames", "maxItems", MaxCertificateNames, true},
+			{"tls.certManager.dnsNames[]", "maxLength", MaxKubernetesNameLen, false},
+			{"tls.certManager.ipAddresses", "maxItems", MaxCertificateNames, true},
+			{"tls.certManager.ipAddresses[]", "maxLength", MaxIPAddressLength, false},
 			{"users", "maxItems", MaxUsers, true},
 			{"users[].name", "maxLength", MaxUserNameLength, true},
 			{"users[].permissions", "maxLength", MaxPermissionsLength, true},

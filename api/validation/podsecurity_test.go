@@ -65,7 +65,7 @@ func TestSidecarPodSecurity(t *testing.T) {
 			c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
 		})},
 		{name: "allowed: TLS, persistence, no exporter, with the sidecar", mutate: func(c *v1alpha1.ValkeyCluster) {
-			c.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "tls"}}
+			c.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "tls"}}
 			c.Spec.Persistence = &v1alpha1.PersistenceSpec{Size: resource.MustParse("1Gi")}
 			c.Spec.Exporter.Enabled = ptr.To(false)
 			sidecar(func(*corev1.Container) {})(c)

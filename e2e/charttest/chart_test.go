@@ -618,6 +618,48 @@ func TestMetricsAreSecure(t *testing.T) {
 	}
 }
 
+// TestCertManagerRules: only the tls-controller touches cert-manager's objects, and
+// only what it keeps for clusters with spec.tls.certManager: Certificates and Issuers
+// (no ClusterIssuers, no CertificateRequests), which it creates, updates, deletes and
+// watches; with watchNamespaces only in those namespaces.
+func TestCertManagerRules(t *testing.T) {
+	var want []string
+	for _, res := range []string{"certificates", "issuers"} {
+		for _, verb := range []string{"create", "delete", "get", "list", "update", "watch"} {
+			want = append(want, "cert-manager.io/"+res+":"+verb)
+		}
+	}
+	certManager := func(rs []string) []string {
+		var out []string
+		for _, r := range rs {
+			if strings.HasPrefix(r, "cert-manager.io/") {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	objs := render(t)
+	for _, name := range components {
+		got := certManager(rules(t, objs["ClusterRole/vko-"+name]))
+		if name == "tls-controller" {
+			if !slices.Equal(got, want) {
+				t.Errorf("tls-controller's cert-manager rules %v, want %v", got, want)
+			}
+			continue
+		}
+		if len(got) > 0 {
+			t.Errorf("%s may touch cert-manager's objects: %v", name, got)
+		}
+	}
+	objs = render(t, "watchNamespaces={a}")
+	if got := certManager(rules(t, objs["ClusterRole/vko-tls-controller"])); len(got) > 0 {
+		t.Errorf("with watchNamespaces, cluster-wide cert-manager rules %v", got)
+	}
+	if got := certManager(rules(t, objs["Role/vko-tls-controller"])); !slices.Equal(got, want) {
+		t.Errorf("with watchNamespaces, the tls-controller's cert-manager rules in a watched namespace %v, want %v", got, want)
+	}
+}
+
 // TestBackupControllerRole: the backup-controller reads Secrets (the store's
 // credentials) but never lists, watches or changes them, creates Jobs but no pods, and
 // its Jobs run its own image.

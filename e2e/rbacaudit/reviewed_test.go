@@ -16,6 +16,7 @@ const (
 	externalOnly     = "spec.externalAccess: a NodePort member's node read by name, a gone member's Service deleted (external suite, make e2e)"
 	rotationRead     = "a pass during a rotation of the system users' passwords reads the cluster from the API server, not the cache (acl suite)"
 	copyAhead        = "a pass that finds the certificate copy newer than the cached status.tls reads the cluster from the API server: only when the cache lags or a status write failed"
+	certManagerOnly  = "spec.tls.certManager: the tls-controller keeps the cluster's cert-manager Certificates and Issuers and gives the Secrets cert-manager writes an owner reference (the tls-controller integration suite with cert-manager's CRDs; the certmanager e2e suite with a real cert-manager)"
 )
 
 // reviewed are the permissions the RBAC check found unused in make e2e-ci (2026-12-02),
@@ -41,6 +42,7 @@ var reviewed = []allowance{
 	{component: "acl-controller", key: "valkey.io/valkeyclusters get", suites: []string{"acl"}, reason: rotationRead},
 	{component: "tls-controller", key: "valkey.io/valkeyclusters get", reason: copyAhead},
 	{component: "cluster-controller", key: "core/services delete", suites: []string{"external"}, reason: externalOnly},
+	{component: "tls-controller", key: "core/secrets patch", suites: []string{"certmanager"}, reason: certManagerOnly},
 
 	{component: "backup-controller", key: "batch/jobs create", suites: []string{"backup"}, reason: backupOnly},
 	{component: "backup-controller", key: "batch/jobs delete", suites: []string{"backup"}, reason: backupOnly},
@@ -65,4 +67,17 @@ var reviewed = []allowance{
 	{component: "backup-controller", key: "valkey.io/valkeyclusters/status get", suites: []string{"backup"}, reason: backupOnly},
 	{component: "backup-controller", key: "valkey.io/valkeyclusters/status patch", suites: []string{"backup"}, reason: backupOnly},
 	{component: "backup-controller", key: "valkey.io/valkeynodes get", suites: []string{"backup"}, reason: backupOnly},
+
+	{component: "tls-controller", key: "cert-manager.io/certificates create", suites: []string{"certmanager"}, reason: certManagerOnly},
+	{component: "tls-controller", key: "cert-manager.io/certificates delete", suites: []string{"certmanager"}, reason: certManagerOnly},
+	{component: "tls-controller", key: "cert-manager.io/certificates get", suites: []string{"certmanager"}, reason: certManagerOnly},
+	{component: "tls-controller", key: "cert-manager.io/certificates list", suites: []string{"certmanager"}, reason: certManagerOnly},
+	{component: "tls-controller", key: "cert-manager.io/certificates update", suites: []string{"certmanager"}, reason: certManagerOnly},
+	{component: "tls-controller", key: "cert-manager.io/certificates watch", suites: []string{"certmanager"}, reason: certManagerOnly},
+	{component: "tls-controller", key: "cert-manager.io/issuers create", suites: []string{"certmanager"}, reason: certManagerOnly},
+	{component: "tls-controller", key: "cert-manager.io/issuers delete", suites: []string{"certmanager"}, reason: certManagerOnly},
+	{component: "tls-controller", key: "cert-manager.io/issuers get", suites: []string{"certmanager"}, reason: certManagerOnly},
+	{component: "tls-controller", key: "cert-manager.io/issuers list", suites: []string{"certmanager"}, reason: certManagerOnly},
+	{component: "tls-controller", key: "cert-manager.io/issuers update", suites: []string{"certmanager"}, reason: certManagerOnly},
+	{component: "tls-controller", key: "cert-manager.io/issuers watch", suites: []string{"certmanager"}, reason: certManagerOnly},
 }

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 
@@ -122,6 +123,24 @@ func Trim(in any) (any, error) {
 		return stub(out), nil
 	}
 	return out, nil
+}
+
+// TrimMeta keeps what the controllers read of an object's metadata, as the caches of
+// the types above keep it: for the transform of a component that caches another
+// project's types (the tls-controller's cert-manager objects).
+func TrimMeta(m metav1.ObjectMeta) metav1.ObjectMeta { return trimMeta(m) }
+
+// CapMessage caps a condition's or status message as the caches of the types above do.
+func CapMessage(s string) string { return capString(s) }
+
+// Bounded returns o, or a stub of it when its JSON is larger than a cache keeps
+// (maxCachedObject), for types without a protobuf size: the operator's own objects are
+// far smaller, so only a stranger's can be.
+func Bounded(o client.Object) client.Object {
+	if b, err := json.Marshal(o); err != nil || len(b) > maxCachedObject {
+		return stub(o)
+	}
+	return o
 }
 
 // trimMeta keeps what the controllers read of an object's metadata.

@@ -128,3 +128,15 @@ func TestTrimStubs(t *testing.T) {
 		t.Errorf("stub of a Secret is a %T", np)
 	}
 }
+
+func TestBounded(t *testing.T) {
+	small := &corev1.ConfigMap{ObjectMeta: labelled("small")}
+	if got := Bounded(small); got != small {
+		t.Errorf("a small object is kept as it is: %+v", got)
+	}
+	big := &corev1.ConfigMap{ObjectMeta: labelled("big"), Data: map[string]string{"k": strings.Repeat("x", maxCachedObject)}}
+	got := Bounded(big)
+	if got.GetAnnotations()[AnnotationCacheStub] == "" || got.GetLabels() != nil || got.(*corev1.ConfigMap).Data != nil {
+		t.Errorf("an object larger than %d bytes of JSON is a stub: %+v", maxCachedObject, got)
+	}
+}

@@ -278,13 +278,21 @@ func run[S any](ctx context.Context, st Steps[S], p *Pass, s S) error {
 	return nil
 }
 
-// NameConflictError says that a Secret the controller would create for the cluster
-// exists and is not the cluster's. It is never taken over (a Secret written by someone
-// else would give them what the operator puts in it): the cluster reports the
-// controller's readiness condition False, reason NameConflict, until the Secret is
-// renamed or deleted.
-type NameConflictError struct{ Name string }
+// NameConflictError says that an object the controller would create for the cluster (a
+// Secret, unless Kind says otherwise) exists and is not the cluster's. It is never taken
+// over (a Secret written by someone else would give them what the operator puts in it):
+// the cluster reports the controller's readiness condition False, reason NameConflict,
+// until the object is renamed or deleted.
+type NameConflictError struct {
+	Name string
+	// Kind of the object ("": Secret).
+	Kind string
+}
 
 func (e *NameConflictError) Error() string {
-	return fmt.Sprintf("Secret %s exists and is not this cluster's; the operator does not take it over: delete or rename it", e.Name)
+	kind := e.Kind
+	if kind == "" {
+		kind = "Secret"
+	}
+	return fmt.Sprintf("%s %s exists and is not this cluster's; the operator does not take it over: delete or rename it", kind, e.Name)
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
@@ -37,6 +38,9 @@ type Watches struct {
 	// Member passes the member changes that matter besides those every such
 	// controller acts on (membership.Changed).
 	Member func(before, after *v1alpha1.ValkeyNode) bool
+	// Sources are further sources of the controller's requests (a watch the controller
+	// starts itself, once the API it watches exists).
+	Sources []source.Source
 }
 
 // SetupWithManager registers the controller, its field index and its watches. Users'
@@ -58,6 +62,9 @@ func (f *Frame[S]) SetupWithManager(ctx context.Context, mgr manager.Manager, ma
 		For(&v1alpha1.ValkeyCluster{}, builder.WithPredicates(predicate.Or(w.Cluster, watches.PausedChanged())))
 	for _, o := range w.Owns {
 		b = b.Owns(o, builder.OnlyMetadata)
+	}
+	for _, src := range w.Sources {
+		b = b.WatchesRawSource(src)
 	}
 	return b.WatchesRawSource(secrets).
 		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf),

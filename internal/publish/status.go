@@ -90,14 +90,20 @@ func (s Status) Forget(ctx context.Context, vc *v1alpha1.ValkeyCluster) error {
 
 // Announce records the readiness condition ready of a cluster when it is False and new
 // (not the cluster's condition of that type yet): a held rollout (reason Paused) as a
-// Normal RolloutHeld event, any other as a Warning event of its reason, with action.
+// Normal RolloutHeld event, a certificate cert-manager is issuing (CertificateIssuing)
+// as a Normal event of that reason, any other as a Warning event of its reason, with
+// action.
 func Announce(rec events.EventRecorder, vc *v1alpha1.ValkeyCluster, ready metav1.Condition, action string) {
 	old := conditions.Get(vc.Status.Conditions, ready.Type)
 	if ready.Status != metav1.ConditionFalse || (old != nil && old.Status == ready.Status && old.Message == ready.Message) {
 		return
 	}
-	if ready.Reason == v1alpha1.ReasonPaused {
+	switch ready.Reason {
+	case v1alpha1.ReasonPaused:
 		rec.Eventf(vc, nil, corev1.EventTypeNormal, "RolloutHeld", "Hold", "%s", ready.Message)
+		return
+	case v1alpha1.ReasonCertificateIssuing:
+		rec.Eventf(vc, nil, corev1.EventTypeNormal, ready.Reason, action, "%s", ready.Message)
 		return
 	}
 	rec.Eventf(vc, nil, corev1.EventTypeWarning, ready.Reason, action, "%s", ready.Message)

@@ -67,7 +67,7 @@ func TestForClusterReadsTheSecretsTheStatusNames(t *testing.T) {
 	cluster := func(mutate ...func(*v1alpha1.ValkeyCluster)) *v1alpha1.ValkeyCluster {
 		vc := &v1alpha1.ValkeyCluster{}
 		vc.Name, vc.Namespace = "vk", "ns"
-		vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "user-cert"}}
+		vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "user-cert"}}
 		vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: "published-acl", SystemUsersSecretName: "published-users"}
 		vc.Status.TLS = &v1alpha1.TLSStatus{SecretName: "user-cert", AcceptedSecretName: "published-copy"}
 		for _, m := range mutate {

@@ -1,8 +1,9 @@
 // Package component is the tls-controller as the operator runs it, alone (its own
 // binary) or beside the other controllers in one process (the manager binary): it checks
-// the certificate Secret of every ValkeyCluster with TLS, copies it once it passes into
-// the Secret the pods mount ({cluster}-tls-accepted), reloads it live on every member,
-// and warns before it expires.
+// the certificate Secret of every ValkeyCluster with TLS (the user's, or the one
+// cert-manager writes for the Certificate it keeps with spec.tls.certManager), copies it
+// once it passes into the Secret the pods mount ({cluster}-tls-accepted), reloads it live
+// on every member, and warns before it expires.
 package component
 
 import (
@@ -38,7 +39,8 @@ func New() operator.Component {
 		},
 		// This component reads users' certificate Secrets, from the API server when a
 		// cluster names them: its cache holds the operator's own Secrets and the names of
-		// the others (operator.SecretNames).
+		// the others (operator.SecretNames). cert-manager's objects are in a cache of its
+		// own, started once a cluster asks for cert-manager and its CRDs exist.
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
 			pool, err := valkeyconn.NewPool(mgr, time.Second)
 			if err != nil {

@@ -240,7 +240,7 @@ func TestVersionsLoad(t *testing.T) {
 // A backup Job mounts only the _backup key and the TLS CA, and never reaches the API.
 func TestBackupJobMountsOnlyWhatItNeeds(t *testing.T) {
 	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "ns"}}
-	vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "user-cert"}}
+	vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "user-cert"}}
 	vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: "published-acl", SystemUsersSecretName: "published-users"}
 	vc.Status.TLS = &v1alpha1.TLSStatus{SecretName: "user-cert", AcceptedSecretName: "published-copy"}
 	vb := &v1alpha1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}

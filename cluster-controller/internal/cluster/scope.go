@@ -133,7 +133,7 @@ func previousSpec(vc *v1alpha1.ValkeyCluster, nodes []*v1alpha1.ValkeyNode) *v1a
 		if vn.Spec.TLSSecretName == "" {
 			prev.Spec.TLS = nil
 		} else if prev.Spec.TLS == nil {
-			prev.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: vn.Spec.TLSSecretName}}
+			prev.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: vn.Spec.TLSSecretName}}
 		}
 		return prev
 	}

@@ -109,7 +109,7 @@ func TestConfigurationWarning(t *testing.T) {
 // create or change members while one is not named (Progressing says what it waits for).
 func TestDesiredSpecMountsThePublishedSecrets(t *testing.T) {
 	vc := plantest.Cluster(func(s *v1alpha1.ValkeyClusterSpec) {
-		s.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "user-cert"}}
+		s.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "user-cert"}}
 	})
 	if got := unpublished(vc); got == nil || got.Reason != v1alpha1.ReasonWaitingForACL {
 		t.Errorf("nothing published: unpublished = %v; want the acl-controller's Secrets", got)

@@ -44,7 +44,7 @@ func TestBackupAndRestore(t *testing.T) {
 			s3 := k.DeployS3(ctx, t, ns, true)
 			ca := k.CreateValkeyCertSecret(ctx, t, ns, "src-tls", "src")
 			src := framework.NewValkeyCluster(ns, "src", 3, 1)
-			src.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "src-tls"}}
+			src.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "src-tls"}}
 			if err := k.Client.Create(ctx, src); err != nil {
 				t.Fatal(err)
 			}
@@ -69,7 +69,7 @@ func TestBackupAndRestore(t *testing.T) {
 
 			caSame := k.CreateValkeyCertSecret(ctx, t, ns, "same-tls", "same")
 			same := restoreFrom(ctx, t, k, ns, "same", 3, 1, v1alpha1.DataSource{BackupName: "full"}, func(vc *v1alpha1.ValkeyCluster) {
-				vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "same-tls"}}
+				vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "same-tls"}}
 			})
 			store := s3.Store("")
 			more := restoreFrom(ctx, t, k, ns, "more", 5, 1, v1alpha1.DataSource{ObjectStore: &store, Path: b.Status.Path}, nil)

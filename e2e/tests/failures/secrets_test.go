@@ -173,7 +173,7 @@ func TestTLSSecretDeleted(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, vc := newCluster(ctx, t, 1, 1, func(_ *framework.Cluster, vc *v1alpha1.ValkeyCluster) {
-				vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: certSecret}}
+				vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: certSecret}}
 			})
 			if vc.Status.TLS == nil {
 				t.Fatal("no status.tls on a Ready cluster with TLS")

@@ -50,7 +50,7 @@ func TestScrape(t *testing.T) {
 			vc = newCluster(ns, "vk", 3, 1)
 			tlsc = newCluster(ns, "vk-tls", 1, 0)
 			k.CreateValkeyCertSecret(ctx, t, ns, "vk-tls-cert", tlsc.Name)
-			tlsc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "vk-tls-cert"}}
+			tlsc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "vk-tls-cert"}}
 			for _, c := range []*v1alpha1.ValkeyCluster{vc, tlsc} {
 				if err := k.Client.Create(ctx, c); err != nil {
 					t.Fatal(err)

@@ -229,7 +229,7 @@ func newFixture(ctx context.Context, t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	vc := framework.NewValkeyCluster(ns, "vk", 3, 1)
-	vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: certSecret}}
+	vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: certSecret}}
 	start := time.Now()
 	if err := k.Client.Create(ctx, vc); err != nil {
 		t.Fatal(err)

@@ -149,7 +149,7 @@ func TestCLIPodKeepsThePasswordOutOfItsArguments(t *testing.T) {
 		t.Error("an unknown user is accepted")
 	}
 
-	vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "mine"}}
+	vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "mine"}}
 	if _, err := cliPod(vc, "app", "", nil); err == nil ||
 		!strings.Contains(err.Error(), "status.tls.acceptedSecretName is not set: waiting for the tls-controller") {
 		t.Errorf("TLS before status.tls names the accepted copy: %v", err)

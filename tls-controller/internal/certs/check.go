@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -287,26 +286,6 @@ func MissingNames(leaf *x509.Certificate, names []string) []string {
 			out = append(out, n)
 		}
 	}
-	return out
-}
-
-// ClientNames are the DNS names clients reach a cluster by: its client Service, short
-// and fully qualified in clusterDomain.
-func ClientNames(cluster, namespace, clusterDomain string) []string {
-	svc := v1alpha1.ClientServiceName(cluster) + "." + namespace + ".svc"
-	return []string{svc, svc + "." + strings.TrimSuffix(clusterDomain, ".")}
-}
-
-// ExternalNames are the DNS names clients outside the Kubernetes cluster reach the
-// members by (spec.externalAccess.hostnameTemplate), one per member, sorted.
-func ExternalNames(vc *v1alpha1.ValkeyCluster, nodes []v1alpha1.ValkeyNode) []string {
-	var out []string
-	for i := range nodes {
-		if h := vc.Spec.ExternalAccess.Hostname(nodes[i].Name, vc.Name, vc.Namespace); h != "" && nodes[i].DeletionTimestamp.IsZero() {
-			out = append(out, h)
-		}
-	}
-	slices.Sort(out)
 	return out
 }
 

@@ -10,14 +10,12 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 )
 
 // TestCheck runs every check on certificates generated for the case.
 func TestCheck(t *testing.T) {
-	names := ClientNames("vk", "ns", "cluster.local")
+	names := checkedNames("vk", "ns")
 	all := []string{"vk.ns.svc", "vk.ns.svc.cluster.local", "*.vk-nodes.ns.svc"}
 	ca, other := newTestCA(t, "ca"), newTestCA(t, "other")
 	now := time.Now()
@@ -158,25 +156,5 @@ func TestFingerprintAndRevision(t *testing.T) {
 	// Moving bytes from one key to the next must change the revision.
 	if Revision(map[string][]byte{KeyCA: []byte("ab"), KeyCert: []byte("c")}) == Revision(map[string][]byte{KeyCA: []byte("a"), KeyCert: []byte("bc")}) {
 		t.Error("the revision does not separate the keys")
-	}
-}
-
-func TestClientNames(t *testing.T) {
-	got := ClientNames("vk", "ns", "example.org.")
-	want := []string{"vk.ns.svc", "vk.ns.svc.example.org"}
-	if !slices.Equal(got, want) {
-		t.Errorf("ClientNames %v, want %v", got, want)
-	}
-}
-
-func TestExternalNames(t *testing.T) {
-	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "vk", Namespace: "ns"}}
-	nodes := []v1alpha1.ValkeyNode{{ObjectMeta: metav1.ObjectMeta{Name: "vk-b"}}, {ObjectMeta: metav1.ObjectMeta{Name: "vk-a"}}}
-	if got := ExternalNames(vc, nodes); len(got) != 0 {
-		t.Errorf("without external access: %v", got)
-	}
-	vc.Spec.ExternalAccess = &v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalAccessLoadBalancer, HostnameTemplate: "{member}.{namespace}.example.com"}
-	if got := ExternalNames(vc, nodes); !slices.Equal(got, []string{"vk-a.ns.example.com", "vk-b.ns.example.com"}) {
-		t.Errorf("ExternalNames = %v", got)
 	}
 }

@@ -1,9 +1,11 @@
 // Package certs is the tls-controller: for each ValkeyCluster with spec.tls it checks
-// the user's certificate Secret, copies it once it passes into the operator's own Secret
-// {cluster}-tls-accepted (the one the pods mount), reloads the certificate live on every member
-// and confirms with a new handshake that the member serves it, and warns before the
-// certificate expires. It reports TLSReady, CertificateExpiring and status.tls on the
-// cluster and TLSApplied on each member.
+// the certificate Secret (the user's, or the one cert-manager writes for a cluster with
+// spec.tls.certManager, whose cert-manager objects it keeps: certmanager.go), copies it
+// once it passes into the operator's own Secret {cluster}-tls-accepted (the one the pods
+// mount), reloads the certificate live on every member and confirms with a new handshake
+// that the member serves it, and warns before the certificate expires. It reports
+// TLSReady, CertificateExpiring and status.tls on the cluster and TLSApplied on each
+// member.
 //
 // A refused Secret never reaches a running member: the copy keeps the last accepted
 // certificate, and TLSReady=False says why the new one was refused.
@@ -17,8 +19,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/membership"
@@ -33,7 +37,9 @@ import (
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=list;watch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// The cert-manager objects of clusters with spec.tls.certManager (certmanager.go).
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates;issuers,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update,namespace=operator
 // Leader election records its events with the core API, in the operator's namespace.
@@ -65,6 +71,15 @@ type Reconciler struct {
 	ProbeTimeout time.Duration
 	// Files returns a member's certificate file paths (default DefaultFiles).
 	Files func(*v1alpha1.ValkeyNode) valkey.TLSFiles
+	// Metadata reads the metadata of the operator's Secrets (the manager's cache; nil:
+	// from the API server).
+	Metadata client.Reader
+	// CertManagerRecheck is how often a cluster that asks for cert-manager while its
+	// CRDs are not installed is looked at again (default DefaultCertManagerRecheck).
+	CertManagerRecheck time.Duration
+
+	// certManager reads and writes cert-manager's objects (nil until set up).
+	certManager *certManagerAPI
 
 	// reloads remembers, by ValkeyNode UID, the revision this process reloaded a member
 	// for after the revision's reloadAfter time.
@@ -85,6 +100,14 @@ func (r *Reconciler) expiryWarning() time.Duration {
 	return cmp.Or(r.ExpiryWarning, DefaultExpiryWarning)
 }
 
+// window is the expiry warning window of the certificate members serve (ExpiryWindow).
+func (r *Reconciler) window(s *scope) time.Duration {
+	if c := s.servedCert(); c != nil {
+		return ExpiryWindow(r.expiryWarning(), certManagerOf(s.Cluster), c.Leaf)
+	}
+	return r.expiryWarning()
+}
+
 func (r *Reconciler) dialTimeout() time.Duration {
 	return cmp.Or(r.ProbeTimeout, DefaultProbeTimeout)
 }
@@ -96,6 +119,10 @@ func (r *Reconciler) clusterDomain() string {
 // frame is the controller in the frame: its steps, status and watches. A cluster
 // without TLS is none of its business: what it wrote there is removed.
 func (r *Reconciler) frame() *publish.Frame[*scope] {
+	var sources []source.Source
+	if r.certManager != nil {
+		sources = append(sources, r.certManager.src)
+	}
 	st := r.status()
 	return &publish.Frame[*scope]{
 		Base:          &r.Base,
@@ -108,21 +135,33 @@ func (r *Reconciler) frame() *publish.Frame[*scope] {
 			Cluster:         clusterChanged(st.Owns),
 			SecretRefs:      certificateSecrets,
 			OperatorSecrets: []func(string) string{v1alpha1.TLSSecretName},
-			Member:          tlsSecretChanged,
+			Member:          memberChanged,
+			Sources:         sources,
 		},
 	}
 }
 
 // SetupWithManager registers the controller, its field indexes and watches.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, maxConcurrent int) error {
+	cm, err := newCertManagerAPI(mgr, r.Namespaces, cmp.Or(r.CertManagerRecheck, DefaultCertManagerRecheck))
+	if err != nil {
+		return err
+	}
+	r.certManager = cm
+	if r.Metadata == nil {
+		r.Metadata = mgr.GetCache()
+	}
 	return r.frame().SetupWithManager(ctx, mgr, maxConcurrent)
 }
 
 // scope holds what one pass read and decided.
 type scope struct {
 	*publish.Pass
-	// names are the client names the certificate should cover.
-	names []string
+	// certNames are every name the cluster's certificate should cover; names those of
+	// them status.tls.missingNames reports (Names.Checked of a Secret you keep, all of
+	// them of a certificate cert-manager issues).
+	certNames Names
+	names     []string
 	// source is the user's Secret (nil when missing or in conflict).
 	source  *corev1.Secret
 	outcome checkOutcome
@@ -148,8 +187,8 @@ func (s *scope) accepted() bool {
 	return s.outcome.Conflict == "" && s.outcome.Verdict.Accepted()
 }
 
-// Read reads the members, the client names the certificate should cover, and the
-// operator's copy.
+// Read reads the members, the names the certificate should cover, and the operator's
+// copy.
 func (r *Reconciler) Read(ctx context.Context, p *publish.Pass) (*scope, error) {
 	vc := p.Cluster
 	s := &scope{Pass: p}
@@ -158,9 +197,10 @@ func (r *Reconciler) Read(ctx context.Context, p *publish.Pass) (*scope, error) 
 		return nil, err
 	}
 	s.nodes = nodes
-	s.names = ClientNames(vc.Name, vc.Namespace, r.clusterDomain())
-	if vc.Spec.ExternalAccess != nil && vc.Spec.ExternalAccess.HostnameTemplate != "" {
-		s.names = append(s.names, ExternalNames(vc, nodes)...)
+	s.certNames = CertificateNames(vc, nodes, r.clusterDomain())
+	s.names = s.certNames.Checked
+	if certManagerOf(vc) != nil {
+		s.names = s.certNames.All()
 	}
 	served, conflict, err := r.readServed(ctx, vc, s.Now)
 	if err != nil {
@@ -170,11 +210,20 @@ func (r *Reconciler) Read(ctx context.Context, p *publish.Pass) (*scope, error) 
 	return s, r.dropLegacyAnnotations(ctx, s)
 }
 
-// Render reads the user's Secret and checks it; a certificate not valid yet is looked
-// at again when it becomes valid.
+// Render reads the certificate Secret and checks it: the user's, or, with
+// spec.tls.certManager, the one cert-manager writes, once the cert-manager objects are as
+// the spec asks (issue.go). A certificate not valid yet is looked at again when it
+// becomes valid.
 func (r *Reconciler) Render(ctx context.Context, s *scope) error {
 	vc := s.Cluster
-	s.outcome.Source = vc.Spec.TLS.Certificate.SecretName
+	s.outcome.Source = sourceName(vc)
+	if certManagerOf(vc) != nil {
+		if err := r.issue(ctx, s); err != nil || s.outcome.Issuance.NotInstalled {
+			return err
+		}
+	} else {
+		r.forgetIssuer(ctx, s)
+	}
 	if s.outcome.Source == v1alpha1.TLSSecretName(vc.Name) {
 		s.outcome.Conflict = fmt.Sprintf("spec.tls.certificate.secretName names %s, which is the name of the operator's own copy of the accepted certificate; "+
 			"give the certificate Secret another name", s.outcome.Source)
@@ -198,7 +247,8 @@ func (r *Reconciler) Hold(_ context.Context, s *scope) bool {
 		return false
 	}
 	v := s.outcome.Verdict
-	switch decideHold(s.Paused, s.servedCert(), v.Cert, s.Now, r.expiryWarning()) {
+	window := r.window(s)
+	switch decideHold(s.Paused, s.servedCert(), v.Cert, s.Now, window) {
 	case holdNew:
 		s.held = v.Cert
 		return true
@@ -206,7 +256,7 @@ func (r *Reconciler) Hold(_ context.Context, s *scope) bool {
 		// Once: the next pass finds the new certificate served.
 		r.Recorder.Eventf(s.Cluster, nil, corev1.EventTypeNormal, "RolloutNotHeld", "Rollout",
 			"the cluster is paused, but the certificate the members serve expires on %s (within %s): the new certificate (fingerprint %s) is rolled out now",
-			formatTime(s.servedCert().Leaf.NotAfter), r.expiryWarning(), v.Cert.Fingerprint)
+			formatTime(s.servedCert().Leaf.NotAfter), window, v.Cert.Fingerprint)
 	}
 	return false
 }

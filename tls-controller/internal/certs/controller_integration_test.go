@@ -88,6 +88,7 @@ func (h *harness) start() {
 			i, _ := h.server(vn.Name)
 			return h.lc.files(i)
 		},
+		CertManagerRecheck: time.Second,
 	}
 	h.mgr, err = testsuite.StartManager(mgr, func(ctx context.Context) error { return r.SetupWithManager(ctx, mgr, 2) }, pool.Close)
 	Expect(err).NotTo(HaveOccurred())
@@ -148,7 +149,8 @@ func (h *harness) member(cluster, name string) int {
 	h.lc.write(i, copyData)
 	h.byNode[name] = i
 	h.mu.Unlock()
-	Expect(Reload(suite.Step(), h.lc.clients[i], h.lc.files(i))).To(Succeed())
+	// The kubelet may be writing the same files (a member started while it runs).
+	Eventually(func() error { return Reload(suite.Step(), h.lc.clients[i], h.lc.files(i)) }).Should(Succeed(), "the member loads the copy")
 	h.Member(cluster, name, func(spec *v1alpha1.ValkeyNodeSpec) { spec.TLSSecretName = v1alpha1.TLSSecretName(cluster) })
 	return i
 }
@@ -170,14 +172,22 @@ func (h *harness) putSecret(name string, data map[string][]byte) {
 // TLS).
 func (h *harness) createCluster(name, secret string) {
 	GinkgoHelper()
+	var tls *v1alpha1.TLSSpec
+	if secret != "" {
+		tls = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: secret}}
+	}
+	h.createClusterTLS(name, tls)
+}
+
+// createClusterTLS is createCluster with the cluster's spec.tls (nil: no TLS).
+func (h *harness) createClusterTLS(name string, tls *v1alpha1.TLSSpec) {
+	GinkgoHelper()
 	// Labelled as the acl-controller makes it: the controller caches only the operator's
 	// own Secrets.
 	Expect(h.Client.Create(suite.Step(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: v1alpha1.SystemUsersSecretName(name),
 		Labels: v1alpha1.ClusterLabels(name)}, Data: map[string][]byte{v1alpha1.UserOperator: []byte(operatorPW)}})).To(Succeed())
 	vc := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: name}}
-	if secret != "" {
-		vc.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: secret}}
-	}
+	vc.Spec.TLS = tls
 	Expect(h.Client.Create(suite.Step(), vc)).To(Succeed())
 	patch := client.MergeFrom(vc.DeepCopy())
 	vc.Status.ACL = &v1alpha1.ACLStatus{SecretName: v1alpha1.ACLSecretName(name), SystemUsersSecretName: v1alpha1.SystemUsersSecretName(name), Revision: "r1"}

@@ -180,7 +180,7 @@ func (r *Reconciler) readServed(ctx context.Context, vc *v1alpha1.ValkeyCluster,
 		}
 	}
 	log.FromContext(ctx).Info("the cluster's status does not describe the copy's revision; its rollout starts over", "revision", out.rev)
-	out.source = vc.Spec.TLS.Certificate.SecretName
+	out.source = sourceName(vc)
 	out.reloadAfter = ceilSecond(now.Add(r.Delay()))
 	return out, "", nil
 }

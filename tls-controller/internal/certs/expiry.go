@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"crypto/x509"
 	"fmt"
 	"time"
 
@@ -34,3 +35,19 @@ func ExpiringCondition(notAfter, now time.Time, window time.Duration, gen int64)
 
 // untilAfter is the wait from now until just after t, so the next check sees t passed.
 func untilAfter(now, t time.Time) time.Duration { return t.Sub(now) + time.Second }
+
+// ExpiryWindow is the warning window of a served certificate whose leaf is leaf: the
+// --expiry-warning window, and for a certificate cert-manager renews (cm set) at most
+// half the time cert-manager renews it before its end (renewBefore, else a third of its
+// lifetime, cert-manager's default). A renewal on time then never raises the warning; one
+// late by half its margin does, whatever the window.
+func ExpiryWindow(window time.Duration, cm *v1alpha1.CertManagerSpec, leaf *x509.Certificate) time.Duration {
+	if cm == nil {
+		return window
+	}
+	margin := leaf.NotAfter.Sub(leaf.NotBefore) / 3
+	if cm.RenewBefore != nil {
+		margin = cm.RenewBefore.Duration
+	}
+	return min(window, margin/2)
+}

@@ -15,7 +15,7 @@ import (
 func TestCollector(t *testing.T) {
 	notAfter := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 	withTLS := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "tls"}}
-	withTLS.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "cert"}}
+	withTLS.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "cert"}}
 	withTLS.Status.TLS = &v1alpha1.TLSStatus{NotAfter: metav1.NewTime(notAfter)}
 	plain := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain"}}
 	member := func(name, cluster string, applied metav1.ConditionStatus) *v1alpha1.ValkeyNode {

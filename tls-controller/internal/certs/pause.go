@@ -50,9 +50,10 @@ func decideHold(paused bool, served, accepted *Certificate, now time.Time, windo
 	return holdNew
 }
 
-// heldCondition is TLSReady while a paused cluster holds an accepted certificate (pure).
+// heldCondition is TLSReady while a paused cluster holds an accepted certificate (pure);
+// source names the certificate Secret.
 func heldCondition(source string, held, served *Certificate, window time.Duration, gen int64) metav1.Condition {
-	msg := fmt.Sprintf("the cluster is paused: the certificate of Secret %s (fingerprint %s, expires %s) passed every check and is held until it is resumed; "+
+	msg := fmt.Sprintf("the cluster is paused: the certificate of %s (fingerprint %s, expires %s) passed every check and is held until it is resumed; "+
 		"members keep serving fingerprint %s (expires %s), and a renewal is rolled out even while paused once that one is within %s of its end",
 		source, held.Fingerprint, formatTime(held.Leaf.NotAfter), served.Fingerprint, formatTime(served.Leaf.NotAfter), window)
 	return conditions.New(v1alpha1.ConditionTLSReady, false, v1alpha1.ReasonPaused, msg, gen)

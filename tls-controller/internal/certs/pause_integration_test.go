@@ -28,7 +28,7 @@ var _ = Describe("The tls-controller on a paused cluster", Ordered, func() {
 		boot, bootKey := ca.issue(GinkgoTB(), leafOpts{})
 		h = newHarness(2, secretData(ca.PEM, boot, bootKey), ca)
 		issue = func(o leafOpts) map[string][]byte {
-			o.dns = append(ClientNames("vk", h.Namespace, DefaultClusterDomain), "*.vk-nodes."+h.Namespace+".svc")
+			o.dns = append(checkedNames("vk", h.Namespace), "*.vk-nodes."+h.Namespace+".svc")
 			c, k := ca.issue(GinkgoTB(), o)
 			return secretData(ca.PEM, c, k)
 		}

@@ -38,7 +38,7 @@ var _ = Describe("The tls-controller through a TLS cluster's life", Ordered, fun
 		ca, next, other = newTestCA(GinkgoTB(), "ca"), newTestCA(GinkgoTB(), "next"), newTestCA(GinkgoTB(), "other")
 		boot, bootKey := ca.issue(GinkgoTB(), leafOpts{})
 		h = newHarness(3, secretData(ca.PEM, boot, bootKey), ca, next, other)
-		clientNames := ClientNames("vk", h.Namespace, DefaultClusterDomain)
+		clientNames := checkedNames("vk", h.Namespace)
 		issue = func(by *testCA, caPEM []byte, o leafOpts) map[string][]byte {
 			o.dns = append(clientNames, "*.vk-nodes."+h.Namespace+".svc")
 			c, k := by.issue(GinkgoTB(), o)
@@ -278,7 +278,7 @@ var _ = Describe("The tls-controller at the edges", Ordered, func() {
 	// A reserved user name; the webhook would refuse it.
 	It("reports an invalid spec and does not act on it", func() {
 		bad := &v1alpha1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Namespace: h.Namespace, Name: "bad"}, Spec: v1alpha1.ValkeyClusterSpec{
-			TLS:   &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: "later-certs"}},
+			TLS:   &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: "later-certs"}},
 			Users: []v1alpha1.UserSpec{{Name: "_evil", NoPass: true}},
 		}}
 		Expect(h.Client.Create(suite.Step(), bad)).To(Succeed())

@@ -17,10 +17,14 @@ import (
 // FieldManager is the field manager of everything this controller writes.
 const FieldManager = "tls-controller"
 
-// checkOutcome is what the pass learnt about the user's certificate Secret.
+// checkOutcome is what the pass learnt about the certificate Secret.
 type checkOutcome struct {
-	// Source is the Secret spec.tls.certificate.secretName names.
+	// Source is the Secret spec.tls.certificate.secretName names, or the one
+	// cert-manager writes.
 	Source string
+	// Issuance is the state of the cert-manager Certificate that writes Source, nil for
+	// a Secret the user keeps.
+	Issuance *issuance
 	// Missing: the Secret does not exist.
 	Missing bool
 	// Conflict, when set, says why the operator cannot keep its copy.
@@ -30,33 +34,57 @@ type checkOutcome struct {
 }
 
 // ReadyCondition computes TLSReady (pure). current is the certificate members serve (the
-// operator's copy), nil when none was accepted yet.
+// operator's copy), nil when none was accepted yet. For a certificate cert-manager issues,
+// what keeps it from the members comes first: cert-manager is not installed, its issuance
+// failed, or it has not written the Secret yet.
 func ReadyCondition(o checkOutcome, current *Certificate, gen int64) metav1.Condition {
 	var reason, msg string
+	iss := o.Issuance
 	switch {
 	case o.Conflict != "":
 		reason, msg = v1alpha1.ReasonSecretNameConflict, o.Conflict
+	case iss != nil && iss.NotInstalled:
+		reason, msg = v1alpha1.ReasonCertManagerNotInstalled, "spec.tls.certManager asks cert-manager for the certificate, but cert-manager is not installed "+
+			"(no certificates.cert-manager.io and issuers.cert-manager.io in the API): install cert-manager, or name a Secret you keep in spec.tls.certificate"
+	case iss != nil && iss.Failed != "":
+		reason, msg = v1alpha1.ReasonIssuingFailed, fmt.Sprintf("cert-manager could not issue Certificate %s (kubectl describe certificate %s): %s",
+			iss.Certificate, iss.Certificate, iss.Failed)
+	case iss != nil && o.Missing:
+		reason, msg = v1alpha1.ReasonCertificateIssuing, fmt.Sprintf("waiting for cert-manager to write Secret %s for %s", o.Source, iss.describe())
 	case o.Missing:
 		reason, msg = v1alpha1.ReasonSecretMissing, fmt.Sprintf("Secret %s does not exist", o.Source)
 	case o.Verdict.Refusal != nil:
-		reason, msg = o.Verdict.Refusal.Reason, fmt.Sprintf("Secret %s is refused: %s", o.Source, o.Verdict.Refusal.Message)
+		reason, msg = o.Verdict.Refusal.Reason, fmt.Sprintf("%s is refused: %s", describeSource(o), o.Verdict.Refusal.Message)
 	default:
 		return acceptedCondition(o, gen)
 	}
 	return conditions.New(v1alpha1.ConditionTLSReady, false, reason, msg+"; "+fallback(current), gen)
 }
 
+// describeSource names the certificate Secret, and who writes it.
+func describeSource(o checkOutcome) string {
+	if o.Issuance == nil {
+		return "Secret " + o.Source
+	}
+	return fmt.Sprintf("Secret %s (written by cert-manager for Certificate %s)", o.Source, o.Issuance.Certificate)
+}
+
 // acceptedCondition is TLSReady for a certificate that passed every check; missing
-// client names make it a warning (reason NamesMissing), not a refusal.
+// names make it a warning (reason NamesMissing), not a refusal. Of a certificate
+// cert-manager issues, missing names are the ones a change added that cert-manager has
+// not issued a certificate with yet.
 func acceptedCondition(o checkOutcome, gen int64) metav1.Condition {
 	c := o.Verdict.Cert
-	msg := fmt.Sprintf("the certificate of Secret %s (fingerprint %s, expires %s) passed every check",
-		o.Source, c.Fingerprint, formatTime(c.Leaf.NotAfter))
+	msg := fmt.Sprintf("the certificate of %s (fingerprint %s, expires %s) passed every check",
+		describeSource(o), c.Fingerprint, formatTime(c.Leaf.NotAfter))
 	if len(o.Verdict.MissingNames) == 0 {
 		return conditions.New(v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonCertificateValid, msg, gen)
 	}
 	msg += fmt.Sprintf("; warning: it does not cover %s, so clients that check the host name cannot use these names",
 		joinWords(o.Verdict.MissingNames))
+	if iss := o.Issuance; iss != nil {
+		msg += fmt.Sprintf(" until cert-manager issues what %s asks for", iss.describe())
+	}
 	return conditions.New(v1alpha1.ConditionTLSReady, true, v1alpha1.ReasonNamesMissing, msg, gen)
 }
 
@@ -105,7 +133,7 @@ func (r *Reconciler) Report(ctx context.Context, s *scope) error {
 	vc := s.Cluster
 	ready := ReadyCondition(s.outcome, s.servedCert(), vc.Generation)
 	if s.held != nil {
-		ready = heldCondition(s.outcome.Source, s.held, s.servedCert(), r.expiryWarning(), vc.Generation)
+		ready = heldCondition(describeSource(s.outcome), s.held, s.servedCert(), r.window(s), vc.Generation)
 	}
 	expiring := r.expiringCondition(s)
 	publish.Announce(r.Recorder, vc, ready, "Check")
@@ -130,7 +158,7 @@ func (r *Reconciler) expiringCondition(s *scope) metav1.Condition {
 	if cert == nil {
 		return conditions.Unknown(v1alpha1.ConditionCertificateExpiring, v1alpha1.ReasonUnknown, "no certificate has been accepted yet", s.Cluster.Generation)
 	}
-	c, next := ExpiringCondition(cert.Leaf.NotAfter, s.Now, r.expiryWarning(), s.Cluster.Generation)
+	c, next := ExpiringCondition(cert.Leaf.NotAfter, s.Now, r.window(s), s.Cluster.Generation)
 	s.Requeue(next)
 	return c
 }

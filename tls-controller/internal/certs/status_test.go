@@ -14,7 +14,7 @@ import (
 func TestReadyCondition(t *testing.T) {
 	ca := newTestCA(t, "ca")
 	c, k := ca.issue(t, leafOpts{dns: []string{"vk.ns.svc"}})
-	names := ClientNames("vk", "ns", "cluster.local")
+	names := checkedNames("vk", "ns")
 	accepted := Check(secretData(ca.PEM, c, k), names, time.Now())
 	complete := Check(secretData(ca.PEM, c, k), names[:1], time.Now())
 	current := accepted.Cert
@@ -37,6 +37,31 @@ func TestReadyCondition(t *testing.T) {
 			reason: v1alpha1.ReasonKeyMismatch, msg: []string{"Secret s is refused: tls.key", "keep serving", current.Fingerprint}},
 		{name: "conflict", o: checkOutcome{Source: "vk-tls", Conflict: "names the copy"}, status: metav1.ConditionFalse,
 			reason: v1alpha1.ReasonSecretNameConflict, msg: []string{"names the copy"}},
+		// A certificate cert-manager issues.
+		{name: "cert-manager not installed", o: checkOutcome{Source: "vk-tls", Missing: true, Issuance: &issuance{Certificate: "vk-tls", NotInstalled: true}},
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonCertManagerNotInstalled,
+			msg: []string{"cert-manager is not installed", "spec.tls.certificate", "members cannot start"}},
+		{name: "cert-manager not installed, an earlier certificate kept", o: checkOutcome{Source: "vk-tls", Issuance: &issuance{Certificate: "vk-tls", NotInstalled: true}},
+			current: current, status: metav1.ConditionFalse, reason: v1alpha1.ReasonCertManagerNotInstalled,
+			msg: []string{"cert-manager is not installed", "keep serving", current.Fingerprint}},
+		{name: "not issued yet", o: checkOutcome{Source: "vk-tls", Missing: true, Issuance: &issuance{Certificate: "vk-tls", Pending: "Ready=False DoesNotExist: Issuing"}},
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonCertificateIssuing,
+			msg: []string{"waiting for cert-manager to write Secret vk-tls for Certificate vk-tls (Ready=False DoesNotExist: Issuing)", "members cannot start"}},
+		{name: "issuing failed", o: checkOutcome{Source: "vk-tls", Missing: true, Issuance: &issuance{Certificate: "vk-tls", Failed: "the issuer refused"}},
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonIssuingFailed,
+			msg: []string{"cert-manager could not issue Certificate vk-tls", "kubectl describe certificate vk-tls", "the issuer refused"}},
+		{name: "a renewal failed, the certificate served stays", o: checkOutcome{Source: "vk-tls", Verdict: complete, Issuance: &issuance{Certificate: "vk-tls", Failed: "the issuer refused"}},
+			current: current, status: metav1.ConditionFalse, reason: v1alpha1.ReasonIssuingFailed,
+			msg: []string{"the issuer refused", "keep serving", current.Fingerprint}},
+		{name: "what cert-manager wrote is refused", o: checkOutcome{Source: "vk-tls", Verdict: refused, Issuance: &issuance{Certificate: "vk-tls"}},
+			status: metav1.ConditionFalse, reason: v1alpha1.ReasonKeyMismatch,
+			msg: []string{"Secret vk-tls (written by cert-manager for Certificate vk-tls) is refused: tls.key"}},
+		{name: "issued", o: checkOutcome{Source: "vk-tls", Verdict: complete, Issuance: &issuance{Certificate: "vk-tls"}},
+			status: metav1.ConditionTrue, reason: v1alpha1.ReasonCertificateValid,
+			msg: []string{"Secret vk-tls (written by cert-manager for Certificate vk-tls)", "passed every check"}},
+		{name: "issued, a new name not yet", o: checkOutcome{Source: "vk-tls", Verdict: accepted, Issuance: &issuance{Certificate: "vk-tls", Pending: "Ready=False Reissuing"}},
+			status: metav1.ConditionTrue, reason: v1alpha1.ReasonNamesMissing,
+			msg: []string{"does not cover vk.ns.svc.cluster.local", "until cert-manager issues what Certificate vk-tls (Ready=False Reissuing) asks for"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

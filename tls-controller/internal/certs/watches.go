@@ -9,16 +9,17 @@ import (
 	"github.com/valkey-operator/valkey-operator/internal/watches"
 )
 
-// certificateSecrets indexes ValkeyClusters by spec.tls.certificate.secretName and by
-// the system users' Secret status.acl names (the operator's password to the members).
+// certificateSecrets indexes ValkeyClusters by the Secret their certificate comes from
+// (spec.tls.certificate.secretName, or the one cert-manager writes) and by the system
+// users' Secret status.acl names (the operator's password to the members).
 var certificateSecrets = watches.SecretRefs{Index: "spec.tls.certificate.secretName", Names: certificateSecretName}
 
-// certificateSecretName is the certificate Secret a cluster names, if any, and the system
-// users' Secret its status names.
+// certificateSecretName is the Secret a cluster's certificate comes from, if any, and the
+// system users' Secret its status names.
 func certificateSecretName(vc *v1alpha1.ValkeyCluster) []string {
 	var out []string
-	if vc.Spec.TLS != nil {
-		out = append(out, vc.Spec.TLS.Certificate.SecretName)
+	if name := sourceName(vc); name != "" {
+		out = append(out, name)
 	}
 	if users, err := v1alpha1.SystemUsersSecretOf(vc); err == nil {
 		out = append(out, users)
@@ -43,8 +44,10 @@ func clusterChanged(owns func(*v1alpha1.ValkeyCluster) bool) predicate.Predicate
 	}
 }
 
-// tlsSecretChanged passes the member changes that matter to the certificate besides a
-// new pod IP or a restart: the Secret it mounts changes.
-func tlsSecretChanged(a, b *v1alpha1.ValkeyNode) bool {
-	return a.Spec.TLSSecretName != b.Spec.TLSSecretName
+// memberChanged passes the member changes that matter to the certificate besides a new
+// pod IP or a restart: the Secret it mounts changes, or a name the certificate covers
+// (CertificateNames): its external address, or its leaving.
+func memberChanged(a, b *v1alpha1.ValkeyNode) bool {
+	return a.Spec.TLSSecretName != b.Spec.TLSSecretName || a.Status.ExternalAddress != b.Status.ExternalAddress ||
+		a.DeletionTimestamp.IsZero() != b.DeletionTimestamp.IsZero()
 }

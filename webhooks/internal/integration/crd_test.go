@@ -39,6 +39,14 @@ var _ = Describe("The CRDs", func() {
 		r = runKubectl("explain", "valkeycluster.spec.users.passwordSecret")
 		Expect(r.err).NotTo(HaveOccurred(), "kubectl explain of a nested field")
 		Expect(r.stdout).To(And(ContainSubstring("DESCRIPTION"), ContainSubstring("rotation")), "kubectl explain of a nested field shows a description")
+		r = runKubectl("explain", "valkeycluster.spec.tls", "--recursive")
+		Expect(r.err).NotTo(HaveOccurred(), "kubectl explain valkeycluster.spec.tls")
+		for _, field := range []string{"certificate", "certManager", "issuerRef", "renewBefore", "privateKey", "dnsNames", "ipAddresses"} {
+			Expect(r.stdout).To(ContainSubstring(field), "kubectl explain valkeycluster.spec.tls shows %s", field)
+		}
+		r = runKubectl("explain", "valkeycluster.spec.tls.certManager")
+		Expect(r.err).NotTo(HaveOccurred(), "kubectl explain valkeycluster.spec.tls.certManager")
+		Expect(r.stdout).To(ContainSubstring("cert-manager"), "kubectl explain of certManager says what it does")
 	})
 })
 

@@ -36,7 +36,17 @@ func withPersistence(size string, class *string) func(c *v1alpha1.ValkeyCluster)
 
 func withTLS(secret string) func(c *v1alpha1.ValkeyCluster) {
 	return func(c *v1alpha1.ValkeyCluster) {
-		c.Spec.TLS = &v1alpha1.TLSSpec{Certificate: v1alpha1.CertificateSpec{SecretName: secret}}
+		c.Spec.TLS = &v1alpha1.TLSSpec{Certificate: &v1alpha1.CertificateSpec{SecretName: secret}}
+	}
+}
+
+func withCertManager(issuer string) func(c *v1alpha1.ValkeyCluster) {
+	return func(c *v1alpha1.ValkeyCluster) {
+		cm := &v1alpha1.CertManagerSpec{}
+		if issuer != "" {
+			cm.IssuerRef = &v1alpha1.IssuerRef{Name: issuer, Kind: v1alpha1.IssuerKindClusterIssuer}
+		}
+		c.Spec.TLS = &v1alpha1.TLSSpec{CertManager: cm}
 	}
 }
 
@@ -61,6 +71,11 @@ var _ = DescribeTable("Updates of a stored cluster",
 	Entry("scale shards in", nil, func(c *v1alpha1.ValkeyCluster) { c.Spec.Shards = 1 }, ""),
 	Entry("scale replicas", nil, func(c *v1alpha1.ValkeyCluster) { c.Spec.ReplicasPerShard = ptr.To[int32](0) }, ""),
 	Entry("rename the TLS secret", withTLS("a"), withTLS("b"), ""),
+	Entry("switch from a Secret to cert-manager", withTLS("a"), withCertManager(""), ""),
+	Entry("switch from cert-manager to a Secret", withCertManager(""), withTLS("a"), ""),
+	Entry("switch to an issuer of the user's", withCertManager(""), withCertManager("corp"), ""),
+	Entry("keep both sources", withTLS("a"), func(c *v1alpha1.ValkeyCluster) { c.Spec.TLS.CertManager = &v1alpha1.CertManagerSpec{} },
+		`spec.tls: Invalid value: set exactly one of certificate (a Secret you keep) and certManager`),
 	Entry("grow the volumes", withPersistence("1Gi", nil), withPersistence("2Gi", nil), ""),
 	Entry("label only", nil, func(c *v1alpha1.ValkeyCluster) { c.Labels = map[string]string{"team": "cache"} }, ""),
 	Entry("change the workload type", nil, func(c *v1alpha1.ValkeyCluster) { c.Spec.WorkloadType = v1alpha1.WorkloadPod },
@@ -74,6 +89,8 @@ var _ = DescribeTable("Updates of a stored cluster",
 		`spec.persistence.storageClassName: Forbidden: storageClassName cannot change after creation`),
 	Entry("turn TLS on", nil, withTLS("a"), "spec.tls: Forbidden: TLS cannot be turned on after creation"),
 	Entry("turn TLS off", withTLS("a"), func(c *v1alpha1.ValkeyCluster) { c.Spec.TLS = nil }, "spec.tls: Forbidden: TLS cannot be turned off after creation"),
+	Entry("turn cert-manager's TLS off", withCertManager(""), func(c *v1alpha1.ValkeyCluster) { c.Spec.TLS = nil },
+		"spec.tls: Forbidden: TLS cannot be turned off after creation"),
 )
 
 // Finalizers and labels can always change, so a cluster can be deleted even when its

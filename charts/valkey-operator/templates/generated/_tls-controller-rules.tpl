@@ -8,6 +8,7 @@
   - create
   - get
   - list
+  - patch
   - update
   - watch
 - apiGroups:
@@ -22,6 +23,18 @@
   - subjectaccessreviews
   verbs:
   - create
+- apiGroups:
+  - cert-manager.io
+  resources:
+  - certificates
+  - issuers
+  verbs:
+  - create
+  - delete
+  - get
+  - list
+  - update
+  - watch
 - apiGroups:
   - events.k8s.io
   resources:
