@@ -13,6 +13,7 @@ const (
 	classDefault     = "a Pending claim without a class: the StorageClasses are listed to find the default one and say why (node-controller integration suite)"
 	certRenewed      = "the webhooks' self-signed certificate is renewed in place before it expires (webhooks integration suite)"
 	applyCreates     = "the cluster-controller writes these with server-side apply: an apply that creates the object is also authorized as create, a check made inside the request that the audit log records as patch (the suites fail without it)"
+	secretOwner      = "checked by the OwnerReferencesPermissionEnforcement admission plugin when the tls-controller gives the Secret cert-manager wrote for a cluster an owner reference to it (spec.tls.certManager, certmanager suite, make e2e): an admission check, which no audit event shows; the suite fails without it"
 	externalOnly     = "spec.externalAccess: a NodePort member's node read by name, a gone member's Service deleted (external suite, make e2e)"
 	rotationRead     = "a pass during a rotation of the system users' passwords reads the cluster from the API server, not the cache (acl suite)"
 	copyAhead        = "a pass that finds the certificate copy newer than the cached status.tls reads the cluster from the API server: only when the cache lags or a status write failed"
@@ -41,6 +42,7 @@ var reviewed = []allowance{
 	{component: "cluster-controller", key: "core/nodes get", suites: []string{"external"}, reason: externalOnly},
 	{component: "acl-controller", key: "valkey.io/valkeyclusters get", suites: []string{"acl"}, reason: rotationRead},
 	{component: "tls-controller", key: "valkey.io/valkeyclusters get", reason: copyAhead},
+	{component: "tls-controller", key: "core/secrets delete", reason: secretOwner},
 	{component: "cluster-controller", key: "core/services delete", suites: []string{"external"}, reason: externalOnly},
 	{component: "tls-controller", key: "core/secrets patch", suites: []string{"certmanager"}, reason: certManagerOnly},
 

@@ -6,6 +6,7 @@
   - secrets
   verbs:
   - create
+  - delete
   - get
   - list
   - patch
