@@ -1,9 +1,12 @@
 //go:build e2e
 
-// Package certmanager is the e2e suite of what runs with a real cert-manager (built from
-// the Go module proxy, see docs/testing.md): the operator installed with
-// webhooks.certificates.mode=certManager serves admission with the certificate
-// cert-manager issued for its webhooks.
+// Package certmanager is the e2e suite of TLS from a real cert-manager (built from the
+// Go module proxy, see docs/testing.md): a cluster that asks cert-manager for its
+// certificate with no issuer gets a CA of its own and reaches Ready with TLS on every
+// link; a renewal reaches every member live with no failed write; a scale adds members
+// that join with TLS; a cluster can use an Issuer of its namespace. The operator runs
+// with webhooks.certificates.mode=certManager: its webhooks serve admission with the
+// certificate cert-manager issued for them.
 package certmanager
 
 import (
