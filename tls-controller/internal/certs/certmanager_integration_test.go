@@ -135,8 +135,10 @@ var _ = Describe("The tls-controller with cert-manager", Ordered, func() {
 			g.Expect(cm.Get(suite.Step(), h.Key("vk-tls"), crt)).To(Succeed())
 			g.Expect(crt.Spec.IPAddresses).To(Equal([]string{"203.0.113.10", "203.0.113.11"}))
 		}).Should(Succeed(), "the Certificate asks for the members' addresses")
-		h.waitEvent("Normal", "CertificateUpdated", "adds 203.0.113.10")
-		h.waitEvent("Normal", "CertificateUpdated", "203.0.113.11")
+		// One event at least: when the two addresses come in two passes, the events
+		// recorder folds the second CertificateUpdated into a series of the first (same
+		// object, reason and action within its window), so its note may not be stored.
+		h.waitEvent("Normal", "CertificateUpdated", "203.0.113.10")
 		h.waitCondition("vk", v1alpha1.ConditionTLSReady, metav1.ConditionTrue, v1alpha1.ReasonNamesMissing,
 			"does not cover 203.0.113.10 and 203.0.113.11")
 		renewed := playCertManager(cm, h, ca, "vk-tls")
