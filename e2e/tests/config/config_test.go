@@ -5,6 +5,7 @@ package config
 import (
 	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -48,7 +49,7 @@ func TestLiveAndRolledConfig(t *testing.T) {
 					t.Errorf("%s: maxmemory %s, want 67108864", addr, v)
 				}
 			}
-			if after := k.PodUIDs(ctx, t, vc); !equal(uids, after) {
+			if after := k.PodUIDs(ctx, t, vc); !maps.Equal(uids, after) {
 				t.Errorf("pods were replaced by a live change: %v -> %v", uids, after)
 			}
 			return ctx
@@ -85,7 +86,7 @@ func TestLiveAndRolledConfig(t *testing.T) {
 					t.Errorf("%s: notify-keyspace-events %q, want the default (none): the refused value was applied", addr, v)
 				}
 			}
-			if after := k.PodUIDs(ctx, t, vc); !equal(uids, after) {
+			if after := k.PodUIDs(ctx, t, vc); !maps.Equal(uids, after) {
 				t.Errorf("pods were replaced: %v -> %v", uids, after)
 			}
 			k.UpdateSpec(ctx, t, vc, func(s *v1alpha1.ValkeyClusterSpec) {
@@ -165,16 +166,4 @@ func TestGracePeriodWarning(t *testing.T) {
 
 func key(ctx context.Context) client.ObjectKey {
 	return client.ObjectKey{Namespace: framework.Namespace(ctx), Name: "vk"}
-}
-
-func equal(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -2,6 +2,7 @@ package certs
 
 import (
 	"crypto/x509"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -148,7 +149,7 @@ func TestMemberCertificate(t *testing.T) {
 			if s.PrivateKey.Encoding != cmapi.PKCS8 || s.PrivateKey.RotationPolicy != cmapi.RotationPolicyAlways {
 				t.Errorf("key %+v: want PKCS #8, a new key at each issuance", s.PrivateKey)
 			}
-			if s.SecretTemplate == nil || !equalLabels(s.SecretTemplate.Labels, v1alpha1.ClusterLabels("vk")) {
+			if s.SecretTemplate == nil || !maps.Equal(s.SecretTemplate.Labels, v1alpha1.ClusterLabels("vk")) {
 				t.Errorf("the Secret's labels %v, want the cluster's (the operator's caches select them)", s.SecretTemplate)
 			}
 			if s.RevisionHistoryLimit == nil || *s.RevisionHistoryLimit != 1 {
@@ -159,18 +160,6 @@ func TestMemberCertificate(t *testing.T) {
 			}
 		})
 	}
-}
-
-func equalLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestClusterCA(t *testing.T) {
