@@ -3,7 +3,6 @@ package framework
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/pkg/env"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/valkey-operator/valkey-operator/localkube"
 	"github.com/valkey-operator/valkey-operator/localkube/images"
@@ -147,18 +145,7 @@ func (c certManagerComponent) deployment(image string) *appsv1.Deployment {
 // component, and their Deployments, and waits until both run and hold their Leases.
 // There is no webhook: the suites create complete, valid cert-manager resources.
 func InstallCertManager() env.Func {
-	return func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
-		k := clusterFrom(ctx)
-		if k == nil {
-			return ctx, fmt.Errorf("install cert-manager: the cluster is not set up")
-		}
-		start := time.Now()
-		if err := k.installCertManager(ctx); err != nil {
-			return ctx, fmt.Errorf("install cert-manager: %w", err)
-		}
-		fmt.Fprintf(os.Stderr, "e2e: cert-manager %s running in %s\n", localkube.CertManagerVersion, time.Since(start).Round(10*time.Millisecond))
-		return ctx, nil
-	}
+	return installStep("cert-manager", "cert-manager "+localkube.CertManagerVersion, (*Cluster).installCertManager)
 }
 
 func (k *Cluster) installCertManager(ctx context.Context) error {

@@ -43,16 +43,22 @@ const (
 // and its Deployment. It must come before the chart's install: the chart renders its
 // ServiceMonitor, PodMonitor and PrometheusRule only when the API server has their kinds.
 func InstallPrometheusOperator() env.Func {
+	return installStep("the Prometheus Operator", "Prometheus Operator "+localkube.PrometheusOperatorVersion, (*Cluster).installPrometheusOperator)
+}
+
+// installStep is a Setup step that runs install on the suite's cluster and reports how
+// long it took: what names it in errors, running in the report.
+func installStep(what, running string, install func(*Cluster, context.Context) error) env.Func {
 	return func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 		k := clusterFrom(ctx)
 		if k == nil {
-			return ctx, fmt.Errorf("install the Prometheus Operator: the cluster is not set up")
+			return ctx, fmt.Errorf("install %s: the cluster is not set up", what)
 		}
 		start := time.Now()
-		if err := k.installPrometheusOperator(ctx); err != nil {
-			return ctx, fmt.Errorf("install the Prometheus Operator: %w", err)
+		if err := install(k, ctx); err != nil {
+			return ctx, fmt.Errorf("install %s: %w", what, err)
 		}
-		fmt.Fprintf(os.Stderr, "e2e: Prometheus Operator %s running in %s\n", localkube.PrometheusOperatorVersion, time.Since(start).Round(10*time.Millisecond))
+		fmt.Fprintf(os.Stderr, "e2e: %s running in %s\n", running, time.Since(start).Round(10*time.Millisecond))
 		return ctx, nil
 	}
 }
