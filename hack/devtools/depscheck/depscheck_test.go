@@ -49,6 +49,7 @@ var unresolved = map[string]string{
 	"e2e/framework/kubectl.go|k.Paths.Kubectl":                                 "kubectl of .cache/k8s (make local-build)",
 	"e2e/tests/operate/operate_test.go|plugin":                                 "kubectl-valkey, built by the suite's TestMain from the checkout",
 	"e2e/framework/local.go|p.opts.Paths.Localkube":                            "bin/localkube",
+	"e2e/framework/certmanager_test.go|bin":                                    "cert-manager, built by localkube build --certmanager (make certmanager-build)",
 	"node-controller/internal/node/pod_test.go|cmd[0]":                         "sh: the pod's container commands, run with the host's sh (and awk) by the tests",
 	"hack/devtools/depscheck/deps_script_test.go|e.Program":                    "looks up the table's own programs, to build a PATH without one",
 	"hack/devtools/depscheck/deps_script_test.go|p":                            "looks up bash and sh, for the fixture table's PATH",
