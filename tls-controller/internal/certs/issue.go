@@ -49,7 +49,11 @@ func (r *Reconciler) issue(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	*iss = issuanceOf(crt.(*cmapi.Certificate))
+	member, ok := crt.(*cmapi.Certificate)
+	if !ok {
+		return fmt.Errorf("keep Certificate %s: not read back", iss.Certificate)
+	}
+	*iss = issuanceOf(member)
 	return r.ownSecrets(ctx, s, secrets)
 }
 
@@ -57,8 +61,8 @@ func (r *Reconciler) issue(ctx context.Context, s *scope) error {
 // no longer asks for them (its certificate is now a Secret you keep). The Secrets
 // cert-manager wrote stay (one may be the Secret now named) until the cluster goes. It
 // never holds up the pass of such a cluster: it reads only from informers that have
-// listed their objects (a pass soon after looks again), and a failure is logged; what it
-// leaves goes with the cluster.
+// listed their objects (a pass a recheck period later looks again), and a failure is
+// logged; what it leaves goes with the cluster.
 func (r *Reconciler) forgetIssuer(ctx context.Context, s *scope) {
 	ok, err := r.certManager.installed(s.Now)
 	if err == nil && ok {
@@ -71,7 +75,7 @@ func (r *Reconciler) forgetIssuer(ctx context.Context, s *scope) {
 		return
 	}
 	if !r.certManager.synced() {
-		s.Requeue(retryPending)
+		s.Requeue(r.certManager.recheckPeriod())
 		return
 	}
 	if _, err := r.keepObjects(ctx, s, nil); err != nil {
