@@ -5,14 +5,12 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/valkey-operator/valkey-operator/e2e/netns"
 )
 
 // dialer fails fast on a dead member, as a well-configured client would.
@@ -29,7 +27,7 @@ type dialGate struct {
 
 func (g *dialGate) dial(ctx context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
 	if g.netns != "" {
-		return inNetns(g.netns, func() (net.Conn, error) { return g.open(ctx, addr, d, tc) })
+		return netns.Dial(filepath.Join("/run/netns", g.netns), func() (net.Conn, error) { return g.open(ctx, addr, d, tc) })
 	}
 	return g.open(ctx, addr, d, tc)
 }
@@ -53,34 +51,6 @@ func (g *dialGate) open(ctx context.Context, addr string, d *net.Dialer, tc *tls
 		return (&tls.Dialer{NetDialer: d, Config: tc}).DialContext(ctx, "tcp", addr)
 	}
 	return d.DialContext(ctx, "tcp", addr)
-}
-
-// inNetns runs dial on an OS thread moved into the network namespace ns: the socket it
-// creates belongs to that namespace for its whole life. The thread is never handed back
-// to the Go scheduler (the goroutine ends locked, so the runtime ends the thread).
-func inNetns(ns string, dial func() (net.Conn, error)) (net.Conn, error) {
-	type result struct {
-		c   net.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		f, err := os.Open(filepath.Join("/run/netns", ns))
-		if err != nil {
-			ch <- result{err: fmt.Errorf("network namespace %s: %w", ns, err)}
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{err: fmt.Errorf("enter network namespace %s: %w", ns, err)}
-			return
-		}
-		c, err := dial()
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	return r.c, r.err
 }
 
 // list returns the refused addresses with why, sorted.

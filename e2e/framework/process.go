@@ -3,17 +3,22 @@ package framework
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/valkey-operator/valkey-operator/e2e/netns"
 )
 
 // SignalContainer sends sig to the main process of a container, from the host.
@@ -174,4 +179,36 @@ func Partition(ctx context.Context, pod *corev1.Pod, container string, peers []s
 		defer ns.Close()
 		return iptables(ctx, "-D")
 	}, nil
+}
+
+// DialFrom opens a TCP connection to addr from the network namespace of a pod (entered
+// from the host through the namespace of the container's main process, as Partition
+// does): the connection is seen, by network policies and by the server, as one the pod
+// opened. With cfg set it completes a TLS handshake; with TLS 1.3 a server that refuses
+// the client's certificate says so on the first read, not in the handshake.
+func DialFrom(ctx context.Context, pod *corev1.Pod, container, addr string, cfg *tls.Config) (net.Conn, error) {
+	id, err := ContainerID(pod, container)
+	if err != nil {
+		return nil, err
+	}
+	pid, err := findContainerInit("/proc", id)
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: 5 * time.Second}
+	c, err := netns.Dial(fmt.Sprintf("/proc/%d/ns/net", pid), func() (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) })
+	if err != nil {
+		return nil, fmt.Errorf("dial %s from pod %s: %w", addr, pod.Name, err)
+	}
+	if cfg == nil {
+		return c, nil
+	}
+	tc := tls.Client(c, cfg)
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("TLS handshake with %s from pod %s: %w", addr, pod.Name, err)
+	}
+	return tc, nil
 }

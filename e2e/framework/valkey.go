@@ -14,6 +14,9 @@ import (
 // ValkeyPort is the port the suites' Valkey servers listen on.
 const ValkeyPort = 6379
 
+// BusPort is the port of their cluster bus.
+const BusPort = 16379
+
 // PodAddr is the pod's IP with the Valkey port.
 func PodAddr(p *corev1.Pod) string {
 	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(ValkeyPort))

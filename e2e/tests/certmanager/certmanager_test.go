@@ -5,12 +5,15 @@ package certmanager
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,7 +40,7 @@ type fixture struct {
 }
 
 func TestCertManager(t *testing.T) {
-	var own *fixture
+	var own, other *fixture
 	need := func(t *testing.T, fx *fixture) {
 		t.Helper()
 		if fx == nil {
@@ -80,7 +83,26 @@ func TestCertManager(t *testing.T) {
 			}
 			vc := framework.NewValkeyCluster(ns, "other", 3, 1)
 			vc.Spec.TLS = &v1alpha1.TLSSpec{CertManager: &v1alpha1.CertManagerSpec{IssuerRef: &v1alpha1.IssuerRef{Name: "team-ca", Kind: "Issuer"}}}
-			create(ctx, t, k, vc)
+			other = create(ctx, t, k, vc)
+			return ctx
+		}).
+		Assess("the bus of a cluster refuses the member certificate of another cluster", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			need(t, own)
+			need(t, other)
+			// From one member of own to another, so that the network policy, which admits
+			// only the cluster's own members to the bus port, lets the connection through
+			// and the servers' certificate check is what decides.
+			members := own.k.Members(ctx, t, own.vc)
+			from := own.k.PodOf(ctx, t, own.vc, members[0].Name)
+			to := net.JoinHostPort(members[1].Status.PodIP, strconv.Itoa(framework.BusPort))
+			if err := busAccepts(ctx, from, to, memberCertificate(ctx, t, own), own.cfg); err != nil {
+				t.Fatalf("the bus of %s refused its own member certificate from %s: %v", own.vc.Name, from.Name, err)
+			}
+			err := busAccepts(ctx, from, to, memberCertificate(ctx, t, other), own.cfg)
+			if err == nil {
+				t.Fatalf("the bus of %s (%s) accepted the member certificate of %s", own.vc.Name, to, other.vc.Name)
+			}
+			t.Logf("the bus of %s at %s refused the member certificate of %s: %v", own.vc.Name, to, other.vc.Name, err)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
@@ -192,6 +214,46 @@ func renew(ctx context.Context, t *testing.T, fx *fixture) {
 	for _, c := range fx.k.PodsState(ctx, t, fx.vc).Changes(before) {
 		t.Error(c)
 	}
+}
+
+// memberCertificate is the certificate and key the members of fx's cluster present,
+// from the Secret status.tls names.
+func memberCertificate(ctx context.Context, t *testing.T, fx *fixture) tls.Certificate {
+	t.Helper()
+	var s corev1.Secret
+	if err := fx.k.Client.Get(ctx, client.ObjectKey{Namespace: fx.vc.Namespace, Name: fx.vc.Status.TLS.SecretName}, &s); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tls.X509KeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		t.Fatalf("Secret %s: %v", s.Name, err)
+	}
+	return c
+}
+
+// busAccepts connects from pod to the cluster bus at addr with cert as the client
+// certificate (server verified with cfg) and tells whether the server kept the link:
+// nil when it neither refused the certificate nor closed the link within 2 s.
+func busAccepts(ctx context.Context, pod *corev1.Pod, addr string, cert tls.Certificate, cfg *tls.Config) error {
+	cfg = cfg.Clone()
+	cfg.Certificates = []tls.Certificate{cert}
+	cfg.MinVersion = tls.VersionTLS13 // the server's verdict on the client comes on the first read
+	c, err := framework.DialFrom(ctx, pod, "server", addr, cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.SetReadDeadline(time.Now().Add(2 * time.Second)); err != nil {
+		return err
+	}
+	_, err = c.Read(make([]byte, 1))
+	if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		return nil
+	}
+	if err == nil {
+		return errors.New("the bus sent data before the client spoke")
+	}
+	return err
 }
 
 // certificateName is the cert-manager Certificate the operator owns for the cluster:
