@@ -167,8 +167,8 @@ type Frame[S any] struct {
 	// Wants reports whether the controller has anything to do for a cluster (nil:
 	// every cluster). What it wrote on one it does not want is given up.
 	Wants func(*v1alpha1.ValkeyCluster) bool
-	// Gone lets go of what the controller holds for a cluster that is deleted or being
-	// deleted (nil: nothing; owner references delete the rest).
+	// Gone lets go of what the controller holds for a cluster that is deleted, being
+	// deleted, or not wanted (nil: nothing; owner references delete the rest).
 	Gone func(context.Context, types.NamespacedName) error
 }
 
@@ -186,6 +186,9 @@ func (f *Frame[S]) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", vc.Name, "namespace", vc.Namespace))
 	if f.Wants != nil && !f.Wants(&vc) {
+		if err := f.gone(ctx, req.NamespacedName); err != nil {
+			return reconcile.Result{}, err
+		}
 		return reconcile.Result{}, f.Status.Forget(ctx, &vc)
 	}
 	if g := guard.Check(&vc); !g.Valid() {
