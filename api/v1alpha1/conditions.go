@@ -270,6 +270,10 @@ const (
 	// certificate ({cluster}-tls-accepted) because a Secret of that name is not its own (for
 	// example spec.tls.certificate.secretName names it).
 	ReasonSecretNameConflict = "SecretNameConflict"
+	// ReasonCAShared (TLSReady, True): the certificate passed every check, but another
+	// ValkeyCluster's members trust its CA too, so a member certificate of one may join
+	// the other's bus.
+	ReasonCAShared = "CAShared"
 	// ReasonCertManagerNotInstalled (TLSReady): spec.tls.certManager asks cert-manager
 	// for the certificate, but cert-manager's CRDs are not installed.
 	ReasonCertManagerNotInstalled = "CertManagerNotInstalled"

@@ -188,6 +188,17 @@ func (s *lazySource) Start(_ context.Context, q workqueue.TypedRateLimitingInter
 	return nil
 }
 
+// add enqueues req once the controller has started (before, its first pass of every
+// cluster comes anyway).
+func (s *lazySource) add(req reconcile.Request) {
+	s.mu.Lock()
+	q := s.q
+	s.mu.Unlock()
+	if q != nil {
+		q.Add(req)
+	}
+}
+
 // handler enqueues the cluster that controls an object.
 func (s *lazySource) handler() toolscache.ResourceEventHandler {
 	enqueue := func(o any) {
@@ -202,12 +213,7 @@ func (s *lazySource) handler() toolscache.ResourceEventHandler {
 		if ref == nil || ref.Kind != "ValkeyCluster" || ref.APIVersion != v1alpha1.GroupVersion.String() {
 			return
 		}
-		s.mu.Lock()
-		q := s.q
-		s.mu.Unlock()
-		if q != nil {
-			q.Add(watches.Request(obj.GetNamespace(), ref.Name))
-		}
+		s.add(watches.Request(obj.GetNamespace(), ref.Name))
 	}
 	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -80,6 +81,10 @@ type Reconciler struct {
 
 	// certManager reads and writes cert-manager's objects (nil until set up).
 	certManager *certManagerAPI
+	// cas knows which clusters trust which CA (nil until set up: no shared-CA warning).
+	cas *caIndex
+	// casSrc wakes the clusters whose sharing of a CA changed.
+	casSrc *lazySource
 
 	// reloads remembers, by ValkeyNode UID, the revision this process reloaded a member
 	// for after the revision's reloadAfter time.
@@ -123,6 +128,9 @@ func (r *Reconciler) frame() *publish.Frame[*scope] {
 	if r.certManager != nil {
 		sources = append(sources, r.certManager.src)
 	}
+	if r.casSrc != nil {
+		sources = append(sources, r.casSrc)
+	}
 	st := r.status()
 	return &publish.Frame[*scope]{
 		Base:          &r.Base,
@@ -130,6 +138,12 @@ func (r *Reconciler) frame() *publish.Frame[*scope] {
 		Status:        st,
 		DefaultResync: DefaultResync,
 		Wants:         func(vc *v1alpha1.ValkeyCluster) bool { return vc.Spec.TLS != nil },
+		Gone: func(_ context.Context, key types.NamespacedName) error {
+			if r.cas != nil {
+				r.cas.forget(key)
+			}
+			return nil
+		},
 		Watches: publish.Watches{
 			Name:            "tls",
 			Cluster:         clusterChanged(st.Owns),
@@ -148,6 +162,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		return err
 	}
 	r.certManager = cm
+	r.casSrc = &lazySource{}
+	r.cas = newCAIndex(wakeRequest(r.casSrc))
 	if r.Metadata == nil {
 		r.Metadata = mgr.GetCache()
 	}

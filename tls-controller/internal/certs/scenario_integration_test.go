@@ -288,6 +288,24 @@ var _ = Describe("The tls-controller at the edges", Ordered, func() {
 		Expect(h.Secret("bad-tls")).To(BeNil(), "a copy was made for an invalid spec")
 	})
 
+	It("warns of a CA that another cluster trusts too, until that cluster is gone", func() {
+		// later trusts ca (NamesMissing); twin's certificate from ca covers every name.
+		c, k := ca.issue(GinkgoTB(), leafOpts{dns: append(checkedNames("twin", h.Namespace), "*.twin-nodes."+h.Namespace+".svc")})
+		h.putSecret("twin-certs", secretData(ca.PEM, c, k))
+		h.createCluster("twin", "twin-certs")
+		h.waitCondition("twin", v1alpha1.ConditionTLSReady, metav1.ConditionTrue, v1alpha1.ReasonCAShared, "also trusted by ValkeyCluster later of this namespace")
+		h.waitCondition("later", v1alpha1.ConditionTLSReady, metav1.ConditionTrue, v1alpha1.ReasonNamesMissing, "also trusted by ValkeyCluster twin of this namespace")
+		h.waitEvent("Warning", "CAShared", "may join this cluster's bus")
+
+		Expect(h.Client.Delete(suite.Step(), h.Cluster("twin"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := h.ClusterCondition("later", v1alpha1.ConditionTLSReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("does not cover"))
+			g.Expect(c.Message).NotTo(ContainSubstring("also trusted"))
+		}).Should(Succeed(), "the warning of later to go with twin")
+	})
+
 	It("gives a cluster without TLS no TLS status and no copy", func() {
 		h.createCluster("plain", "")
 		h.member("later", "later-a") // a member of another cluster, so the controller is busy

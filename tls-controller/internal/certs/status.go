@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/internal/conditions"
@@ -135,6 +136,7 @@ func (r *Reconciler) Report(ctx context.Context, s *scope) error {
 	if s.held != nil {
 		ready = heldCondition(describeSource(s.outcome), s.held, s.servedCert(), r.window(s), vc.Generation)
 	}
+	ready = r.warnSharedCA(s, ready)
 	expiring := r.expiringCondition(s)
 	publish.Announce(r.Recorder, vc, ready, "Check")
 	r.expiryEvent(vc, expiring)
@@ -149,6 +151,33 @@ func (r *Reconciler) Report(ctx context.Context, s *scope) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// warnSharedCA records in the CA index the CAs the members trust and, when another
+// cluster trusts one of them, adds the warning to a TLSReady that is True (reason
+// CAShared, unless names are missing too: NamesMissing stays, with both warnings).
+func (r *Reconciler) warnSharedCA(s *scope, ready metav1.Condition) metav1.Condition {
+	if r.cas == nil {
+		return ready
+	}
+	key := types.NamespacedName{Namespace: s.Cluster.Namespace, Name: s.Cluster.Name}
+	cert := s.servedCert()
+	if cert == nil {
+		r.cas.forget(key)
+		return ready
+	}
+	w := sharedCAWarning(key.Namespace, r.cas.set(key, caFingerprints(cert)))
+	if w == "" || ready.Status != metav1.ConditionTrue {
+		return ready
+	}
+	ready.Message += "; " + w
+	if ready.Reason == v1alpha1.ReasonCertificateValid {
+		ready.Reason = v1alpha1.ReasonCAShared
+		if old := conditions.Get(s.Cluster.Status.Conditions, ready.Type); old == nil || old.Reason != ready.Reason {
+			r.Recorder.Eventf(s.Cluster, nil, corev1.EventTypeWarning, ready.Reason, "Check", "%s", ready.Message)
+		}
+	}
+	return ready
 }
 
 // expiringCondition computes CertificateExpiring for the served certificate, Unknown

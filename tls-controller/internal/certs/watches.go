@@ -28,7 +28,8 @@ func certificateSecretName(vc *v1alpha1.ValkeyCluster) []string {
 }
 
 // clusterChanged passes the cluster events that matter: a cluster with TLS (or with
-// TLS status left over, as owns says) appears, or its spec changes.
+// TLS status left over, as owns says) appears, its spec changes, or it is deleted (the
+// clusters that shared its CA lose their warning).
 func clusterChanged(owns func(*v1alpha1.ValkeyCluster) bool) predicate.Predicate {
 	relevant := func(o client.Object) bool {
 		vc, ok := o.(*v1alpha1.ValkeyCluster)
@@ -36,7 +37,7 @@ func clusterChanged(owns func(*v1alpha1.ValkeyCluster) bool) predicate.Predicate
 	}
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return relevant(e.Object) },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return relevant(e.Object) },
 		GenericFunc: func(e event.GenericEvent) bool { return relevant(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() && (relevant(e.ObjectOld) || relevant(e.ObjectNew))
