@@ -32,11 +32,7 @@ import (
 // kernel runs the containers (the local provider, and kind on the local Docker daemon).
 // It returns the host PID that was signalled.
 func SignalContainer(pod *corev1.Pod, container string, sig syscall.Signal) (int, error) {
-	id, err := ContainerID(pod, container)
-	if err != nil {
-		return 0, err
-	}
-	pid, err := findContainerInit("/proc", id)
+	pid, err := containerPID(pod, container)
 	if err != nil {
 		return 0, err
 	}
@@ -63,6 +59,15 @@ func ContainerID(pod *corev1.Pod, container string) (string, error) {
 		return id, nil
 	}
 	return "", fmt.Errorf("pod %s has no container %s", pod.Name, container)
+}
+
+// containerPID is the host PID of a running container's main process.
+func containerPID(pod *corev1.Pod, container string) (int, error) {
+	id, err := ContainerID(pod, container)
+	if err != nil {
+		return 0, err
+	}
+	return findContainerInit("/proc", id)
 }
 
 // findContainerInit finds under procRoot the process whose cgroup path names the
@@ -140,11 +145,7 @@ func KillPod(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 // the pod's namespace lives as long as the pod, so it works after the container restarted
 // too, as long as the process found here still runs or the namespace is held elsewhere.
 func Partition(ctx context.Context, pod *corev1.Pod, container string, peers []string) (func(context.Context) error, error) {
-	id, err := ContainerID(pod, container)
-	if err != nil {
-		return nil, err
-	}
-	pid, err := findContainerInit("/proc", id)
+	pid, err := containerPID(pod, container)
 	if err != nil {
 		return nil, err
 	}
@@ -187,11 +188,7 @@ func Partition(ctx context.Context, pod *corev1.Pod, container string, peers []s
 // opened. With cfg set it completes a TLS handshake; with TLS 1.3 a server that refuses
 // the client's certificate says so on the first read, not in the handshake.
 func DialFrom(ctx context.Context, pod *corev1.Pod, container, addr string, cfg *tls.Config) (net.Conn, error) {
-	id, err := ContainerID(pod, container)
-	if err != nil {
-		return nil, err
-	}
-	pid, err := findContainerInit("/proc", id)
+	pid, err := containerPID(pod, container)
 	if err != nil {
 		return nil, err
 	}
