@@ -10,10 +10,12 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -103,6 +105,30 @@ func TestCertManager(t *testing.T) {
 				t.Fatalf("the bus of %s (%s) accepted the member certificate of %s", own.vc.Name, to, other.vc.Name)
 			}
 			t.Logf("the bus of %s at %s refused the member certificate of %s: %v", own.vc.Name, to, other.vc.Name, err)
+			return ctx
+		}).
+		Assess("a second cluster of the same Issuer: both say their CA is shared", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			need(t, other)
+			k := framework.ClusterFrom(ctx, t)
+			vc := framework.NewValkeyCluster(framework.Namespace(ctx), "twin", 1, 0)
+			vc.Spec.TLS = other.vc.Spec.TLS.DeepCopy()
+			if err := k.Client.Create(ctx, vc); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				vc    *v1alpha1.ValkeyCluster
+				names string
+			}{{vc, other.vc.Name}, {other.vc, vc.Name}} {
+				if err := framework.WaitFor(ctx, k.Client, c.vc, 2*time.Minute, "report TLSReady=True CAShared",
+					framework.ConditionIs(v1alpha1.ConditionTLSReady, metav1.ConditionTrue, v1alpha1.ReasonCAShared)); err != nil {
+					t.Fatal(err)
+				}
+				msg := meta.FindStatusCondition(c.vc.Status.Conditions, v1alpha1.ConditionTLSReady).Message
+				if !strings.Contains(msg, "ValkeyCluster "+c.names+" of this namespace") {
+					t.Errorf("%s: TLSReady does not name %s: %s", c.vc.Name, c.names, msg)
+				}
+				t.Logf("%s: TLSReady %s: %s", c.vc.Name, v1alpha1.ReasonCAShared, msg)
+			}
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)

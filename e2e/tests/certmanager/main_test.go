@@ -4,7 +4,9 @@
 // Go module proxy, see docs/testing.md): a cluster that asks cert-manager for its
 // certificate with no issuer gets a CA of its own and reaches Ready with TLS on every
 // link; a renewal reaches every member live with no failed write; a scale adds members
-// that join with TLS; a cluster can use an Issuer of its namespace. The operator runs
+// that join with TLS; a cluster can use an Issuer of its namespace; the bus of one
+// cluster refuses the member certificate of another, and two clusters of one Issuer
+// report that they share a CA. The operator runs
 // with webhooks.certificates.mode=certManager: its webhooks serve admission with the
 // certificate cert-manager issued for them.
 package certmanager

@@ -63,7 +63,7 @@ var attempts = []attempt{
 	{name: "the NetworkPolicy off", want: "spec.networkPolicy.enabled: Forbidden", obj: cluster(func(vc *v1alpha1.ValkeyCluster) {
 		vc.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Enabled: ptr.To(false)}
 	})},
-	{name: "NodePort Services, a type not listed", want: "spec.externalAccess.type: Forbidden",
+	{name: "NodePort Services, a type not listed", want: "spec.externalAccess.type: Forbidden: NodePort is not admitted by this operator's policy",
 		obj: externalAccess(v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalAccessNodePort})},
 	{name: "an internet-facing load balancer", want: "spec.externalAccess.annotations[service.beta.kubernetes.io/aws-load-balancer-scheme]: Forbidden",
 		obj: externalAccess(v1alpha1.ExternalAccessSpec{Type: v1alpha1.ExternalAccessLoadBalancer,
