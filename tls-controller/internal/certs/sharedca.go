@@ -114,6 +114,10 @@ func caFingerprints(c *Certificate) []string {
 	return out
 }
 
+// maxNamedSharers is how many clusters of its namespace a warning names; the others are
+// counted, so the condition's message stays short whatever a namespace holds.
+const maxNamedSharers = 5
+
 // sharedCAWarning says that the members of the cluster in namespace ns trust a CA that
 // the clusters others trust too ("" when others is empty). Clusters of ns are named;
 // those of other namespaces only counted, so one tenant's warning does not list
@@ -132,6 +136,9 @@ func sharedCAWarning(ns string, others []types.NamespacedName) string {
 		}
 	}
 	var who []string
+	if len(here) > maxNamedSharers {
+		here = append(here[:maxNamedSharers:maxNamedSharers], fmt.Sprintf("%d more", len(here)-maxNamedSharers))
+	}
 	if len(here) > 0 {
 		who = append(who, "ValkeyCluster "+joinWords(here)+" of this namespace")
 	}

@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -65,5 +66,19 @@ func TestSharedCAWarning(t *testing.T) {
 	}
 	if strings.Contains(w, "secret-name") || strings.Contains(w, "t2") {
 		t.Errorf("warning %q names a cluster or namespace of another tenant", w)
+	}
+}
+
+func TestSharedCAWarningNamesFew(t *testing.T) {
+	var others []types.NamespacedName
+	for i := range 500 {
+		others = append(others, types.NamespacedName{Namespace: "t1", Name: fmt.Sprintf("cluster-%03d-with-a-long-name-to-fill-the-message", i)})
+	}
+	w := sharedCAWarning("t1", others)
+	if !strings.Contains(w, "cluster-004-with-a-long-name-to-fill-the-message and 495 more of this namespace") {
+		t.Errorf("warning %q does not name five and count the rest", w)
+	}
+	if len(w) > 1024 {
+		t.Errorf("warning of %d bytes for 500 clusters", len(w))
 	}
 }
