@@ -3,9 +3,9 @@
 // spec.tls.certManager, whose cert-manager objects it keeps: certmanager.go), copies it
 // once it passes into the operator's own Secret {cluster}-tls-accepted (the one the pods
 // mount), reloads the certificate live on every member and confirms with a new handshake
-// that the member serves it, and warns before the certificate expires. It reports
-// TLSReady, CertificateExpiring and status.tls on the cluster and TLSApplied on each
-// member.
+// that the member serves it, warns before the certificate expires, and warns when
+// another cluster's members trust the same CA (sharedca.go). It reports TLSReady,
+// CertificateExpiring and status.tls on the cluster and TLSApplied on each member.
 //
 // A refused Secret never reaches a running member: the copy keeps the last accepted
 // certificate, and TLSReady=False says why the new one was refused.
