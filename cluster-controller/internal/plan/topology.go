@@ -346,7 +346,7 @@ func SyncFault(m, p *Member) string {
 		return "full sync in progress"
 	case p.Repl.Offset-m.Repl.Offset > SyncLagBytes:
 		return valkey.FormatBytes(p.Repl.Offset-m.Repl.Offset) + " behind"
-	case !Acknowledged(p, m.IP()):
+	case !Acknowledged(p, m):
 		return "its primary does not list it online and caught up"
 	}
 	return ""
@@ -358,10 +358,16 @@ func SyncFault(m, p *Member) string {
 // acknowledgement (sent once a second) starts the stream of the writes held back
 // meanwhile; its acknowledged offset is 0 until then. A manual failover asked in between
 // waits for that stream, its primary's clients paused (a second, seen on Valkey 8.0 in
-// the in-place roll). A primary that never wrote anything (offset 0) holds nothing back.
-func Acknowledged(p *Member, ip string) bool {
+// the in-place roll). Nothing is held back when the primary never wrote anything (offset
+// 0), or when replica m says it has processed all the primary has (its own offset): a
+// primary with no writes since the sync sends its replicas a PING every 10 s, which
+// moves its offset past an acknowledged 0 for up to a second until the next
+// acknowledgement, while the replica already has it.
+func Acknowledged(p, m *Member) bool {
+	ip := m.IP()
 	for _, r := range p.Repl.Replicas {
-		if r.IP == ip && r.State == "online" && (r.Offset > 0 || p.Repl.Offset == 0) && p.Repl.Offset-r.Offset <= SyncLagBytes {
+		started := r.Offset > 0 || p.Repl.Offset == 0 || m.Repl.Offset >= p.Repl.Offset
+		if r.IP == ip && r.State == "online" && started && p.Repl.Offset-r.Offset <= SyncLagBytes {
 			return true
 		}
 	}

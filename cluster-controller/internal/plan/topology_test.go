@@ -169,8 +169,16 @@ func TestSyncedNeedsThePrimaryStreaming(t *testing.T) {
 		t.Error("a's stream to a2 has not started: want not synced")
 	}
 	a.Repl.Replicas[0].State, a.Repl.Replicas[0].Offset = "online", 0
+	a2.Repl.Offset = a.Repl.Offset - 100
 	if plan.Synced(a2, a) {
-		t.Error("a2 has not acknowledged anything yet: want not synced")
+		t.Error("a2 has not acknowledged anything yet and a holds writes back: want not synced")
+	}
+	// A primary with no writes since the sync sends a PING every 10 s: its offset moves
+	// past the acknowledged 0 until the replica's next acknowledgement, a second later,
+	// while the replica has already applied it.
+	a2.Repl.Offset = a.Repl.Offset
+	if !plan.Synced(a2, a) {
+		t.Error("a2 has all a wrote (a PING), its acknowledgement not sent yet: want synced")
 	}
 	a.Repl.Offset, a2.Repl.Offset = 0, 0
 	if !plan.Synced(a2, a) {
