@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -37,9 +38,7 @@ func (x *caIndex) set(key types.NamespacedName, cas []string) []types.Namespaced
 	x.mu.Lock()
 	before := x.byCluster[key]
 	changed := !slices.Equal(before, cas)
-	var woken []types.NamespacedName
 	if changed {
-		woken = x.sharersLocked(key, before)
 		x.removeLocked(key)
 		x.byCluster[key] = cas
 		for _, ca := range cas {
@@ -50,11 +49,13 @@ func (x *caIndex) set(key types.NamespacedName, cas []string) []types.Namespaced
 		}
 	}
 	others := x.sharersLocked(key, cas)
-	x.mu.Unlock()
+	var woken []types.NamespacedName
 	if changed {
-		for _, o := range appendNew(woken, others) {
-			x.wake(o)
-		}
+		woken = x.sharersLocked(key, before, cas)
+	}
+	x.mu.Unlock()
+	for _, o := range woken {
+		x.wake(o)
 	}
 	return others
 }
@@ -71,17 +72,24 @@ func (x *caIndex) forget(key types.NamespacedName) {
 	}
 }
 
-// sharersLocked are the clusters other than key that trust one of cas, sorted.
-func (x *caIndex) sharersLocked(key types.NamespacedName, cas []string) []types.NamespacedName {
+// sharersLocked are the clusters other than key that trust a CA of one of the lists,
+// each once, sorted by namespace and name.
+func (x *caIndex) sharersLocked(key types.NamespacedName, lists ...[]string) []types.NamespacedName {
+	seen := map[types.NamespacedName]bool{key: true}
 	var out []types.NamespacedName
-	for _, ca := range cas {
-		for o := range x.byCA[ca] {
-			if o != key {
-				out = appendNew(out, []types.NamespacedName{o})
+	for _, cas := range lists {
+		for _, ca := range cas {
+			for o := range x.byCA[ca] {
+				if !seen[o] {
+					seen[o] = true
+					out = append(out, o)
+				}
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(out, func(a, b types.NamespacedName) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	})
 	return out
 }
 
@@ -93,16 +101,6 @@ func (x *caIndex) removeLocked(key types.NamespacedName) {
 		}
 	}
 	delete(x.byCluster, key)
-}
-
-// appendNew appends to a the elements of b it does not hold yet.
-func appendNew(a, b []types.NamespacedName) []types.NamespacedName {
-	for _, v := range b {
-		if !slices.Contains(a, v) {
-			a = append(a, v)
-		}
-	}
-	return a
 }
 
 // caFingerprints are the fingerprints of the CAs a certificate's members trust.
