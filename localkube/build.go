@@ -2,10 +2,13 @@ package localkube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -137,9 +140,10 @@ func BuildMonitoring(ctx context.Context, c Config) error {
 // its controllers into one program.
 const certManagerModule = "github.com/cert-manager/cert-manager"
 
-// BuildCertManager builds, once per version, the cert-manager program of hack/certmanager
-// (its controller and cainjector, for the e2e suites that use cert-manager) into
-// CertManagerBinary(), and copies cert-manager's CRDs from its module into
+// BuildCertManager builds the cert-manager program of hack/certmanager (its controller,
+// cainjector and webhook, for the e2e suites that use cert-manager) into
+// CertManagerBinary(), again whenever the program's source changes (a digest beside the
+// binary says which source it was built from), and copies cert-manager's CRDs from its module into
 // CertManagerDir()/crds. Nothing else needs them, so plain local-build leaves them out.
 func BuildCertManager(ctx context.Context, c Config) error {
 	c, err := c.WithDefaults()
@@ -147,13 +151,22 @@ func BuildCertManager(ctx context.Context, c Config) error {
 		return err
 	}
 	dir := filepath.Join(c.RepoRoot, "hack", "certmanager")
-	if _, err := os.Stat(c.CertManagerBinary()); err != nil {
+	digest, err := sourceDigest(dir)
+	if err != nil {
+		return err
+	}
+	stamp := c.CertManagerBinary() + ".source"
+	built, _ := os.ReadFile(stamp)
+	if _, err := os.Stat(c.CertManagerBinary()); err != nil || string(built) != digest {
 		if err := os.MkdirAll(filepath.Dir(c.CertManagerBinary()), 0o755); err != nil {
 			return err
 		}
 		c.Log("building cert-manager %s", CertManagerVersion)
 		ld := "-s -w -X " + certManagerModule + "/pkg/util.AppVersion=" + CertManagerVersion
 		if err := c.goCmd(ctx, dir, nil, "build", "-trimpath", "-ldflags="+ld, "-o", c.CertManagerBinary(), "."); err != nil {
+			return err
+		}
+		if err := os.WriteFile(stamp, []byte(digest), 0o644); err != nil {
 			return err
 		}
 	}
@@ -198,4 +211,26 @@ func copyModuleCRDs(ctx context.Context, dir, module, version, sub, dst string) 
 		}
 	}
 	return os.Rename(tmp, dst)
+}
+
+// sourceDigest is the SHA-256, in hex, of the module in dir as a build reads it: go.mod,
+// go.sum and the Go files other than tests, by name and content.
+func sourceDigest(dir string) (string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return "", err
+	}
+	files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+	files = append(files, filepath.Join(dir, "go.mod"), filepath.Join(dir, "go.sum"))
+	slices.Sort(files)
+	h := sha256.New()
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(f), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -35,3 +35,38 @@ func TestBuiltModuleVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestSourceDigest: the digest that decides whether the cert-manager program is built
+// again follows its Go files, go.mod and go.sum, and not its tests.
+func TestSourceDigest(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module m\n")
+	write("go.sum", "")
+	write("main.go", "package main\n")
+	digest := func() string {
+		t.Helper()
+		d, err := sourceDigest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	first := digest()
+	write("main_test.go", "package main\n")
+	if got := digest(); got != first {
+		t.Errorf("a test file changed the digest")
+	}
+	for _, f := range []string{"main.go", "webhook.go", "go.sum", "go.mod"} {
+		before := digest()
+		write(f, "package main\n// changed\n")
+		if digest() == before {
+			t.Errorf("a change of %s left the digest as it was", f)
+		}
+	}
+}

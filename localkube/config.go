@@ -26,7 +26,7 @@ const (
 	// PrometheusOperatorVersion is the Prometheus Operator's, built from hack/promop
 	// for the e2e monitoring suite (localkube build --monitoring).
 	PrometheusOperatorVersion = "v0.85.0"
-	// CertManagerVersion is cert-manager's, whose controller and cainjector
+	// CertManagerVersion is cert-manager's, whose controller, cainjector and webhook
 	// hack/certmanager builds for the e2e suites (localkube build --certmanager).
 	CertManagerVersion = "v1.21.2"
 )
@@ -144,8 +144,8 @@ func (c Config) CertManagerDir() string {
 	return filepath.Join(c.CacheDir, "certmanager", CertManagerVersion)
 }
 
-// CertManagerBinary is cert-manager's program, whose commands controller and cainjector
-// run its two components.
+// CertManagerBinary is cert-manager's program, whose commands controller, cainjector and
+// webhook run its three components.
 func (c Config) CertManagerBinary() string {
 	return filepath.Join(c.CertManagerDir(), "bin", "cert-manager")
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,10 +30,13 @@ import (
 // TestCertManagerRBAC runs the cert-manager program of localkube build --certmanager as
 // each component's ServiceAccount, with exactly the roles InstallCertManager gives it,
 // against a real API server that enforces them (and, as the local Kubernetes,
-// OwnerReferencesPermissionEnforcement): CreateCAIssuer's Issuers and CA become Ready, a
-// server and client certificate of the CA Issuer becomes Ready and verifies against
-// the CA, the cainjector injects the CA into a webhook configuration, and neither
-// component was refused anything.
+// OwnerReferencesPermissionEnforcement), with the webhook configurations of
+// InstallCertManager pointing at the webhook on this host: the cainjector injects the
+// webhook's own CA and the webhook admits an Issuer and refuses an invalid Certificate;
+// CreateCAIssuer's Issuers and CA become Ready through it (its approval check included);
+// a server and client certificate of the CA Issuer becomes Ready and verifies against the
+// CA; the cainjector injects that CA into a webhook configuration; and no component was
+// refused anything.
 func TestCertManagerRBAC(t *testing.T) {
 	paths, err := DiscoverPaths(os.Getenv)
 	if err != nil {
@@ -80,11 +85,20 @@ func TestCertManagerRBAC(t *testing.T) {
 		}
 	}
 
+	webhookPort := freeLocalPort(t)
+	for _, o := range certManagerWebhookConfigurations(func(path string) admissionregistrationv1.WebhookClientConfig {
+		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(fmt.Sprintf("https://localhost:%d%s", webhookPort, path))}
+	}) {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	dir := t.TempDir()
 	var procs []*certManagerProcess
 	for _, comp := range certManagerComponents {
 		account := "system:serviceaccount:" + CertManagerNamespace + ":" + comp.name()
-		waitRBACEffective(ctx, t, c, account)
+		waitRBACEffective(ctx, t, c, account, comp.rules[0])
 		u, err := env.AddUser(envtest.User{Name: account, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + CertManagerNamespace, "system:authenticated"}}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -97,16 +111,32 @@ func TestCertManagerRBAC(t *testing.T) {
 		if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 			t.Fatal(err)
 		}
+		// On the host, a later flag overrides the pod's (a list flag adds to it).
 		args := append(comp.args(), "--kubeconfig="+kubeconfig)
-		if comp.healthz != 0 {
+		switch comp.command {
+		case "controller":
 			args = append(args, "--healthz-address=127.0.0.1:0")
+		case "webhook":
+			args = append(args, fmt.Sprintf("--secure-port=%d", webhookPort), "--healthz-port=0", "--dynamic-serving-dns-names=localhost")
 		}
 		procs = append(procs, startCertManager(t, bin, filepath.Join(dir, comp.name()+".log"), args))
 	}
 	for _, comp := range certManagerComponents {
+		if comp.lease == "" {
+			continue
+		}
 		if err := waitLeaseHeld(ctx, c, comp.lease, time.Minute); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// From here on every cert-manager resource passes the webhook, which lets the
+	// controller approve its requests only by its approve right on the issuers' signers.
+	if err := waitCertManagerWebhook(ctx, c, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	err = CertManagerWebhookRefusal(ctx, c, ns)
+	if !CertManagerWebhookRefused(err) {
+		t.Errorf("a Certificate of no name: want the webhook's refusal, got %v", err)
 	}
 
 	k := &Cluster{Client: c}
@@ -167,13 +197,15 @@ func TestCertManagerRBAC(t *testing.T) {
 }
 
 // waitRBACEffective waits until the API server authorizes the account by its new roles
-// (its RBAC cache follows the objects' creation).
-func waitRBACEffective(ctx context.Context, t *testing.T, c client.Client, account string) {
+// (its RBAC cache follows the objects' creation): the first verb of rule on its first
+// resource.
+func waitRBACEffective(ctx context.Context, t *testing.T, c client.Client, account string, rule rbacv1.PolicyRule) {
 	t.Helper()
-	err := Until(ctx, 30*time.Second, account+" to be allowed to watch Secrets", func(ctx context.Context) (bool, string, error) {
+	attrs := &authorizationv1.ResourceAttributes{Verb: rule.Verbs[0], Group: rule.APIGroups[0], Resource: rule.Resources[0]}
+	err := Until(ctx, 30*time.Second, fmt.Sprintf("%s to be allowed to %s %s", account, attrs.Verb, attrs.Resource), func(ctx context.Context) (bool, string, error) {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: account, Groups: []string{"system:serviceaccounts", "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "watch", Resource: "secrets"},
+			ResourceAttributes: attrs,
 		}}
 		if err := c.Create(ctx, sar); err != nil {
 			return false, "", err
@@ -254,4 +286,15 @@ func startCertManager(t *testing.T, bin, log string, args []string) *certManager
 		}
 	})
 	return p
+}
+
+// freeLocalPort is a TCP port of 127.0.0.1 that nothing listens on now.
+func freeLocalPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -1,13 +1,20 @@
-// Module certmanager builds cert-manager's controller and cainjector from the Go module
-// proxy for the e2e suites (localkube build --certmanager): one program, cert-manager,
-// wiring the exported packages of cert-manager's main module. It is not part of go.work:
-// cert-manager pins its own dependency set.
-module github.com/valkey-operator/valkey-operator/hack/certmanager
+// Module certmanager builds cert-manager's controller, cainjector and webhook from the Go
+// module proxy for the e2e suites (localkube build --certmanager): one program,
+// cert-manager, wiring the packages of cert-manager's main module. It is not part of
+// go.work: cert-manager pins its own dependency set.
+//
+// Its path lies under cert-manager's on purpose: the webhook's handlers are internal
+// packages of cert-manager's main module, which Go lets only import paths under
+// github.com/cert-manager/cert-manager/ import (in module mode the rule is on import
+// paths, as golang.org/x/tools/gopls imports golang.org/x/tools/internal). No package of
+// cert-manager's module has this path, so the two never provide the same package.
+module github.com/cert-manager/cert-manager/valkeyoperatore2e
 
 go 1.26.0
 
 require (
 	github.com/cert-manager/cert-manager v1.21.2
+	github.com/spf13/pflag v1.0.10
 	golang.org/x/sync v0.22.0
 	k8s.io/api v0.36.2
 	k8s.io/apimachinery v0.36.2
@@ -74,7 +81,6 @@ require (
 	github.com/prometheus/common v0.67.5 // indirect
 	github.com/prometheus/procfs v0.19.2 // indirect
 	github.com/spf13/cobra v1.10.2 // indirect
-	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.etcd.io/etcd/api/v3 v3.6.8 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.6.14 // indirect

@@ -1,7 +1,7 @@
-// Command cert-manager runs cert-manager's controller and cainjector for the e2e suites,
-// built from the Go module proxy (localkube build --certmanager). cert-manager's own
-// commands are separate modules that the proxy does not serve, so this program wires the
-// exported packages of its main module at the version go.mod requires:
+// Command cert-manager runs cert-manager's controller, cainjector and webhook for the e2e
+// suites, built from the Go module proxy (localkube build --certmanager). cert-manager's
+// own commands are separate modules that the proxy does not serve, so this program wires
+// the packages of its main module at the version go.mod requires:
 //
 //	cert-manager controller   the Issuer and ClusterIssuer controllers, the Certificate
 //	                          controllers (trigger, key manager, request manager,
@@ -10,11 +10,13 @@
 //	                          issuers
 //	cert-manager cainjector   the CA bundle injection into the validating and mutating
 //	                          webhook configurations annotated cert-manager.io/inject-ca-from
+//	                          or cert-manager.io/inject-ca-from-secret
+//	cert-manager webhook      the admission webhook: defaulting and validation of
+//	                          cert-manager's resources, and the CertificateRequest identity
+//	                          and approval checks, served with a certificate of its own
+//	                          dynamic CA (cert-manager's flags and defaults)
 //
-// Left out: the ACME, Vault and Venafi issuers, the ingress and gateway shims, and the
-// webhook, whose handlers are internal packages of cert-manager. Without the webhook,
-// nothing defaults or validates cert-manager's resources at admission: the suites create
-// complete, valid ones.
+// Left out: the ACME, Vault and Venafi issuers and the ingress and gateway shims.
 package main
 
 import (
@@ -56,8 +58,11 @@ type leaseTimes struct {
 }
 
 func run(args []string) error {
+	if len(args) > 0 && args[0] == "webhook" {
+		return runWebhook(args[1:])
+	}
 	if len(args) == 0 || (args[0] != "controller" && args[0] != "cainjector") {
-		return fmt.Errorf("usage: cert-manager controller|cainjector [flags]")
+		return fmt.Errorf("usage: cert-manager controller|cainjector|webhook [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	var o options

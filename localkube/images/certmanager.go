@@ -2,7 +2,7 @@ package images
 
 // ComponentCertManager is the image of cert-manager's program (localkube build
 // --certmanager makes it from the Go module proxy, hack/certmanager), whose commands
-// controller and cainjector run its two components. It is built only when
+// controller, cainjector and webhook run its three components. It is built only when
 // Config.CertManagerBinary names the program, so the other suites' nodes do not load it.
 const ComponentCertManager = "cert-manager"
 

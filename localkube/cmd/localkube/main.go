@@ -57,7 +57,7 @@ func run(args []string) error {
 	s3Bin := fs.String("s3-binary", "", "static versitygw binary to build the S3 server image from (images)")
 	impostor := fs.Bool("impostor", false, "also build docker.io/valkey/valkey:impostor (Redis under the name valkey-server), for the e2e security suite (images)")
 	monitoring := fs.Bool("monitoring", false, "also build the Prometheus Operator and its config reloader, for the e2e monitoring suite (build)")
-	certManager := fs.Bool("certmanager", false, "also build cert-manager's controller and cainjector, for the e2e suites that use cert-manager (build)")
+	certManager := fs.Bool("certmanager", false, "also build cert-manager's controller, cainjector and webhook, for the e2e suites that use cert-manager (build)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
