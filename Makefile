@@ -160,7 +160,7 @@ monitoring-build: deps-demo $(LOCALKUBE) ## Also build the Prometheus Operator a
 	$(LOCALKUBE) build --monitoring
 
 .PHONY: certmanager-build
-certmanager-build: deps-demo $(LOCALKUBE) ## Also build cert-manager's controller and cainjector (hack/certmanager, cached in .cache/certmanager) for the e2e suites that use cert-manager
+certmanager-build: deps-demo $(LOCALKUBE) ## Also build cert-manager's controller, cainjector and webhook (hack/certmanager, cached in .cache/certmanager) for the e2e suites that use cert-manager
 	$(LOCALKUBE) build --certmanager
 
 .PHONY: operator-binaries

@@ -104,8 +104,9 @@ if uses_provider kind; then
 fi
 # The monitoring suite runs the Prometheus Operator, built from the Go module proxy once
 # (hack/promop); the next images step then builds its images and Prometheus's. The
-# certmanager suite runs cert-manager's controller and cainjector, built the same way
-# (hack/certmanager), and their image. Both providers load every image of the manifest.
+# certmanager suite runs cert-manager's controller, cainjector and webhook, built the
+# same way (hack/certmanager), and their image. Both providers load every image of the
+# manifest.
 # The security suite runs a cluster on an image whose valkey-server is Redis
 # (localkube images --impostor).
 impostor=()

@@ -20,11 +20,20 @@ import (
 // TestWebhooksCertificate is the chart's webhooks.certificates.mode=certManager, which
 // the suite installs the operator with: the webhooks serve a certificate cert-manager
 // issued, cert-manager's cainjector put its CA in the webhook configuration, and the API
-// server reaches the webhooks with it.
+// server reaches the webhooks with it. And cert-manager's own webhook, which the suite
+// runs, validates cert-manager's resources.
 func TestWebhooksCertificate(t *testing.T) {
 	f := framework.NewFeature(suite, "webhooks with cert-manager's certificate").
 		Assess("the webhooks serve a certificate cert-manager issued", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			webhooksFromCertManager(ctx, t)
+			return ctx
+		}).
+		Assess("cert-manager's own webhook refuses a Certificate that names nothing", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			err := framework.CertManagerWebhookRefusal(ctx, framework.ClusterFrom(ctx, t).Client, framework.Namespace(ctx))
+			if !framework.CertManagerWebhookRefused(err) {
+				t.Fatalf("want cert-manager's webhook to refuse it, got %v", err)
+			}
+			t.Logf("refused: %v", err)
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
