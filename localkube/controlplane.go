@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// freePort asks the kernel for an unused TCP port on loopback.
-func freePort() (int, error) {
+// FreePort asks the kernel for a TCP port of loopback that nothing listens on now.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
@@ -26,7 +26,7 @@ func freePort() (int, error) {
 func freePorts(n int) ([]int, error) {
 	out := make([]int, n)
 	for i := range out {
-		p, err := freePort()
+		p, err := FreePort()
 		if err != nil {
 			return nil, err
 		}

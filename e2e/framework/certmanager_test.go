@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/valkey-operator/valkey-operator/internal/envtestenv"
+	"github.com/valkey-operator/valkey-operator/localkube"
 )
 
 // TestCertManagerRBAC runs the cert-manager program of localkube build --certmanager as
@@ -85,7 +85,10 @@ func TestCertManagerRBAC(t *testing.T) {
 		}
 	}
 
-	webhookPort := freeLocalPort(t)
+	webhookPort, err := localkube.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, o := range certManagerWebhookConfigurations(func(path string) admissionregistrationv1.WebhookClientConfig {
 		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To(fmt.Sprintf("https://localhost:%d%s", webhookPort, path))}
 	}) {
@@ -286,15 +289,4 @@ func startCertManager(t *testing.T, bin, log string, args []string) *certManager
 		}
 	})
 	return p
-}
-
-// freeLocalPort is a TCP port of 127.0.0.1 that nothing listens on now.
-func freeLocalPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
