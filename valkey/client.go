@@ -94,14 +94,17 @@ func (o Options) withDefaults() Options {
 const (
 	connBufferSize = 16 << 10
 	connRingScale  = 5 // 2^5 commands in flight
+	// idleLaneClose closes the connections SetSlots borrowed once idle this long: a
+	// slot migration's extra lanes are not kept per member at rest.
+	idleLaneClose = 30 * time.Second
 )
 
 // clientOption maps Options to a one-node rueidis configuration: no cluster
 // discovery, no client-side cache, RESP2 (so CLUSTER NODES and INFO come back
 // as plain strings, not RESP3 verbatim strings prefixed "txt:"), one
-// connection, small buffers, no automatic retries (the controllers requeue
-// instead), and replies bounded by MaxReplyBytes (every connection is dialled by
-// dialLimited).
+// connection (and the lanes SetSlots borrows, closed when idle), small buffers, no
+// automatic retries (the controllers requeue instead), and replies bounded by
+// MaxReplyBytes (every connection is dialled by dialLimited).
 func clientOption(o Options, dialTimeout time.Duration) rueidis.ClientOption {
 	var tlsConfig *tls.Config
 	if o.TLS != nil {
@@ -125,6 +128,7 @@ func clientOption(o Options, dialTimeout time.Duration) rueidis.ClientOption {
 		ReadBufferEachConn:  connBufferSize,
 		WriteBufferEachConn: connBufferSize,
 		RingScaleEachConn:   connRingScale,
+		BlockingPoolCleanup: idleLaneClose,
 	}
 }
 

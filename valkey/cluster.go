@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -241,14 +242,30 @@ func (c *Client) setSlot(ctx context.Context, slot int, sub, id string) error {
 	return nil
 }
 
-// SetSlots runs CLUSTER SETSLOT <slot> <sub> [id] for every slot of slots in one round
-// trip (pipelined), in order; sub is IMPORTING, MIGRATING, NODE or STABLE. The first
-// refusal is returned, naming its slot; the commands after it have run too.
+// setSlotLanes is how many connections carry one SetSlots call at once. From Valkey 8.0
+// a primary with replicas answers CLUSTER SETSLOT only once its replicas acknowledged it,
+// and a connection's next command waits for that answer: on one connection each slot
+// costs a replica round trip, on several one acknowledgement releases a command of each.
+// Measured on loopback (8.0.1, two primaries with a replica each, 1024 slots with 50k
+// keys moved 64 at a time): 5.3 ms a slot on one connection, 1.6 ms on eight. One
+// MULTI/EXEC of many SETSLOTs is not a way around the wait: it makes an 8.0.1 primary
+// with replicas abort ("multi.c:233 'c->flag.blocked == 0' is not true").
+const setSlotLanes = 8
+
+// setSlotsPerLane is the fewest slots a lane of its own is worth: smaller calls (a
+// single slot finished, a handful left) stay on the client's shared connection.
+const setSlotsPerLane = 4
+
+// SetSlots runs CLUSTER SETSLOT <slot> <sub> [id] for every slot of slots; sub is
+// IMPORTING, MIGRATING, NODE or STABLE. The commands are pipelined over up to
+// setSlotLanes connections at once (the shared one and connections borrowed for the
+// call), each slot's once: the slots are independent of each other. The refusal of the
+// earliest slot in slots is returned, naming it; the other commands have run too.
 func (c *Client) SetSlots(ctx context.Context, slots []int, sub, id string) error {
 	if len(slots) == 0 {
 		return nil
 	}
-	cmds := make(rueidis.Commands, 0, len(slots))
+	cmds := make([][]string, 0, len(slots))
 	for _, slot := range slots {
 		if !validSlot(slot) {
 			return fmt.Errorf("cluster setslot %d %s: %w", slot, sub, ErrInvalidArgument)
@@ -257,23 +274,53 @@ func (c *Client) SetSlots(ctx context.Context, slots []int, sub, id string) erro
 		if id != "" {
 			args = append(args, id)
 		}
-		cmds = append(cmds, c.rc.B().Arbitrary(args...).Build())
+		cmds = append(cmds, args)
 	}
 	ctx, cancel := c.withTimeout(ctx, 0)
 	defer cancel()
-	for i, r := range c.rc.DoMulti(ctx, cmds...) {
-		msg, err := r.ToMessage()
-		if err == nil {
-			var s string
-			if s, err = replyString(msg); err == nil && s != "OK" {
-				err = fmt.Errorf("unexpected reply %q", truncate(s, 64))
-			}
+	lanes := min(setSlotLanes, max(1, len(slots)/setSlotsPerLane))
+	size := (len(cmds) + lanes - 1) / lanes
+	errs := make([]error, len(slots))
+	// run pipelines the commands of the lane starting at first on one connection.
+	run := func(first int, do func(...rueidis.Completed) []rueidis.RedisResult) {
+		part := cmds[first:min(first+size, len(cmds))]
+		built := make(rueidis.Commands, len(part))
+		for i, args := range part {
+			built[i] = c.rc.B().Arbitrary(args...).Build()
 		}
+		for i, r := range do(built...) {
+			errs[first+i] = setSlotReply(r)
+		}
+	}
+	var wg sync.WaitGroup
+	for first := size; first < len(cmds); first += size {
+		wg.Go(func() {
+			dc, release := c.rc.Dedicate()
+			defer release()
+			run(first, func(cmds ...rueidis.Completed) []rueidis.RedisResult { return dc.DoMulti(ctx, cmds...) })
+		})
+	}
+	run(0, func(cmds ...rueidis.Completed) []rueidis.RedisResult { return c.rc.DoMulti(ctx, cmds...) })
+	wg.Wait()
+	for i, err := range errs {
 		if err != nil {
 			return fmt.Errorf("cluster setslot %d %s %s: %w", slots[i], sub, id, asServerError(err))
 		}
 	}
 	return nil
+}
+
+// setSlotReply is nil for SETSLOT's OK, the error otherwise.
+func setSlotReply(r rueidis.RedisResult) error {
+	msg, err := r.ToMessage()
+	if err != nil {
+		return err
+	}
+	s, err := replyString(msg)
+	if err == nil && s != "OK" {
+		err = fmt.Errorf("unexpected reply %q", truncate(s, 64))
+	}
+	return err
 }
 
 // KeysInSlots returns up to count keys of each slot of slots (CLUSTER GETKEYSINSLOT), in
