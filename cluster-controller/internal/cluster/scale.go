@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -184,22 +185,24 @@ func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *val
 		}
 		pending = next
 	}
-	// The target first, so it owns the slots before the source stops redirecting to it.
+	// The target first, so it owns the slots before the source stops redirecting to it;
+	// then the source and the other primaries at once (each answers only once its
+	// replicas acknowledged, so one after the other would add their waits).
 	if err := dst.SetSlots(ctx, slots, "NODE", to.ID()); err != nil {
 		return err
 	}
-	if err := src.SetSlots(ctx, slots, "NODE", to.ID()); err != nil {
-		return err
-	}
+	var wg sync.WaitGroup
 	for _, m := range s.Topo.Reachable() {
 		if m == from || m == to || !m.IsPrimary() {
 			continue
 		}
 		if c, err := r.client(ctx, s, m); err == nil {
-			_ = c.SetSlots(ctx, slots, "NODE", to.ID()) // gossip would tell it too; this is faster
+			wg.Go(func() { _ = c.SetSlots(ctx, slots, "NODE", to.ID()) }) // gossip would tell it too; this is faster
 		}
 	}
-	return nil
+	err = src.SetSlots(ctx, slots, "NODE", to.ID())
+	wg.Wait()
+	return err
 }
 
 // migrateAtomically starts CLUSTER MIGRATESLOTS on the source (Valkey 9.0+) and reports
