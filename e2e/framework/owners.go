@@ -2,6 +2,8 @@ package framework
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +24,9 @@ type OwnerWatch struct {
 	mu      sync.Mutex
 	owner   map[int]slotOwner
 	changes map[int]int
+	// seen says, for each change counted, whose view showed it: read by Seen when a
+	// count is not the one a test expects.
+	seen []string
 }
 
 // slotOwner is a primary and the config epoch it claimed a slot with.
@@ -73,9 +78,28 @@ func (w *OwnerWatch) poll(ctx context.Context, dial func(ctx context.Context) (*
 			case n.ConfigEpoch > old.epoch:
 				w.changes[slot]++
 				w.owner[slot] = slotOwner{id: n.ID, epoch: n.ConfigEpoch}
+				w.seen = append(w.seen, fmt.Sprintf("%s slot %d: %.8s (epoch %d) -> %.8s (epoch %d), in the view of %.8s",
+					time.Now().Format("15:04:05.000"), slot, old.id, old.epoch, n.ID, n.ConfigEpoch, viewer(nodes)))
 			}
 		}
 	}
+}
+
+// viewer is the node ID of the member whose CLUSTER NODES nodes is.
+func viewer(nodes []valkey.ClusterNode) string {
+	for _, n := range nodes {
+		if n.Myself {
+			return n.ID
+		}
+	}
+	return "?"
+}
+
+// Seen lists the changes counted, each with the member whose view showed it.
+func (w *OwnerWatch) Seen() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.seen)
 }
 
 // Stop stops polling and returns the owner changes seen per slot.

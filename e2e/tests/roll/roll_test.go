@@ -90,7 +90,7 @@ func (c rollCase) check(ctx context.Context, t *testing.T) {
 	}
 	for _, slot := range slots {
 		if changes[slot] != 1 {
-			t.Errorf("slot %d changed owner %d times, want exactly once", slot, changes[slot])
+			t.Errorf("slot %d changed owner %d times, want exactly once; changes counted: %q", slot, changes[slot], owners.Seen())
 		}
 	}
 	if r.Lost != 0 {
