@@ -227,6 +227,11 @@ func (c *Client) okSecret(ctx context.Context, secrets []string, args ...string)
 	if err != nil {
 		return err
 	}
+	return wantOK(msg)
+}
+
+// wantOK is nil for the reply OK, an error quoting any other reply.
+func wantOK(msg rueidis.RedisMessage) error {
 	s, err := replyString(msg)
 	if err != nil {
 		return err

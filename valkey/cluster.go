@@ -316,11 +316,7 @@ func setSlotReply(r rueidis.RedisResult) error {
 	if err != nil {
 		return err
 	}
-	s, err := replyString(msg)
-	if err == nil && s != "OK" {
-		err = fmt.Errorf("unexpected reply %q", truncate(s, 64))
-	}
-	return err
+	return wantOK(msg)
 }
 
 // KeysInSlots returns up to count keys of each slot of slots (CLUSTER GETKEYSINSLOT), in
