@@ -143,8 +143,9 @@ const certManagerModule = "github.com/cert-manager/cert-manager"
 // BuildCertManager builds the cert-manager program of hack/certmanager (its controller,
 // cainjector and webhook, for the e2e suites that use cert-manager) into
 // CertManagerBinary(), again whenever the program's source changes (a digest beside the
-// binary says which source it was built from), and copies cert-manager's CRDs from its module into
-// CertManagerDir()/crds. Nothing else needs them, so plain local-build leaves them out.
+// binary says which source it was built from), and copies cert-manager's CRDs from its
+// module into CertManagerDir()/crds. Nothing else needs them, so plain local-build leaves
+// them out.
 func BuildCertManager(ctx context.Context, c Config) error {
 	c, err := c.WithDefaults()
 	if err != nil {
