@@ -107,13 +107,17 @@ func (c *Cluster) planRebalance() ScalePlan {
 			current[p.ID()] = nil
 		}
 	}
-	moves := valkey.PlanMoves(current, ids)
-	if len(moves) == 0 {
-		return ScalePlan{}
-	}
 	reason := v1alpha1.ReasonScalingOut
 	if len(c.Topo.Shards) > int(c.Shards()) {
 		reason = v1alpha1.ReasonScalingIn
+	}
+	if msg := c.contestedSlots(current); msg != "" {
+		// Not a scale yet: the slot map is not settled (awaitSlotMaps' reason).
+		return ScalePlan{Step: ScaleWaitForState, Reason: v1alpha1.ReasonSlotsNotPropagated, Message: msg}
+	}
+	moves := valkey.PlanMoves(current, ids)
+	if len(moves) == 0 {
+		return ScalePlan{}
 	}
 	total := 0
 	for _, mv := range moves {
@@ -128,6 +132,48 @@ func (c *Cluster) planRebalance() ScalePlan {
 	}
 	return ScalePlan{Step: ScaleMoveSlots, Moves: moves, Slots: total, Reason: reason,
 		Message: fmt.Sprintf("moving %d slots in %d moves", total, len(moves))}
+}
+
+// contestedSlots says which two members both claim slots as theirs, or "": a failover
+// whose two sides were observed a moment apart (the old primary, or the others' stale
+// view of it, still naming it the owner while its successor serves). Slots move only
+// once every slot has one owner: a move from one side to the other would send SETSLOT
+// and MIGRATE to both sides of a failover.
+func (c *Cluster) contestedSlots(owned map[string][]valkey.SlotRange) string {
+	ids := make([]string, 0, len(owned))
+	for id := range owned {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var owner [SlotCount]string
+	for _, id := range ids {
+		var other string
+		var both []int
+		for _, r := range owned[id] {
+			for slot := r.Start; slot <= r.End && slot < SlotCount; slot++ {
+				switch o := owner[slot]; {
+				case o == "":
+					owner[slot] = id
+				case other == "" || o == other:
+					other = o
+					both = append(both, slot)
+				}
+			}
+		}
+		if other != "" {
+			return fmt.Sprintf("waiting for %s and %s to agree which of them serves slots %s (a failover settling)",
+				c.nameOf(other), c.nameOf(id), valkey.FormatRanges(valkey.RangesFromSlots(both)))
+		}
+	}
+	return ""
+}
+
+// nameOf is the name of the member with node ID id, or the ID when no member has it.
+func (c *Cluster) nameOf(id string) string {
+	if m := c.Topo.ByID(id); m != nil {
+		return m.Name()
+	}
+	return id
 }
 
 // needsRebalance reports whether a shard of the spec has no slots or a removed shard

@@ -123,6 +123,18 @@ func TestPlanScale(t *testing.T) {
 			reason: v1alpha1.ReasonRemovingReplicas, message: "retiring 3 surplus replicas",
 		},
 		{
+			// Seen in the soak: a failover's two sides observed a moment apart, the old
+			// primary still claiming the shard's slots in its own line while the new one
+			// claims them too. Moving "its" slots to the shard's primary would send
+			// SETSLOT to both sides of a failover.
+			name: "a failover settling: two members claim the same slots, nothing moves until one does",
+			fms: plantest.With(plantest.With(plantest.HealthyThreeByOne(),
+				"c", func(f *plantest.FakeMember) { f.Down, f.Unflagged = true, true }),
+				"c2", func(f *plantest.FakeMember) { f.Slots, f.Primary, f.Epoch = "10923-16383", "", 9 }),
+			step: plan.ScaleWaitForState, reason: v1alpha1.ReasonSlotsNotPropagated,
+			message: "waiting for c and c2 to agree which of them serves slots 10923-16383 (a failover settling)",
+		},
+		{
 			name: "slots move before surplus replicas retire",
 			vc:   shards(2), fms: append(plantest.HealthyThreeByOne(), a3),
 			step:  plan.ScaleMoveSlots,
