@@ -155,6 +155,66 @@ var _ = Describe("The crash path", func() {
 		expectKeys(Default, e.anyServer("epoch"), keys)
 	})
 
+	It("promotes at once a crashed primary's replica that a voter does not know as one yet, right after a failover", Label("slow"), func() {
+		// Shard 1 fails over (b2 takes over from b) while the primary of shard 2 cannot
+		// hear either of them (their bus is cut): it still lists b as the shard's primary,
+		// as every primary does for the gossip round after a failover. Then b2's server
+		// dies. b must take over, but that voter refuses b its vote ("it is a primary
+		// node"; here it does not even hear the request) and a vote needs both remaining
+		// primaries: a forced failover cannot succeed. The operator sees the voter's view
+		// and takes over without a vote at once, instead of waiting out the forced
+		// failover's window (FailoverTimedOut).
+		e.kubelet.busRelay = true
+		e.createCluster("stale", 3, 1)
+		e.expectReady("stale", time.Minute)
+		keys := writeKeys(e.anyServer("stale"), 300)
+		b := e.member(Default, "stale", 1, true)
+		b2 := e.member(Default, "stale", 1, false)
+		voter := e.kubelet.server(e.member(Default, "stale", 2, true).Name)
+		expectCaughtUp(e, b.Name, b2.Name)
+		pb, pb2 := e.kubelet.server(b.Name), e.kubelet.server(b2.Name)
+		Expect(valkeytest.CutBus(voter, pb)).To(Succeed())
+		Expect(valkeytest.CutBus(voter, pb2)).To(Succeed())
+		c := dial(Default, pb2)
+		_, err := c.Do(ctx, "CLUSTER", "FAILOVER")
+		c.Close()
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			self, ok := selfOf(pb2)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(self.Primary && len(self.Slots) > 0).To(BeTrue(), "b2 serves shard 1")
+			g.Expect(nodesOf(g, voter)).To(ContainElement(And(HaveField("ID", b.Status.NodeID), HaveField("Primary", true))),
+				"the voter must still list b as the primary")
+		}).WithTimeout(20 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
+
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&b2), &b2)).To(Succeed()) // the version the kubelet reports on
+		Expect(e.kubelet.crash(ctx, &b2)).To(Succeed())
+		By("taking over without a vote, on the voter's view")
+		Eventually(func(g Gomega) {
+			self, ok := selfOf(pb)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(self.Primary && len(self.Slots) > 0).To(BeTrue(), "b serves shard 1 again")
+		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		reasons := eventReasons(Default)
+		Expect(reasons).NotTo(HaveKey("FailoverTimedOut"))
+		var evs eventsv1.EventList
+		Expect(k8s.List(ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
+		var notes []string
+		for _, ev := range evs.Items {
+			if ev.Reason == "Takeover" {
+				notes = append(notes, ev.Note)
+			}
+		}
+		Expect(notes).To(ContainElement(And(ContainSubstring("refuse it their votes"), ContainSubstring("TAKEOVER"))))
+
+		By("healing the bus and the server: the cluster is whole again, every key kept")
+		Expect(valkeytest.HealBus(voter, pb)).To(Succeed())
+		Expect(valkeytest.HealBus(voter, pb2)).To(Succeed())
+		e.kubelet.release(b2.Name)
+		e.expectReady("stale", time.Minute)
+		expectKeys(Default, e.anyServer("stale"), keys)
+	})
+
 	It("promotes the replica of a primary whose pod is deleted with no grace period on the operator's word", Label("slow"), func() {
 		// The pod is gone from the API before the kubelet could report its server's exit;
 		// the node-controller's probe of the address the pod had is refused, and it says

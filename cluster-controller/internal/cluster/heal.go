@@ -31,7 +31,7 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 			wait = plan.RequeueWait
 			continue
 		}
-		if pending := s.FailoverPending(best.Shard()); pending != nil {
+		if pending := s.FailoverPending(best.Shard()); pending != nil && !(t.Escalates && pending == best) {
 			s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to complete its takeover of shard %d", pending.Name(), best.Shard())
 			wait = plan.RequeueFast
 			continue

@@ -13,6 +13,11 @@ const (
 	// TakeoverMargin is added to twice the node timeout before the operator concludes that
 	// Valkey's own failover will not happen (quorum lost) and forces one.
 	TakeoverMargin = 2 * time.Second
+	// ForceGrace is how long a forced failover asked on a proof of death is given before
+	// the operator takes over without a vote: an election among reachable primaries
+	// completes in milliseconds, and one that failed (a voter's view of the replica
+	// behind the cluster's) is not retried by Valkey before its election retry time.
+	ForceGrace = 1500 * time.Millisecond
 )
 
 // NodeTimeout is the cluster's cluster-node-timeout.
@@ -28,6 +33,9 @@ type Takeover struct {
 	By   *Member
 	Mode valkey.FailoverMode
 	Why  string
+	// Escalates is set when By was asked for a FORCE that did not take effect within
+	// ForceGrace: the TAKEOVER replaces that pending request.
+	Escalates bool
 }
 
 // PlanTakeovers decides for each lost primary. A forced failover makes a second primary
@@ -44,10 +52,13 @@ type Takeover struct {
 // A proven death also escalates from FORCE to TAKEOVER, which needs no vote, when a
 // vote cannot be won or was not: the replica claims the dead primary's slots with an
 // older config epoch than a voter knows for them (each voter refuses it, and only the
-// dead primary could have told the replica its newer epoch), or the primary has been
-// silent for longer than a forced failover is given to complete (ForcedWindow) and its
-// replica still has not taken over. Without a proof of death the operator never takes
-// over while a majority could vote.
+// dead primary could have told the replica its newer epoch), fewer than a majority of
+// the primaries know the replica as one (a voter that sees it as a primary, or does not
+// know it, refuses: right after a failover the news takes a gossip round to reach every
+// primary), the replica was asked for a FORCE at least ForceGrace ago and is still a
+// replica, or the primary has been silent for longer than a forced failover is given to
+// complete (ForcedWindow). Without a proof of death the operator never takes over while
+// a majority could vote.
 func (c *Cluster) PlanTakeovers() []Takeover {
 	limit := 2*NodeTimeout(c.VC) + TakeoverMargin
 	mode := valkey.FailoverTakeover
@@ -70,6 +81,12 @@ func (c *Cluster) PlanTakeovers() []Takeover {
 			if mine, known := c.Topo.StaleEpoch(by, lp.ID); mine < known {
 				t.Mode = valkey.FailoverTakeover
 				t.Why += fmt.Sprintf("; %s knows its config epoch as %d, the voters as %d, so they would refuse it their votes", by.Name(), mine, known)
+			} else if willing, voters := c.Topo.VotersKnowingReplica(by); willing*2 <= voters {
+				t.Mode = valkey.FailoverTakeover
+				t.Why += fmt.Sprintf("; only %d of the %d primaries know %s as a replica, the others would refuse it their votes", willing, voters, by.Name())
+			} else if f, ok := FailoverRecord(by); ok && f.Kind == v1alpha1.FailoverForced && c.Topo.Now.Sub(f.RequestedAt.Time) >= ForceGrace {
+				t.Mode, t.Escalates = valkey.FailoverTakeover, true
+				t.Why += fmt.Sprintf("; its forced failover asked %s ago has not taken effect", c.Topo.Now.Sub(f.RequestedAt.Time).Round(100*time.Millisecond))
 			} else if w := c.ForcedWindow(); lp.SilentFor >= w {
 				t.Mode = valkey.FailoverTakeover
 				t.Why += fmt.Sprintf("; silent for %s, longer than a forced failover is given (%s), and not taken over", lp.SilentFor.Round(time.Second), w)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan/plantest"
@@ -17,6 +19,15 @@ func setEpoch(m *plan.Member, id string, epoch uint64) {
 	for i := range m.View {
 		if m.View[i].ID == id {
 			m.View[i].ConfigEpoch = epoch
+		}
+	}
+}
+
+// asPrimary makes m's view list node id as a primary (a view behind a failover).
+func asPrimary(m *plan.Member, id string) {
+	for i := range m.View {
+		if m.View[i].ID == id {
+			m.View[i].Primary, m.View[i].Replica, m.View[i].PrimaryID = true, false, ""
 		}
 	}
 }
@@ -116,6 +127,42 @@ func TestPlanTakeovers(t *testing.T) {
 			want: "A: a2 TAKEOVER",
 		},
 		{
+			name: "a proven death right after a planned failover, before a voter heard of it (it still lists the replica as the primary): taken over without a vote",
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
+			mod: func(s *plan.Cluster) {
+				asPrimary(plantest.MemberNamed(t, s.Topo, "b"), "A2")
+			},
+			want: "A: a2 TAKEOVER",
+		},
+		{
+			name: "a proven death, one voter of five behind on the replica: a majority still votes, FORCE",
+			fms:  plantest.With(fiveByOne(), "a", exited),
+			mod: func(s *plan.Cluster) {
+				asPrimary(plantest.MemberNamed(t, s.Topo, "b"), "A2")
+			},
+			want: "A: a2 FORCE",
+		},
+		{
+			name: "a proven death whose replica was asked for a FORCE 1.5 s ago and is still a replica: taken over without a vote",
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
+			mod: func(s *plan.Cluster) {
+				plantest.MemberNamed(t, s.Topo, "a2").Node.Status.Failover = &v1alpha1.MemberFailover{
+					Kind: v1alpha1.FailoverForced, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-plan.ForceGrace)),
+				}
+			},
+			want: "A: a2 TAKEOVER (escalates)",
+		},
+		{
+			name: "a proven death whose replica was asked for a FORCE a second ago: its election is given the time to complete",
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
+			mod: func(s *plan.Cluster) {
+				plantest.MemberNamed(t, s.Topo, "a2").Node.Status.Failover = &v1alpha1.MemberFailover{
+					Kind: v1alpha1.FailoverForced, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-time.Second)),
+				}
+			},
+			want: "A: a2 FORCE",
+		},
+		{
 			name: "a proven death whose forced failover did not take effect within its window (20 s for a 5 s node timeout): taken over without a vote",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { exited(f); f.Silent = 21 * time.Second }),
 			want: "A: a2 TAKEOVER",
@@ -178,6 +225,9 @@ func TestPlanTakeovers(t *testing.T) {
 				by := "wait"
 				if to.By != nil {
 					by = to.By.Name() + " " + to.Mode.String()
+				}
+				if to.Escalates {
+					by += " (escalates)"
 				}
 				got = append(got, fmt.Sprintf("%s: %s", to.Lost.ID, by))
 			}
@@ -358,4 +408,17 @@ func TestPromotionsKeepTheSpread(t *testing.T) {
 			t.Errorf("got %s, want a2", got.Name())
 		}
 	})
+}
+
+// fiveByOne is five healthy shards of a primary and one replica each.
+func fiveByOne() []plantest.FakeMember {
+	slots := []string{"0-3276", "3277-6553", "6554-9830", "9831-13107", "13108-16383"}
+	var fms []plantest.FakeMember
+	for i, name := range []string{"a", "b", "c", "d", "e"} {
+		id := strings.ToUpper(name)
+		fms = append(fms,
+			plantest.FakeMember{Name: name, Shard: int32(i), IP: fmt.Sprintf("10.0.0.%d", i+1), ID: id, Slots: slots[i], Offset: 100},
+			plantest.FakeMember{Name: name + "2", Shard: int32(i), IP: fmt.Sprintf("10.0.0.%d", i+11), ID: id + "2", Primary: id, Offset: 100, LinkUp: true})
+	}
+	return fms
 }

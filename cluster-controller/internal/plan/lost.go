@@ -164,6 +164,23 @@ func (t *Topology) PrimaryMajorityReachable() bool {
 	return reached*2 > len(owners)
 }
 
+// VotersKnowingReplica counts the primaries serving slots (the voters of an election, the
+// lost one included) and, of them, the reachable ones that list m as a replica: a voter
+// that sees m as a primary, or does not know it, refuses m its vote.
+func (t *Topology) VotersKnowingReplica(m *Member) (willing, voters int) {
+	owners := t.OwnedSlots()
+	for id := range owners {
+		v := t.ByID(id)
+		if v == nil || !v.Reachable || v == m {
+			continue
+		}
+		if e, ok := v.Entry(m.ID()); ok && e.Replica {
+			willing++
+		}
+	}
+	return willing, len(owners)
+}
+
 // StaleEpoch returns the config epoch replica m knows for node id, and the highest one
 // a voter (a reachable primary with slots) knows for it.
 func (t *Topology) StaleEpoch(m *Member, id string) (mine, known uint64) {
