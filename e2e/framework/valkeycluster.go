@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -316,6 +317,44 @@ func StopChecker(ctx context.Context, t testing.TB, ch *checker.Checker, what st
 	}
 	if mustKeepAll && r.Lost > 0 {
 		t.Errorf("%d acknowledged writes lost: %v", r.Lost, r.LostKeys)
+		for _, s := range lostSpans(r.LostWrites) {
+			t.Logf("  %s", s)
+		}
 	}
 	return r
+}
+
+// lostSpans describes the lost writes of each slot as the time span they were
+// acknowledged in ("slot 10923: 161 acknowledged from 00:28:00.113 to 00:28:01.020"),
+// to match them with the faults a test injected.
+func lostSpans(ws []checker.LostWrite) []string {
+	type span struct {
+		n           int
+		first, last time.Time
+	}
+	spans := map[int]*span{}
+	var slots []int
+	for _, w := range ws {
+		s, ok := spans[w.Slot]
+		if !ok {
+			s = &span{first: w.AckedAt, last: w.AckedAt}
+			spans[w.Slot] = s
+			slots = append(slots, w.Slot)
+		}
+		s.n++
+		if w.AckedAt.Before(s.first) {
+			s.first = w.AckedAt
+		}
+		if w.AckedAt.After(s.last) {
+			s.last = w.AckedAt
+		}
+	}
+	slices.Sort(slots)
+	out := make([]string, 0, len(slots))
+	for _, slot := range slots {
+		s := spans[slot]
+		out = append(out, fmt.Sprintf("slot %d: %d acknowledged from %s to %s", slot, s.n,
+			s.first.Format("15:04:05.000"), s.last.Format("15:04:05.000")))
+	}
+	return out
 }

@@ -76,6 +76,8 @@ func soak(t *testing.T, major, minor int, workload v1alpha1.WorkloadType) {
 				firsts[i] = rg.Start
 			}
 			ch := k.StartCheckerWith(ctx, t, vc, checker.Options{RecordGapsOver: 100 * time.Millisecond})
+			logs := k.NewServerLogs(ctx, t, vc)
+			defer logs.Stop(t)
 			type kill struct {
 				at       time.Time
 				shard    int
@@ -96,6 +98,7 @@ func soak(t *testing.T, major, minor int, workload v1alpha1.WorkloadType) {
 				case afterSync:
 					k.WaitClusterReady(ctx, t, vc, 3*time.Minute)
 				}
+				logs.Follow(ctx, t)
 				p := k.Member(ctx, t, vc, int32(shard), v1alpha1.RolePrimary)
 				pod := k.PodOf(ctx, t, vc, p.Name)
 				at := time.Now()
@@ -105,7 +108,7 @@ func soak(t *testing.T, major, minor int, workload v1alpha1.WorkloadType) {
 				owner := k.WaitOwnerChange(ctx, t, vc, firsts[shard], p.Status.NodeID, 2*time.Minute)
 				kl := kill{at: at, shard: shard, when: when, promoted: time.Since(at)}
 				done = append(done, kl)
-				t.Logf("kill %d (%s): shard %d's primary %s, served by %.8s after %s", i+1, when, shard, p.Name, owner, kl.promoted.Round(10*time.Millisecond))
+				t.Logf("kill %d (%s) at %s: shard %d's primary %s, served by %.8s after %s", i+1, when, at.Format("15:04:05.000"), shard, p.Name, owner, kl.promoted.Round(10*time.Millisecond))
 				if kl.promoted > promotedWithin {
 					t.Errorf("kill %d (%s): shard %d had no primary for %s, want at most %s", i+1, when, shard, kl.promoted.Round(10*time.Millisecond), promotedWithin)
 				}
