@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -294,15 +293,7 @@ var _ = Describe("The cluster-controller", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(e.cluster(g, "crash").Status.Shards[2].Primary).To(Equal(replica.Name))
 		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-		var evs eventsv1.EventList
-		Expect(k8s.List(ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
-		var notes []string
-		for _, ev := range evs.Items {
-			if ev.Reason == "Takeover" {
-				notes = append(notes, ev.Note)
-			}
-		}
-		Expect(notes).To(ContainElement(And(ContainSubstring("its member reports the server down: container server of pod"), ContainSubstring("FORCE"))))
+		Expect(e.eventNotes(Default, "Takeover")).To(ContainElement(And(ContainSubstring("its member reports the server down: container server of pod"), ContainSubstring("FORCE"))))
 		Eventually(func() []int { return e.failoversOf("crash", 3, kindForced) }).WithTimeout(10*time.Second).
 			Should(Equal([]int{0, 0, 1}), "forced failovers counted by the controller")
 

@@ -93,13 +93,7 @@ var _ = Describe("The crash path", func() {
 		// ("slot epoch > reqEpoch"), and only the dead primary could have told it the new
 		// one: neither Valkey's election nor a forced failover can ever succeed. Kubernetes'
 		// report of the exit is proof enough to take over without a vote.
-		e.kubelet.busRelay = true
-		e.createCluster("epoch", 3, 1)
-		e.expectReady("epoch", time.Minute)
-		keys := writeKeys(e.anyServer("epoch"), 300)
-		dead := e.member(Default, "epoch", 0, true)
-		replica := e.member(Default, "epoch", 0, false)
-		expectCaughtUp(e, dead.Name, replica.Name)
+		keys, dead, replica := e.relayedShardWithKeys("epoch", 0)
 		p, r := e.kubelet.server(dead.Name), e.kubelet.server(replica.Name)
 		Expect(valkeytest.CutBus(p, r)).To(Succeed())
 		// BUMPEPOCH leaves the epoch of a primary that already holds the greatest one as
@@ -139,15 +133,7 @@ var _ = Describe("The crash path", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(e.cluster(g, "epoch").Status.Shards[0].Primary).To(Equal(replica.Name))
 		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-		var evs eventsv1.EventList
-		Expect(k8s.List(ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
-		var notes []string
-		for _, ev := range evs.Items {
-			if ev.Reason == "Takeover" {
-				notes = append(notes, ev.Note)
-			}
-		}
-		Expect(notes).To(ContainElement(And(ContainSubstring("config epoch"), ContainSubstring("TAKEOVER"))))
+		Expect(e.eventNotes(Default, "Takeover")).To(ContainElement(And(ContainSubstring("config epoch"), ContainSubstring("TAKEOVER"))))
 
 		By("letting the server start again: it joins, empty, as the replica")
 		e.kubelet.release(dead.Name)
@@ -164,14 +150,8 @@ var _ = Describe("The crash path", func() {
 		// primaries: a forced failover cannot succeed. The operator sees the voter's view
 		// and takes over without a vote at once, instead of waiting out the forced
 		// failover's window (FailoverTimedOut).
-		e.kubelet.busRelay = true
-		e.createCluster("stale", 3, 1)
-		e.expectReady("stale", time.Minute)
-		keys := writeKeys(e.anyServer("stale"), 300)
-		b := e.member(Default, "stale", 1, true)
-		b2 := e.member(Default, "stale", 1, false)
+		keys, b, b2 := e.relayedShardWithKeys("stale", 1)
 		voter := e.kubelet.server(e.member(Default, "stale", 2, true).Name)
-		expectCaughtUp(e, b.Name, b2.Name)
 		pb, pb2 := e.kubelet.server(b.Name), e.kubelet.server(b2.Name)
 		Expect(valkeytest.CutBus(voter, pb)).To(Succeed())
 		Expect(valkeytest.CutBus(voter, pb2)).To(Succeed())
@@ -197,15 +177,7 @@ var _ = Describe("The crash path", func() {
 		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 		reasons := eventReasons(Default)
 		Expect(reasons).NotTo(HaveKey("FailoverTimedOut"))
-		var evs eventsv1.EventList
-		Expect(k8s.List(ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
-		var notes []string
-		for _, ev := range evs.Items {
-			if ev.Reason == "Takeover" {
-				notes = append(notes, ev.Note)
-			}
-		}
-		Expect(notes).To(ContainElement(And(ContainSubstring("refuse it their votes"), ContainSubstring("TAKEOVER"))))
+		Expect(e.eventNotes(Default, "Takeover")).To(ContainElement(And(ContainSubstring("refuse it their votes"), ContainSubstring("TAKEOVER"))))
 
 		By("healing the bus and the server: the cluster is whole again, every key kept")
 		Expect(valkeytest.HealBus(voter, pb)).To(Succeed())
@@ -234,16 +206,21 @@ var _ = Describe("The crash path", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(e.cluster(g, "gone").Status.Shards[1].Primary).To(Equal(replica.Name))
 		}).WithTimeout(30 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
-		var evs eventsv1.EventList
-		Expect(k8s.List(ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
-		var notes []string
-		for _, ev := range evs.Items {
-			if ev.Reason == "Takeover" {
-				notes = append(notes, ev.Note)
-			}
-		}
-		Expect(notes).To(ContainElement(ContainSubstring("no longer listens")))
+		Expect(e.eventNotes(Default, "Takeover")).To(ContainElement(ContainSubstring("no longer listens")))
 		e.expectReady("gone", time.Minute)
 		expectKeys(Default, e.anyServer("gone"), keys)
 	})
 })
+
+// relayedShardWithKeys makes a Ready 3x1 cluster whose servers' buses run through relays
+// (so a spec can cut them), writes keys into it, and returns them with shard sh's primary
+// and its replica, caught up.
+func (e *env) relayedShardWithKeys(name string, sh int32) (map[string]string, v1alpha1.ValkeyNode, v1alpha1.ValkeyNode) {
+	e.kubelet.busRelay = true
+	e.createCluster(name, 3, 1)
+	e.expectReady(name, time.Minute)
+	keys := writeKeys(e.anyServer(name), 300)
+	primary, replica := e.member(Default, name, sh, true), e.member(Default, name, sh, false)
+	expectCaughtUp(e, primary.Name, replica.Name)
+	return keys, primary, replica
+}

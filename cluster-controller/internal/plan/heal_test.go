@@ -33,6 +33,14 @@ func asPrimary(m *plan.Member, id string) {
 }
 
 func TestPlanTakeovers(t *testing.T) {
+	// forcedAgo records on the member named name a FORCE asked ago.
+	forcedAgo := func(name string, ago time.Duration) func(*plan.Cluster) {
+		return func(s *plan.Cluster) {
+			plantest.MemberNamed(t, s.Topo, name).Node.Status.Failover = &v1alpha1.MemberFailover{
+				Kind: v1alpha1.FailoverForced, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-ago)),
+			}
+		}
+	}
 	silent := func(d time.Duration) func(*plantest.FakeMember) {
 		return func(f *plantest.FakeMember) { f.Down, f.Silent = true, d }
 	}
@@ -145,21 +153,13 @@ func TestPlanTakeovers(t *testing.T) {
 		{
 			name: "a proven death whose replica was asked for a FORCE 1.5 s ago and is still a replica: taken over without a vote",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
-			mod: func(s *plan.Cluster) {
-				plantest.MemberNamed(t, s.Topo, "a2").Node.Status.Failover = &v1alpha1.MemberFailover{
-					Kind: v1alpha1.FailoverForced, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-plan.ForceGrace)),
-				}
-			},
+			mod:  forcedAgo("a2", plan.ForceGrace),
 			want: "A: a2 TAKEOVER (escalates)",
 		},
 		{
 			name: "a proven death whose replica was asked for a FORCE a second ago: its election is given the time to complete",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
-			mod: func(s *plan.Cluster) {
-				plantest.MemberNamed(t, s.Topo, "a2").Node.Status.Failover = &v1alpha1.MemberFailover{
-					Kind: v1alpha1.FailoverForced, RequestedAt: metav1.NewMicroTime(plantest.T0.Add(-time.Second)),
-				}
-			},
+			mod:  forcedAgo("a2", time.Second),
 			want: "A: a2 FORCE",
 		},
 		{
