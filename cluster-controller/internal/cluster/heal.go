@@ -26,6 +26,10 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 				plan.ShortID(lp.ID), strings.Join(lp.ReachedBy, ", "))
 			wait = plan.RequeueWait
 			continue
+		case t.Draining != "":
+			s.progress(v1alpha1.ReasonFailingOver, "%s", t.Draining)
+			wait = plan.RequeueFast
+			continue
 		case best == nil:
 			s.progress(v1alpha1.ReasonFailingOver, "primary %s is not answering; waiting for Valkey's failover", plan.ShortID(lp.ID))
 			wait = plan.RequeueWait

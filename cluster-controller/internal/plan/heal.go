@@ -18,6 +18,11 @@ const (
 	// completes in milliseconds, and one that failed (a voter's view of the replica
 	// behind the cluster's) is not retried by Valkey before its election retry time.
 	ForceGrace = 1500 * time.Millisecond
+	// DrainWait bounds how long, after Kubernetes reported a primary's server down, the
+	// operator waits for the replica it promotes to see its link to that primary close:
+	// until then the replica may not have read all the dead primary sent (a replica
+	// starved of CPU reads its stream late), and a promotion discards what it has not read.
+	DrainWait = 2 * time.Second
 )
 
 // NodeTimeout is the cluster's cluster-node-timeout.
@@ -36,6 +41,9 @@ type Takeover struct {
 	// Escalates is set when By was asked for a FORCE that did not take effect within
 	// ForceGrace: the TAKEOVER replaces that pending request.
 	Escalates bool
+	// Draining, when set (By nil), says which replica is about to take over once it has
+	// read the last of its dead primary's stream.
+	Draining string
 }
 
 // PlanTakeovers decides for each lost primary. A forced failover makes a second primary
@@ -44,6 +52,10 @@ type Takeover struct {
 //   - every member the operator reaches flags the primary as failing, none reaches it,
 //     and it has been silent for twice the node timeout plus TakeoverMargin, in which
 //     time Valkey's own failover would have happened had a majority of primaries voted.
+//
+// On a proof of death the replica is promoted once its replication link to the dead
+// primary has closed (it has then read everything the primary sent before it died), or
+// DrainWait after Kubernetes' report, whichever comes first.
 //
 // A member that still reaches the primary means a partition between it and the operator:
 // Valkey decides. The most caught-up replica takes over, with a vote (FORCE) when the
@@ -72,6 +84,11 @@ func (c *Cluster) PlanTakeovers() []Takeover {
 		case lp.Dead != "":
 			by := c.SpreadChoice(shardOfLost(lp), MostCaughtUpAll(promotable(lp.Replicas, lp.SilentFor+limit)))
 			if by == nil {
+				break
+			}
+			if since := c.Topo.Now.Sub(lp.DeadSince); by.Repl.LinkUp && !lp.DeadSince.IsZero() && since < DrainWait {
+				t.Draining = fmt.Sprintf("%s takes over from primary %s, gone (%s), once its link to it closes (it may not have read all it was sent yet; at most %s)",
+					by.Name(), ShortID(lp.ID), lp.Dead, DrainWait)
 				break
 			}
 			t.By, t.Why = by, fmt.Sprintf("primary %s is gone (%s)", ShortID(lp.ID), lp.Dead)

@@ -41,6 +41,22 @@ func TestPlanTakeovers(t *testing.T) {
 			}
 		}
 	}
+	// downSince dates the ServerDown report of the member named name ago, and sets the
+	// replica a2's link up or down.
+	downSince := func(name string, ago time.Duration, linkUp bool) func(*plan.Cluster) {
+		return func(s *plan.Cluster) {
+			for i, c := range plantest.MemberNamed(t, s.Topo, name).Node.Status.Conditions {
+				if c.Type == v1alpha1.ConditionServerDown {
+					plantest.MemberNamed(t, s.Topo, name).Node.Status.Conditions[i].LastTransitionTime = metav1.NewTime(plantest.T0.Add(-ago))
+				}
+			}
+			r := plantest.MemberNamed(t, s.Topo, "a2")
+			r.Repl.LinkUp = linkUp
+			if !linkUp {
+				r.Repl.LinkDownSince = 0
+			}
+		}
+	}
 	silent := func(d time.Duration) func(*plantest.FakeMember) {
 		return func(f *plantest.FakeMember) { f.Down, f.Silent = true, d }
 	}
@@ -60,6 +76,24 @@ func TestPlanTakeovers(t *testing.T) {
 		{
 			name: "Kubernetes saw the primary's server exit: its replica takes over at once, before anyone flags it",
 			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
+			want: "A: a2 FORCE",
+		},
+		{
+			name: "the primary's server reported down half a second ago, its replica's link still up: it may not have read all yet, wait",
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
+			mod:  downSince("a", 500*time.Millisecond, true),
+			want: "A: wait (draining a2)",
+		},
+		{
+			name: "the primary's server reported down half a second ago, its replica saw the link close: it has read all, FORCE",
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
+			mod:  downSince("a", 500*time.Millisecond, false),
+			want: "A: a2 FORCE",
+		},
+		{
+			name: "the primary's server reported down 2 s ago, its replica's link still up: promoted anyway",
+			fms:  plantest.With(plantest.HealthyThreeByOne(), "a", exited),
+			mod:  downSince("a", plan.DrainWait, true),
 			want: "A: a2 FORCE",
 		},
 		{
@@ -223,6 +257,9 @@ func TestPlanTakeovers(t *testing.T) {
 			var got []string
 			for _, to := range s.PlanTakeovers() {
 				by := "wait"
+				if to.Draining != "" {
+					by += " (draining " + strings.Fields(to.Draining)[0] + ")"
+				}
 				if to.By != nil {
 					by = to.By.Name() + " " + to.Mode.String()
 				}

@@ -59,8 +59,11 @@ type LostPrimary struct {
 	// as failing: they still reach it, so it is partitioned from the operator, not dead.
 	ReachedBy []string
 	// Dead, when set, is the proof that the primary's process is gone: another server
-	// answers at its address.
+	// answers at its address, or its member reports the server down.
 	Dead string
+	// DeadSince is when Kubernetes first reported the server down (zero for the other
+	// proof: a restarted server at the address means the old one died long enough ago).
+	DeadSince time.Time
 }
 
 // LostPrimaries finds primaries with slots that reachable replicas follow but that the
@@ -81,15 +84,16 @@ func (t *Topology) LostPrimaries() []LostPrimary {
 			continue
 		}
 		dead := t.AddressTakenFrom(e)
+		var deadSince time.Time
 		if dead == "" {
-			dead = t.ServerExited(e.ID)
+			dead, deadSince = t.ServerExited(e.ID)
 		}
 		if !(e.Fail || e.PFail || e.NoAddr) && dead == "" {
 			continue
 		}
 		lp := byID[e.ID]
 		if lp == nil {
-			lp = &LostPrimary{ID: e.ID, Slots: e.Slots, Dead: dead}
+			lp = &LostPrimary{ID: e.ID, Slots: e.Slots, Dead: dead, DeadSince: deadSince}
 			byID[e.ID] = lp
 		}
 		lp.Replicas = append(lp.Replicas, m)
@@ -135,20 +139,20 @@ func (t *Topology) AddressTakenFrom(e valkey.ClusterNode) string {
 
 // ServerExited returns the proof that node id's process is gone from its member's
 // ServerDown condition (the kubelet saw the server container exit, and the server has
-// not answered since), or "".
-func (t *Topology) ServerExited(id string) string {
+// not answered since), with when it was first reported, or "".
+func (t *Topology) ServerExited(id string) (string, time.Time) {
 	if t.IgnoreServerDown {
-		return ""
+		return "", time.Time{}
 	}
 	for _, m := range t.Members {
 		if m.Node.Status.NodeID != id || m.Reachable {
 			continue
 		}
 		if c := conditions.Get(m.Node.Status.Conditions, v1alpha1.ConditionServerDown); c != nil && c.Status == metav1.ConditionTrue {
-			return "its member reports the server down: " + c.Message
+			return "its member reports the server down: " + c.Message, c.LastTransitionTime.Time
 		}
 	}
-	return ""
+	return "", time.Time{}
 }
 
 // PrimaryMajorityReachable reports whether the operator reaches more than half of the
