@@ -21,6 +21,13 @@ import (
 const (
 	// watchDialTimeout bounds each dial of a server's address by a watch.
 	watchDialTimeout = 300 * time.Millisecond
+	// watchRedialTimeout bounds the dial that follows a watched connection's end. That
+	// end already says the server closed it (a partition ends nothing), so the dial may
+	// wait longer for its answer: on a busy node the first packet of a connection can
+	// wait for the NetworkPolicy engine's verdict longer than watchDialTimeout, and a
+	// timeout there proves nothing (the kubelet's report, a second or two later, is
+	// then the proof).
+	watchRedialTimeout = 2 * time.Second
 	// vacatedWatchLimit bounds how long the controller holds a connection to a server
 	// that still answers at the address of a pod that is gone. The kubelet stops such a
 	// pod's containers within its grace period (at least 2 s for a pod deleted with
@@ -151,7 +158,9 @@ func (r *Reconciler) watchServer(ctx context.Context, log logr.Logger, key types
 				c = nil
 				continue
 			}
-			c, err = r.dialWatched(ctx, addr)
+			rctx, cancel := context.WithTimeout(ctx, watchRedialTimeout)
+			c, err = r.dialWatchedWithin(rctx, addr, watchRedialTimeout)
+			cancel()
 			switch {
 			case errors.Is(err, syscall.ECONNREFUSED):
 				proven = true
@@ -188,12 +197,17 @@ func awaitEnd(c net.Conn, deadline time.Time) {
 // serverAddr is the address of the server of a pod at ip.
 func serverAddr(ip string) string { return net.JoinHostPort(ip, strconv.Itoa(ClientPort)) }
 
-// dialWatched opens a TCP connection to addr.
+// dialWatched opens a TCP connection to addr within watchDialTimeout.
 func (r *Reconciler) dialWatched(ctx context.Context, addr string) (net.Conn, error) {
+	return r.dialWatchedWithin(ctx, addr, watchDialTimeout)
+}
+
+// dialWatchedWithin opens a TCP connection to addr within timeout.
+func (r *Reconciler) dialWatchedWithin(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
 	if r.DialWatched != nil {
 		return r.DialWatched(ctx, addr)
 	}
-	d := net.Dialer{Timeout: watchDialTimeout}
+	d := net.Dialer{Timeout: timeout}
 	return d.DialContext(ctx, "tcp", addr)
 }
 
