@@ -367,8 +367,7 @@ func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, 
 	for i, vn := range nodes {
 		m := &plan.Member{Node: vn, Addr: r.addr(vn)}
 		members[i] = m
-		if vn.Status.PodIP == "" || !conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionPodReady) {
-			m.Err = errors.New("pod not ready")
+		if m.Err = unobservable(vn); m.Err != nil {
 			continue
 		}
 		wg.Add(1)
@@ -379,6 +378,23 @@ func (r *Reconciler) observe(ctx context.Context, nodes []*v1alpha1.ValkeyNode, 
 	}
 	wg.Wait()
 	return members
+}
+
+// unobservable says why a member is not asked for its view this pass, nil when it is:
+// its pod is not ready, or its server is down (ServerDown=True: the kubelet saw it exit,
+// or its address refused a connection). A pod stays ready for a readiness probe period
+// after its server died, and a bare pod's address may stop answering at all once the
+// kubelet tears it down: a dial there would hold the pass for its whole timeout, while
+// the takeover it should decide waits. The node-controller clears ServerDown once the
+// server answers again.
+func unobservable(vn *v1alpha1.ValkeyNode) error {
+	switch {
+	case vn.Status.PodIP == "" || !conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionPodReady):
+		return errors.New("pod not ready")
+	case conditions.IsTrue(vn.Status.Conditions, v1alpha1.ConditionServerDown):
+		return errors.New("server down")
+	}
+	return nil
 }
 
 func (r *Reconciler) observeMember(ctx context.Context, m *plan.Member, cred valkeyconn.Credentials) {
