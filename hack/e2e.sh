@@ -6,7 +6,7 @@
 #   hack/e2e.sh ci         the suites that fit CI
 #
 # E2E_PROVIDER=local|kind chooses the cluster (see e2e/framework/doc.go for the other
-# variables); E2E_TIMEOUT is go test's timeout per suite (default 20m); E2E_ARGS are
+# variables); E2E_TIMEOUT is go test's timeout per suite (default 20m, the soak 60m); E2E_ARGS are
 # passed to the suites after -args (e.g. E2E_ARGS='--feature=drain').
 set -euo pipefail
 
@@ -24,7 +24,9 @@ CI_KIND_SUITES=()
 # Valkey 8.0, about 7 minutes; the cluster-controller's integration suite scales real 8.0
 # servers with keys in make unit).
 declare -A CI_SKIP=([scale]='^TestScaleOn80$')
-TIMEOUT=${E2E_TIMEOUT:-20m}
+# Suites longer than go test's timeout by default: the soak runs six features of twenty
+# kills each, about 6 minutes apiece.
+declare -A SUITE_TIMEOUT=([soak]=60m)
 export LOCALKUBE_CACHE=${LOCALKUBE_CACHE:-$ROOT/.cache}
 
 all_suites() {
@@ -160,7 +162,8 @@ for r in "${RUNS[@]}"; do
 		skip=(-skip "${CI_SKIP[$s]}")
 		echo "e2e: $s: skipping ${CI_SKIP[$s]} in CI (make e2e SUITE=$s runs it)"
 	fi
-	if (cd "$ROOT/e2e" && E2E_PROVIDER=$provider GOWORK=off go test -tags e2e -count=1 -v -timeout "$TIMEOUT" "${skip[@]}" "./tests/$s/..." "${args[@]}") 2>&1 | tee "$LOG"; then
+	timeout=${E2E_TIMEOUT:-${SUITE_TIMEOUT[$s]:-20m}}
+	if (cd "$ROOT/e2e" && E2E_PROVIDER=$provider GOWORK=off go test -tags e2e -count=1 -v -timeout "$timeout" "${skip[@]}" "./tests/$s/..." "${args[@]}") 2>&1 | tee "$LOG"; then
 		result=ok
 	else
 		result=FAIL
