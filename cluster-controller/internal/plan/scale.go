@@ -145,27 +145,26 @@ func (c *Cluster) contestedSlots(owned map[string][]valkey.SlotRange) string {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	var owner [SlotCount]string
-	for _, id := range ids {
-		var other string
-		var both []int
-		for _, r := range owned[id] {
-			for slot := r.Start; slot <= r.End && slot < SlotCount; slot++ {
-				switch o := owner[slot]; {
-				case o == "":
-					owner[slot] = id
-				case other == "" || o == other:
-					other = o
-					both = append(both, slot)
+	var claimed []valkey.SlotRange // the slots of the ids before, which claim none twice
+	for i, id := range ids {
+		mine := valkey.NormalizeRanges(owned[id])
+		if both := intersectRanges(mine, claimed); len(both) > 0 {
+			// The earlier owner of the lowest slot claimed twice, and all it shares with id.
+			for _, other := range ids[:i] {
+				if valkey.ContainsSlot(owned[other], both[0].Start) {
+					return fmt.Sprintf("waiting for %s and %s to agree which of them serves slots %s (a failover settling)",
+						c.nameOf(other), c.nameOf(id), valkey.FormatRanges(intersectRanges(mine, owned[other])))
 				}
 			}
 		}
-		if other != "" {
-			return fmt.Sprintf("waiting for %s and %s to agree which of them serves slots %s (a failover settling)",
-				c.nameOf(other), c.nameOf(id), valkey.FormatRanges(valkey.RangesFromSlots(both)))
-		}
+		claimed = valkey.MergeRanges(claimed, mine)
 	}
 	return ""
+}
+
+// intersectRanges returns the slots in both a and b, normalised.
+func intersectRanges(a, b []valkey.SlotRange) []valkey.SlotRange {
+	return valkey.SubtractRanges(a, valkey.SubtractRanges(a, b))
 }
 
 // nameOf is the name of the member with node ID id, or the ID when no member has it.
