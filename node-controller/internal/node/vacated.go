@@ -158,9 +158,7 @@ func (r *Reconciler) watchServer(ctx context.Context, log logr.Logger, key types
 				c = nil
 				continue
 			}
-			rctx, cancel := context.WithTimeout(ctx, watchRedialTimeout)
-			c, err = r.dialWatchedWithin(rctx, addr, watchRedialTimeout)
-			cancel()
+			c, err = r.dialWatchedWithin(ctx, addr, watchRedialTimeout)
 			switch {
 			case errors.Is(err, syscall.ECONNREFUSED):
 				proven = true
