@@ -45,9 +45,10 @@ func TestPlanTakeovers(t *testing.T) {
 	// replica a2's link up or down.
 	downSince := func(name string, ago time.Duration, linkUp bool) func(*plan.Cluster) {
 		return func(s *plan.Cluster) {
-			for i, c := range plantest.MemberNamed(t, s.Topo, name).Node.Status.Conditions {
-				if c.Type == v1alpha1.ConditionServerDown {
-					plantest.MemberNamed(t, s.Topo, name).Node.Status.Conditions[i].LastTransitionTime = metav1.NewTime(plantest.T0.Add(-ago))
+			conds := plantest.MemberNamed(t, s.Topo, name).Node.Status.Conditions
+			for i := range conds {
+				if conds[i].Type == v1alpha1.ConditionServerDown {
+					conds[i].LastTransitionTime = metav1.NewTime(plantest.T0.Add(-ago))
 				}
 			}
 			r := plantest.MemberNamed(t, s.Topo, "a2")
