@@ -10,7 +10,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,17 +83,6 @@ var _ = Describe("Primary placement", func() {
 			g.Expect(primaryNodes(g, name)).To(ConsistOf(nodes[0], nodes[1], nodes[2]))
 		}).WithTimeout(time.Minute).WithPolling(250 * time.Millisecond).Should(Succeed())
 	}
-	eventNotes := func(reason string) []string {
-		var evs eventsv1.EventList
-		Expect(k8s.List(ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
-		var out []string
-		for _, ev := range evs.Items {
-			if ev.Reason == reason {
-				out = append(out, ev.Note)
-			}
-		}
-		return out
-	}
 
 	It("spreads a new cluster's primaries, and moves a shard's primary back once its member is in sync again", Label("slow"), func() {
 		// The servers elect nothing at creation: each shard's oldest member gets its
@@ -139,7 +127,7 @@ var _ = Describe("Primary placement", func() {
 		Expect(e.member(Default, "spread", shard, true).Name).To(Equal(dead.Name))
 		e.expectReady("spread", time.Minute)
 		expectKeys(Default, e.anyServer("spread"), keys)
-		Expect(eventNotes(v1alpha1.ReasonRestoringPlacement)).To(ContainElement(And(
+		Expect(e.eventNotes(Default, v1alpha1.ReasonRestoringPlacement)).To(ContainElement(And(
 			ContainSubstring(fmt.Sprintf("shard %d: %s takes over from %s on node %s (zone zone-2)", shard, dead.Name, replica.Name, nodes[1])),
 			ContainSubstring("also holds the primary of shard"))))
 		Eventually(func(g Gomega) {
@@ -167,6 +155,6 @@ var _ = Describe("Primary placement", func() {
 				g.Expect(sh.PrimaryZone).To(BeEmpty())
 			}
 		}).WithTimeout(3 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
-		Expect(eventNotes(v1alpha1.ReasonRestoringPlacement)).To(BeEmpty())
+		Expect(e.eventNotes(Default, v1alpha1.ReasonRestoringPlacement)).To(BeEmpty())
 	})
 })
