@@ -48,21 +48,21 @@ func (l *ServerLogs) Follow(ctx context.Context, t testing.TB) {
 // feature's artifacts folder.
 func (l *ServerLogs) Stop(t testing.TB) {
 	t.Helper()
-	dir := filepath.Join(l.k.artifactsDir(), l.vc.Namespace, "server-runs")
-	for key, f := range l.runs {
+	for _, f := range l.runs {
 		f.Stop()
-		if !t.Failed() {
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Logf("server logs: %v", err)
-			return
-		}
+	}
+	if !t.Failed() || len(l.runs) == 0 {
+		return
+	}
+	dir := filepath.Join(l.k.artifactsDir(), l.vc.Namespace, "server-runs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("server logs: %v", err)
+		return
+	}
+	for key, f := range l.runs {
 		if err := os.WriteFile(filepath.Join(dir, key+".log"), []byte(f.String()), 0o644); err != nil {
 			t.Logf("server logs: %v", err)
 		}
 	}
-	if t.Failed() && len(l.runs) > 0 {
-		t.Logf("the log of every run of the members' servers is in %s", dir)
-	}
+	t.Logf("the log of every run of the members' servers is in %s", dir)
 }
