@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -56,12 +57,35 @@ func newEnv() *env {
 	Expect(e.kubelet.setup(mgr)).To(Succeed())
 	stopKubelet := run(mgr)
 	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() {
+			e.report()
+		}
 		e.stopController()
 		stopKubelet()
 		e.kubelet.stopAll()
 	})
 	e.startController()
 	return e
+}
+
+// report writes what a failed spec leaves to explain it: the namespace's events in the
+// order they were first seen, and the end of every running server's log.
+func (e *env) report() {
+	var evs eventsv1.EventList
+	if err := k8s.List(context.Background(), &evs, client.InNamespace(e.ns)); err != nil {
+		GinkgoWriter.Printf("events of %s: %v\n", e.ns, err)
+	}
+	sort.SliceStable(evs.Items, func(i, j int) bool {
+		return evs.Items[i].EventTime.Before(&evs.Items[j].EventTime)
+	})
+	GinkgoWriter.Printf("events of %s:\n", e.ns)
+	for _, ev := range evs.Items {
+		GinkgoWriter.Printf("  %s %s %s/%s %s: %s\n", ev.EventTime.Format("15:04:05.000"), ev.Type,
+			ev.Regarding.Kind, ev.Regarding.Name, ev.Reason, ev.Note)
+	}
+	for _, s := range e.kubelet.servers() {
+		GinkgoWriter.Printf("log of %s:\n%s\n", s.Addr(), s.LogTail(40))
+	}
 }
 
 // serverDir is where the spec's servers keep their files: in memory when the machine

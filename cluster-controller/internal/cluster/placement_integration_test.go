@@ -49,13 +49,6 @@ var _ = Describe("Primary placement", func() {
 		e.failbackHold = 2 * time.Second
 		e.stopController()
 		e.startController()
-		DeferCleanup(func() {
-			if CurrentSpecReport().Failed() {
-				for _, s := range e.kubelet.servers() {
-					GinkgoWriter.Printf("log of %s:\n%s\n", s.Addr(), s.LogTail(40))
-				}
-			}
-		})
 	})
 
 	// primaryNodes returns the node of each shard's primary as the status says it, and
