@@ -2,12 +2,14 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -45,6 +47,9 @@ type env struct {
 	createBatch int
 	// failbackHold is the next controller's FailbackHold (its default when zero).
 	failbackHold time.Duration
+	// cacheLag is how long the running controller's reads of a cluster show it as it was
+	// before the controller's last status write (laggingClient; none when zero).
+	cacheLag atomic.Int64
 }
 
 // newEnv sets up a spec's world and tears it down when the spec ends.
@@ -82,6 +87,13 @@ func (e *env) report() {
 	for _, ev := range evs.Items {
 		GinkgoWriter.Printf("  %s %s %s/%s %s: %s\n", ev.EventTime.Format("15:04:05.000"), ev.Type,
 			ev.Regarding.Kind, ev.Regarding.Name, ev.Reason, ev.Note)
+	}
+	var vcs v1alpha1.ValkeyClusterList
+	if err := k8s.List(context.Background(), &vcs, client.InNamespace(e.ns)); err == nil {
+		for _, vc := range vcs.Items {
+			st, _ := json.MarshalIndent(vc.Status, "  ", "  ")
+			GinkgoWriter.Printf("status of %s (annotations %v):\n  %s\n", vc.Name, vc.Annotations, st)
+		}
 	}
 	for _, s := range e.kubelet.servers() {
 		GinkgoWriter.Printf("log of %s:\n%s\n", s.Addr(), s.LogTail(40))
@@ -125,7 +137,8 @@ func (e *env) startController() {
 	e.metrics = NewMetrics(e.registry)
 	pool := &valkeyconn.Pool{DialTimeout: time.Second}
 	r := &Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
+		Client:    newLaggingClient(mgr.GetClient(), func() time.Duration { return time.Duration(e.cacheLag.Load()) }),
+		APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder(FieldManager), Pool: pool, Metrics: e.metrics, Addr: e.kubelet.addr,
 		NetworkPolicy: NetworkPolicyDefaults{Enabled: true, OperatorNamespace: "valkey-operator"},
 		FastFailover:  true,

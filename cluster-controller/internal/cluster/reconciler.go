@@ -52,7 +52,7 @@ const (
 	requeueNameConflict = 10 * time.Second
 )
 
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/finalizers,verbs=update
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=list;watch;create;patch;delete
@@ -75,7 +75,8 @@ const (
 type Reconciler struct {
 	client.Client
 	// APIReader reads from the API server itself, bypassing the cache, for decisions a
-	// stale cache would make twice (creating members).
+	// stale cache would make twice (creating members, a cluster whose cache lags behind
+	// the controller's own status write: latest).
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
@@ -119,6 +120,10 @@ type Reconciler struct {
 	// primariesSeen remembers, per cluster (UID), each shard's primary and since when
 	// (failback.go).
 	primariesSeen sync.Map
+	// known remembers, per cluster (UID), the resource version of the newest version of
+	// the cluster the controller has seen: its own last status write, or its last read
+	// from the API server (latest).
+	known sync.Map
 }
 
 func (r *Reconciler) createBatch() int {
@@ -193,7 +198,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.stalls.Delete(vc.UID)
 		r.rest.Delete(vc.UID)
 		r.primariesSeen.Delete(vc.UID)
+		r.known.Delete(vc.UID)
 		return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
+	}
+	vc, err := r.latest(ctx, vc)
+	if err != nil || vc == nil {
+		return ctrl.Result{}, err // gone: the watch brings the deletion
 	}
 
 	if r.stillAtRest(ctx, vc) {
@@ -356,6 +366,30 @@ func (r *Reconciler) releaseOrphans(ctx context.Context, key client.ObjectKey) e
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// latest returns vc, or the cluster as the API server holds it when vc is not the newest
+// version the controller has seen, nil when it is gone. The cache shows the controller's
+// own status writes late when the API server or the process is slow, and a pass carries
+// what it started from one pass to the next in status (status.failover's target, the
+// applied spec): a pass that read the status before the last write would decide again
+// what the pass before it decided, and ask a second failover for one request. Costs one
+// read of the API server per pass that finds the cache behind (or ahead, after another
+// controller's write: that read makes the cache's next version the known one).
+func (r *Reconciler) latest(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*v1alpha1.ValkeyCluster, error) {
+	known, ok := r.known.Load(vc.UID)
+	if !ok || known == vc.ResourceVersion || r.APIReader == nil {
+		return vc, nil
+	}
+	live := &v1alpha1.ValkeyCluster{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(vc), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	r.known.Store(live.UID, live.ResourceVersion)
+	return live, nil
 }
 
 // observe asks every member with a running pod for its view of the cluster, all members

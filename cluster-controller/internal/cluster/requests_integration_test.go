@@ -254,6 +254,37 @@ var _ = Describe("Requests through annotations", func() {
 		Expect(e.failoversOf("ops", 2, kindElected)).To(Equal([]int{0, 0}))
 		e.expectReady("ops", 30*time.Second)
 	})
+
+	It("carries a request out once when its cache shows the cluster's status late", func() {
+		e.createCluster("lag", 2, 1, func(s *v1alpha1.ValkeyClusterSpec) { s.WorkloadType = v1alpha1.WorkloadPod })
+		e.expectReady("lag", time.Minute)
+		old := e.member(Default, "lag", 1, true).Name
+		replica := e.member(Default, "lag", 1, false).Name
+		e.annotate("lag", v1alpha1.AnnotationFailover, "1@1")
+		Eventually(func(g Gomega) {
+			vc := e.cluster(g, "lag")
+			g.Expect(vc.Status.Failover).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Request": Equal("1@1"), "Target": Equal(replica), "Phase": Equal(v1alpha1.FailoverRequestDone),
+			})))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		e.expectReady("lag", 30*time.Second)
+
+		By("the next request, while every read of the cluster shows it as it was before the last status write for 3 s")
+		e.cacheLag.Store(int64(3 * time.Second))
+		e.annotate("lag", v1alpha1.AnnotationFailover, "1@2")
+		Eventually(func(g Gomega) {
+			vc := e.cluster(g, "lag")
+			g.Expect(vc.Status.Failover).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Request": Equal("1@2"), "Phase": Equal(v1alpha1.FailoverRequestDone),
+			})))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		vc := e.cluster(Default, "lag")
+		Expect(vc.Status.Failover.Target).To(Equal(old), "the request's target: the shard's only replica when it was made")
+		Consistently(func(g Gomega) {
+			g.Expect(e.cluster(g, "lag").Status.Shards[1].Primary).To(Equal(old))
+			g.Expect(e.failovers("lag", 2)).To(Equal([]int{0, 2}), "one failover per request")
+		}).WithTimeout(5 * time.Second).Should(Succeed())
+	})
 })
 
 // membersOf keeps the members of one shard.

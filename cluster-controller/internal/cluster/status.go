@@ -75,7 +75,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope, runErr error) er
 		Failover: vc.Status.Failover, Conditions: conditions.Owned(vc.Status.Conditions, clusterConditionTypes...),
 	}
 	if !status.Equal(have, want) {
-		errs = append(errs, status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want))
+		err := status.Apply(ctx, r.Client, FieldManager, vc, v1alpha1.GroupVersion.WithKind("ValkeyCluster"), want)
+		if err == nil {
+			r.known.Store(vc.UID, vc.ResourceVersion) // the write's version, from its answer
+		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -77,6 +77,7 @@
   resources:
   - valkeyclusters
   verbs:
+  - get
   - list
   - watch
 - apiGroups:
