@@ -16,7 +16,10 @@ import (
 // reconcileHeal handles what Valkey cannot handle alone: a failover that does not happen
 // because a majority of primaries is gone (quorum lost), and slots whose data is gone.
 func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration, error) {
-	var wait time.Duration
+	wait, err := r.breakReplicationCycles(ctx, s)
+	if err != nil {
+		return 0, err
+	}
 	for _, t := range s.PlanTakeovers() {
 		lp, best := t.Lost, t.By
 		switch {
@@ -60,6 +63,38 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 		return 0, nil
 	}
 	return 0, r.reassignLostSlots(ctx, s)
+}
+
+// breakReplicationCycles promotes, without a vote, one of two members of a shard that
+// replicate each other (plan.Cluster.ReplicationCycles): no failover Valkey starts ends
+// such a loop, and the shard has no primary while it lasts.
+func (r *Reconciler) breakReplicationCycles(ctx context.Context, s *scope) (time.Duration, error) {
+	var wait time.Duration
+	for _, cb := range s.ReplicationCycles() {
+		sh := cb.By.Shard()
+		if pending := s.FailoverPending(sh); pending != nil {
+			s.progress(v1alpha1.ReasonFailingOver, "waiting for %s to complete its takeover of shard %d", pending.Name(), sh)
+			wait = plan.RequeueFast
+			continue
+		}
+		if err := r.recordFailoverRequest(ctx, cb.By, s.Topo.Now, v1alpha1.FailoverForced); err != nil {
+			return 0, err
+		}
+		c, err := r.client(ctx, s, cb.By)
+		if err != nil {
+			return 0, err
+		}
+		if err := c.Failover(ctx, valkey.FailoverTakeover); err != nil {
+			return 0, fmt.Errorf("takeover by %s: %w", cb.By.Name(), err)
+		}
+		log.FromContext(ctx).Info("broke a replication loop", "member", cb.By.Name(), "other", cb.Other.Name(), "shard", sh)
+		r.event(s.VC, cb.By.Node, eventWarning, "Takeover", "Failover",
+			"%s and %s replicate each other, so shard %d has no primary: %s takes over without a vote (TAKEOVER)",
+			cb.By.Name(), cb.Other.Name(), sh, cb.By.Name())
+		s.progress(v1alpha1.ReasonFailingOver, "%s takes over shard %d, whose members replicated each other", cb.By.Name(), sh)
+		wait = plan.RequeueFast
+	}
+	return wait, nil
 }
 
 // reassignLostSlots gives slots nobody serves any more (their only holder died without a

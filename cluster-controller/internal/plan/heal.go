@@ -212,3 +212,44 @@ func (c *Cluster) HoldDeparture(m *Member) (reason, msg string) {
 	}
 	return "", ""
 }
+
+// CycleBreak is a replication loop in a shard and the member to promote to end it.
+type CycleBreak struct {
+	// By is promoted without a vote (CLUSTER FAILOVER TAKEOVER).
+	By *Member
+	// Other replicates By, which replicates it.
+	Other *Member
+}
+
+// ReplicationCycles finds the shards where two members replicate each other. Valkey 8.0
+// makes such a loop while a shard forms: a member told to replicate the shard's chosen
+// primary had just won a config epoch collision, and the chosen primary, once it learnt
+// that both are in one shard, took an older message of the member (a primary with a
+// greater config epoch) for a failover in its shard ("Configuration change detected.
+// Reconfiguring myself as a replica of ..."). Neither ever serves: each asks the other
+// for a stream it cannot give (NOMASTERLINK), and Valkey's own failover never starts, as
+// neither's primary is failing. The member promoted is the one holding the shard's slots,
+// else the shard's candidate primary, else the first of the two by name.
+func (c *Cluster) ReplicationCycles() []CycleBreak {
+	var out []CycleBreak
+	for sh := int32(0); sh < c.Shards(); sh++ {
+		for _, a := range c.Active(sh) {
+			if !a.Reachable || !a.Self.Replica {
+				continue
+			}
+			b := c.Topo.ByID(a.Self.PrimaryID)
+			if b == nil || b.Shard() != sh || !b.Reachable || !b.Self.Replica || b.Self.PrimaryID != a.ID() || b.Name() < a.Name() {
+				continue // not a loop, or found from its other end
+			}
+			by, other := a, b
+			switch cand := c.Candidate(sh); {
+			case len(b.Slots()) > 0 && len(a.Slots()) == 0:
+				by, other = b, a
+			case len(a.Slots()) == 0 && cand == b:
+				by, other = b, a
+			}
+			out = append(out, CycleBreak{By: by, Other: other})
+		}
+	}
+	return out
+}

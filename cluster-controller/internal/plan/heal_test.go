@@ -460,3 +460,42 @@ func fiveByOne() []plantest.FakeMember {
 	}
 	return fms
 }
+
+func TestReplicationCycles(t *testing.T) {
+	three := func(s *v1alpha1.ValkeyClusterSpec) { s.Shards = 3 }
+	loop := func(slotsOn string) []plantest.FakeMember {
+		fms := plantest.With(plantest.HealthyThreeByOne(), "c", func(f *plantest.FakeMember) { f.Primary, f.Slots = "C2", "" })
+		fms = plantest.With(fms, "c2", func(f *plantest.FakeMember) { f.LinkUp = false })
+		switch slotsOn {
+		case "c":
+			fms = plantest.With(fms, "c", func(f *plantest.FakeMember) { f.Slots = "10923-16383" })
+		case "c2":
+			fms = plantest.With(fms, "c2", func(f *plantest.FakeMember) { f.Slots = "10923-16383" })
+		}
+		return fms
+	}
+	cases := []struct {
+		name string
+		fms  []plantest.FakeMember
+		want string // "promoted<-other", joined by "; "
+	}{
+		{name: "a healthy cluster has no loop", fms: plantest.HealthyThreeByOne(), want: ""},
+		{name: "a replica that follows a replica of another shard's primary is no loop",
+			fms: plantest.With(plantest.HealthyThreeByOne(), "b2", func(f *plantest.FakeMember) { f.Primary = "A2" }), want: ""},
+		{name: "two members replicate each other, the slots assigned to one: that one takes over", fms: loop("c"), want: "c<-c2"},
+		{name: "the slots on the other one", fms: loop("c2"), want: "c2<-c"},
+		{name: "before the slots are assigned: the shard's candidate takes over", fms: loop(""), want: "c<-c2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &plan.Cluster{VC: plantest.Cluster(three), Topo: plantest.Build(t, tc.fms)}
+			var got []string
+			for _, cb := range s.ReplicationCycles() {
+				got = append(got, cb.By.Name()+"<-"+cb.Other.Name())
+			}
+			if g := strings.Join(got, "; "); g != tc.want {
+				t.Errorf("got %q, want %q", g, tc.want)
+			}
+		})
+	}
+}
