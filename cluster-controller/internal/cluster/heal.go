@@ -43,17 +43,9 @@ func (r *Reconciler) reconcileHeal(ctx context.Context, s *scope) (time.Duration
 			wait = plan.RequeueFast
 			continue
 		}
-		if err := r.recordFailoverRequest(ctx, best, s.Topo.Now, v1alpha1.FailoverForced); err != nil {
+		if err := r.forceFailover(ctx, s, best, t.Mode, t.Why); err != nil {
 			return 0, err
 		}
-		c, err := r.client(ctx, s, best)
-		if err != nil {
-			return 0, err
-		}
-		if err := c.Failover(ctx, t.Mode); err != nil {
-			return 0, fmt.Errorf("forced failover by %s: %w", best.Name(), err)
-		}
-		log.FromContext(ctx).Info("forced a failover", "member", best.Name(), "shard", best.Shard(), "mode", t.Mode.String(), "why", t.Why)
 		r.event(s.VC, best.Node, eventWarning, "Takeover", "Failover", "%s: %s takes over the slots %s (%s)",
 			t.Why, best.Name(), valkey.FormatRanges(lp.Slots), t.Mode)
 		s.progress(v1alpha1.ReasonFailingOver, "%s takes over the slots of a lost primary", best.Name())
@@ -77,24 +69,33 @@ func (r *Reconciler) breakReplicationCycles(ctx context.Context, s *scope) (time
 			wait = plan.RequeueFast
 			continue
 		}
-		if err := r.recordFailoverRequest(ctx, cb.By, s.Topo.Now, v1alpha1.FailoverForced); err != nil {
+		why := fmt.Sprintf("%s and %s replicate each other", cb.By.Name(), cb.Other.Name())
+		if err := r.forceFailover(ctx, s, cb.By, valkey.FailoverTakeover, why); err != nil {
 			return 0, err
 		}
-		c, err := r.client(ctx, s, cb.By)
-		if err != nil {
-			return 0, err
-		}
-		if err := c.Failover(ctx, valkey.FailoverTakeover); err != nil {
-			return 0, fmt.Errorf("takeover by %s: %w", cb.By.Name(), err)
-		}
-		log.FromContext(ctx).Info("broke a replication loop", "member", cb.By.Name(), "other", cb.Other.Name(), "shard", sh)
 		r.event(s.VC, cb.By.Node, eventWarning, "Takeover", "Failover",
-			"%s and %s replicate each other, so shard %d has no primary: %s takes over without a vote (TAKEOVER)",
-			cb.By.Name(), cb.Other.Name(), sh, cb.By.Name())
+			"%s, so shard %d has no primary: %s takes over without a vote (TAKEOVER)", why, sh, cb.By.Name())
 		s.progress(v1alpha1.ReasonFailingOver, "%s takes over shard %d, whose members replicated each other", cb.By.Name(), sh)
 		wait = plan.RequeueFast
 	}
 	return wait, nil
+}
+
+// forceFailover asks m to take over its shard in mode (FORCE or TAKEOVER), recorded on m
+// as a forced failover first, so the passes that follow wait for it (FailoverPending).
+func (r *Reconciler) forceFailover(ctx context.Context, s *scope, m *plan.Member, mode valkey.FailoverMode, why string) error {
+	if err := r.recordFailoverRequest(ctx, m, s.Topo.Now, v1alpha1.FailoverForced); err != nil {
+		return err
+	}
+	c, err := r.client(ctx, s, m)
+	if err != nil {
+		return err
+	}
+	if err := c.Failover(ctx, mode); err != nil {
+		return fmt.Errorf("forced failover by %s: %w", m.Name(), err)
+	}
+	log.FromContext(ctx).Info("forced a failover", "member", m.Name(), "shard", m.Shard(), "mode", mode.String(), "why", why)
+	return nil
 }
 
 // reassignLostSlots gives slots nobody serves any more (their only holder died without a
