@@ -90,10 +90,11 @@ func (o Options) withDefaults() Options {
 // connection holds is paid per member: rueidis' defaults (0.5 MiB read and write
 // buffers, a ring of 1024 waiting commands) cost about 1.3 MiB a connection. An admin
 // client has a few commands in flight at most (a pipelined batch waits for ring
-// slots), and a reply larger than the read buffer is read through it in pieces.
+// slots), its requests are short, and a reply larger than the read buffer is read
+// through it in pieces: a page of memory each way is enough.
 const (
-	connBufferSize = 16 << 10
-	connRingScale  = 5 // 2^5 commands in flight
+	connBufferSize = 4 << 10
+	connRingScale  = 3 // 2^3 commands in flight
 	// idleLaneClose closes the connections SetSlots borrowed once idle this long: a
 	// slot migration's extra lanes are not kept per member at rest.
 	idleLaneClose = 30 * time.Second

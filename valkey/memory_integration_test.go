@@ -1,7 +1,9 @@
 package valkey_test
 
 import (
+	"errors"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/valkey-operator/valkey-operator/valkey"
@@ -11,14 +13,14 @@ import (
 // maxBytesPerClient is what one open client may keep in memory. Every controller keeps a
 // client per member it talks to, so this is a part of each member's cost to the operator
 // (docs/scale.md); rueidis' defaults (0.5 MiB read and write buffers and a ring of 1024
-// waiters per connection) cost about 1.3 MiB.
-const maxBytesPerClient = 96 << 10
+// waiters per connection) cost about 1.3 MiB. Heap and goroutine stacks both count.
+const maxBytesPerClient = 40 << 10
 
 func TestClientMemory(t *testing.T) {
 	s := valkeytest.Start(t, 1, valkeytest.Options{})[0]
 	ctx := ctxT(t)
 	const n = 40
-	before := heapInUse()
+	before := inUse()
 	clients := make([]*valkey.Client, 0, n)
 	for range n {
 		c, err := valkey.Dial(ctx, s.Options())
@@ -26,11 +28,18 @@ func TestClientMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Close)
-		// A command each, so every buffer a reply needs is in use.
-		must(t, c.Ping(ctx))
+		// Commands at once, so every buffer a reply needs and the goroutines a
+		// connection starts once commands overlap are in use.
+		errs := make([]error, 4)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() { errs[i] = c.Ping(ctx) })
+		}
+		wg.Wait()
+		must(t, errors.Join(errs...))
 		clients = append(clients, c)
 	}
-	perClient := (heapInUse() - before) / n
+	perClient := (inUse() - before) / n
 	runtime.KeepAlive(clients)
 	t.Logf("%d clients: %d KiB each", n, perClient>>10)
 	if perClient > maxBytesPerClient {
@@ -38,13 +47,14 @@ func TestClientMemory(t *testing.T) {
 	}
 }
 
-// heapInUse is the live heap after a full collection.
-func heapInUse() int64 {
+// inUse is the live heap after a full collection, and the goroutines' stacks (each
+// connection has a reader and a writer goroutine once commands overlap).
+func inUse() int64 {
 	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return int64(m.HeapInuse)
+	return int64(m.HeapInuse + m.StackInuse)
 }
 
 // TestBatchLongerThanRing pipelines more commands than a connection has room for in

@@ -424,8 +424,9 @@ func printable(s string) string {
 	}, s)
 }
 
-// readBufferSize is the size of limitConn's own read buffer.
-const readBufferSize = 32 << 10
+// readBufferSize is the size of limitConn's own read buffer: rueidis reads through a
+// buffer of its own, so a larger one here only costs memory per connection.
+const readBufferSize = 4 << 10
 
 // limitConn is a connection whose replies are bounded (see Bounded replies above).
 // rueidis reads it from one goroutine and writes it from another.
