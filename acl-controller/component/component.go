@@ -37,7 +37,7 @@ func New() operator.Component {
 		// them from the API server when a cluster names them: its cache holds the
 		// operator's own Secrets and the names of the others (operator.SecretNames).
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
-			pool, err := valkeyconn.NewPool(mgr, time.Second)
+			pool, err := valkeyconn.For(mgr)
 			if err != nil {
 				return err
 			}

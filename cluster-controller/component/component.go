@@ -50,7 +50,7 @@ func New() operator.Component {
 					return fmt.Errorf("--network-policy-metrics: want a JSON list of NetworkPolicy peers: %w", err)
 				}
 			}
-			pool, err := valkeyconn.NewPool(mgr, 0)
+			pool, err := valkeyconn.For(mgr)
 			if err != nil {
 				return err
 			}

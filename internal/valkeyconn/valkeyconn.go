@@ -1,7 +1,8 @@
 // Package valkeyconn gives controllers authenticated connections to the members of a
 // cluster: it reads the operator's credentials from the Secrets the acl- and tls-
 // controllers publish, and keeps one client per member address so a pass does not dial
-// again, while a dead member costs at most one bounded dial.
+// again, while a dead member costs at most one bounded dial. The components of one
+// process share the clients (For).
 package valkeyconn
 
 import (
@@ -13,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -133,15 +135,24 @@ type Pool struct {
 	// valkey.ErrReplyTooLarge instead of growing the controller's memory.
 	MaxReplyBytes int64
 
-	mu      sync.Mutex
-	clients map[string]*entry
+	mu sync.Mutex
+	// clients holds, by address, a client per credentials in use (a rotation's old
+	// and new password, a rollout's old and new CA), at most maxKeysPerAddr.
+	clients map[string][]*entry
 }
 
-// NewPool returns a pool whose connections are closed when mgr stops, so a component
-// going away (a roll of the operator, leader election lost) leaves no open connection
-// on the servers.
-func NewPool(mgr manager.Manager, dialTimeout time.Duration) (*Pool, error) {
-	p := &Pool{DialTimeout: dialTimeout}
+// For returns the pool of the process mgr runs in: every component that mgr runs (the
+// manager binary runs them all) shares it, so a member costs the process one connection
+// whichever components talk to it. Its connections are closed when mgr stops, so a
+// component going away (a roll of the operator, leader election lost) leaves no open
+// connection on the servers.
+func For(mgr manager.Manager) (*Pool, error) {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if p, ok := shared.pools[mgr]; ok {
+		return p, nil
+	}
+	p := &Pool{}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
 		p.Close()
@@ -149,7 +160,17 @@ func NewPool(mgr manager.Manager, dialTimeout time.Duration) (*Pool, error) {
 	})); err != nil {
 		return nil, fmt.Errorf("close the Valkey connections on shutdown: %w", err)
 	}
+	if shared.pools == nil {
+		shared.pools = map[manager.Manager]*Pool{}
+	}
+	shared.pools[mgr] = p
 	return p, nil
+}
+
+// shared holds the pool of each manager of the process (one, but in tests).
+var shared struct {
+	mu    sync.Mutex
+	pools map[manager.Manager]*Pool
 }
 
 type entry struct {
@@ -159,8 +180,14 @@ type entry struct {
 }
 
 // idleClose is how long a client may go unused before it is closed: members that left
-// the cluster must not keep connections open forever.
+// the cluster, and credentials no longer in use, must not keep connections open forever.
 const idleClose = 10 * time.Minute
+
+// maxKeysPerAddr bounds the clients kept for one address: components may ask with
+// different credentials for a while (the acl-controller falls back to the previous
+// password during a rotation, the tls-controller trusts a new CA before the others).
+// Beyond it the least recently used is closed.
+const maxKeysPerAddr = 3
 
 // Client returns a connected client for addr, dialling if there is none for these
 // credentials. Dials to different members run in parallel.
@@ -168,11 +195,11 @@ func (p *Pool) Client(ctx context.Context, addr string, cred Credentials) (*valk
 	key := cred.Username + "|" + cred.id
 	p.mu.Lock()
 	if p.clients == nil {
-		p.clients = map[string]*entry{}
+		p.clients = map[string][]*entry{}
 	}
 	now := time.Now()
 	p.closeIdle(now)
-	if e, ok := p.clients[addr]; ok && e.key == key {
+	if e := find(p.clients[addr], key); e != nil {
 		e.lastUsed = now
 		p.mu.Unlock()
 		return e.client, nil
@@ -190,43 +217,71 @@ func (p *Pool) Client(ctx context.Context, addr string, cred Credentials) (*valk
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if old, ok := p.clients[addr]; ok {
-		if old.key == key {
-			c.Close()
-			return old.client, nil
-		}
-		old.client.Close()
+	if e := find(p.clients[addr], key); e != nil {
+		c.Close() // dialled meanwhile by another caller
+		return e.client, nil
 	}
-	p.clients[addr] = &entry{key: key, client: c, lastUsed: time.Now()}
+	entries := append(p.clients[addr], &entry{key: key, client: c, lastUsed: time.Now()})
+	if len(entries) > maxKeysPerAddr {
+		oldest := 0
+		for i, e := range entries {
+			if e.lastUsed.Before(entries[oldest].lastUsed) {
+				oldest = i
+			}
+		}
+		entries[oldest].client.Close()
+		entries = slices.Delete(entries, oldest, oldest+1)
+	}
+	p.clients[addr] = entries
 	return c, nil
+}
+
+func find(entries []*entry, key string) *entry {
+	for _, e := range entries {
+		if e.key == key {
+			return e
+		}
+	}
+	return nil
 }
 
 // closeIdle closes clients unused for idleClose; p.mu is held.
 func (p *Pool) closeIdle(now time.Time) {
-	for addr, e := range p.clients {
-		if now.Sub(e.lastUsed) > idleClose {
-			e.client.Close()
+	for addr, entries := range p.clients {
+		kept := entries[:0]
+		for _, e := range entries {
+			if now.Sub(e.lastUsed) > idleClose {
+				e.client.Close()
+				continue
+			}
+			kept = append(kept, e)
+		}
+		if len(kept) == 0 {
 			delete(p.clients, addr)
+		} else {
+			p.clients[addr] = kept
 		}
 	}
 }
 
-// Drop closes the client of addr, for example after it failed: the next Client dials.
+// Drop closes the clients of addr, for example after one failed: the next Client dials.
 func (p *Pool) Drop(addr string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e, ok := p.clients[addr]; ok {
+	for _, e := range p.clients[addr] {
 		e.client.Close()
-		delete(p.clients, addr)
 	}
+	delete(p.clients, addr)
 }
 
 // Close closes every client.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for addr, e := range p.clients {
-		e.client.Close()
+	for addr, entries := range p.clients {
+		for _, e := range entries {
+			e.client.Close()
+		}
 		delete(p.clients, addr)
 	}
 }

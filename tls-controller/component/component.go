@@ -9,7 +9,6 @@ package component
 import (
 	"context"
 	"flag"
-	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -42,7 +41,7 @@ func New() operator.Component {
 		// the others (operator.SecretNames). cert-manager's objects are in a cache of its
 		// own, started once a cluster asks for cert-manager and its CRDs exist.
 		Setup: func(ctx context.Context, mgr ctrl.Manager, f operator.Flags) error {
-			pool, err := valkeyconn.NewPool(mgr, time.Second)
+			pool, err := valkeyconn.For(mgr)
 			if err != nil {
 				return err
 			}

@@ -20,7 +20,7 @@ import (
 
 // Setup registers the node-controller on mgr.
 func Setup(mgr ctrl.Manager, maxConcurrentReconciles int) error {
-	pool, err := valkeyconn.NewPool(mgr, 0)
+	pool, err := valkeyconn.For(mgr)
 	if err != nil {
 		return err
 	}
