@@ -53,6 +53,9 @@ type Fleet struct {
 	// average at the end of a rest window is above it (the members' servers share the
 	// machine with the operator): the totals reached are measured, the others left out.
 	MaxLoad float64
+	// Profiles, when set, is a folder: each process serves Go's profiles and its heap
+	// profile is written there at the end of each rest window (<mode>-<total>-<process>).
+	Profiles string
 	// AfterReady, when set, runs at each total once every cluster is Ready.
 	AfterReady func(ctx context.Context, mode string, clusters []*v1alpha1.ValkeyCluster) error
 	Logf       func(format string, args ...any)
@@ -114,7 +117,7 @@ func (f *Fleet) mode(ctx context.Context, m Mode) (perf.FleetMode, error) {
 		}
 	}
 	start := time.Now()
-	op, err := StartOperator(ctx, f.Env, f.Bin, ch.Components)
+	op, err := StartOperator(ctx, f.Env, f.Bin, ch.Components, f.Profiles != "")
 	if err != nil {
 		return fm, err
 	}
@@ -146,6 +149,11 @@ func (f *Fleet) mode(ctx context.Context, m Mode) (perf.FleetMode, error) {
 			return fm, err
 		}
 		p.Members, p.LoadAtRest = total, load1()
+		if f.Profiles != "" {
+			if err := op.HeapProfiles(ctx, f.Profiles, fmt.Sprintf("%s-%d", m.Name, total)); err != nil {
+				return fm, err
+			}
+		}
 		if n, err := f.ready(ctx, m.Name); err == nil && n < len(all) {
 			f.anomaly("%s, %d members: %d clusters were no longer Ready after the rest window", m.Name, total, len(all)-n)
 		}

@@ -20,7 +20,8 @@ import (
 // totals the local Kubernetes cannot hold. BENCH_FLEET sets the totals (default
 // 100,200,500,1000), BENCH_FLEET_MODES the modes (split,combined), BENCH_FLEET_MAX_LOAD
 // the 1-minute load average at the end of a rest window above which a mode stops
-// growing (default 12; 0: never).
+// growing (default 12; 0: never), BENCH_FLEET_PPROF a folder for each process's heap
+// profile at each total.
 // It prints the item's table and writes it to bench/fleet-standin.json.
 func TestFleetStandin(t *testing.T) {
 	totals, modes, maxLoad, err := fleetEnv()
@@ -46,7 +47,7 @@ func TestFleetStandin(t *testing.T) {
 	results := &perf.Results{Started: time.Now(), Reps: 1}
 	f := &Fleet{Env: e, Bin: tools.Bin, Helm: tools.Helm, Root: tools.Root, Totals: totals, Namespaces: 10,
 		Settle: 20 * time.Second, Window: 60 * time.Second, Modes: modes, Workers: 8, Timeout: 30 * time.Minute,
-		MaxLoad: maxLoad, Logf: t.Logf}
+		MaxLoad: maxLoad, Profiles: os.Getenv("BENCH_FLEET_PPROF"), Logf: t.Logf}
 	measured, err := f.Run(ctx)
 	if err != nil {
 		t.Errorf("%v (logs in %s)", err, dir)

@@ -145,8 +145,10 @@ type Process struct {
 	Pid       int
 	started   time.Time
 	probe     string
-	cmd       *exec.Cmd
-	done      chan struct{}
+	// pprof is the address of the process's profiling endpoint, empty when off.
+	pprof string
+	cmd   *exec.Cmd
+	done  chan struct{}
 }
 
 // Operator is the operator's processes of one mode.
@@ -157,8 +159,9 @@ type Operator struct {
 // StartOperator runs each component's binary from bin (Replicas processes each) with
 // the chart's arguments, its own probe and metrics ports on 127.0.0.1, POD_NAMESPACE
 // and a kubeconfig that authenticates it as its ServiceAccount, and waits until each
-// component's Lease is held by one of them.
-func StartOperator(ctx context.Context, e *Env, bin string, comps []Component) (*Operator, error) {
+// component's Lease is held by one of them. With profile, each process also serves
+// Go's profiles (--pprof-bind-address on 127.0.0.1), which HeapProfiles reads.
+func StartOperator(ctx context.Context, e *Env, bin string, comps []Component, profile bool) (*Operator, error) {
 	op := &Operator{}
 	for _, comp := range comps {
 		user := "system:serviceaccount:" + Namespace + ":" + comp.ServiceAccount
@@ -168,7 +171,7 @@ func StartOperator(ctx context.Context, e *Env, bin string, comps []Component) (
 			return nil, err
 		}
 		for i := range comp.Replicas {
-			p, err := startProcess(e.Dir, bin, comp, i, kc)
+			p, err := startProcess(e.Dir, bin, comp, i, kc, profile)
 			if err != nil {
 				op.Stop()
 				return nil, err
@@ -184,7 +187,7 @@ func StartOperator(ctx context.Context, e *Env, bin string, comps []Component) (
 }
 
 // startProcess starts one process of a component.
-func startProcess(dir, bin string, comp Component, i int, kubeconfig string) (*Process, error) {
+func startProcess(dir, bin string, comp Component, i int, kubeconfig string, profile bool) (*Process, error) {
 	metrics, err := freePort()
 	if err != nil {
 		return nil, err
@@ -203,6 +206,13 @@ func startProcess(dir, bin string, comp Component, i int, kubeconfig string) (*P
 		}
 		args = append(args, a)
 	}
+	var pprof string
+	if profile {
+		if pprof, err = freePort(); err != nil {
+			return nil, err
+		}
+		args = append(args, "--pprof-bind-address="+pprof)
+	}
 	name := fmt.Sprintf("%s-%d", comp.Name, i)
 	logf, err := os.Create(filepath.Join(dir, name+".log"))
 	if err != nil {
@@ -216,7 +226,7 @@ func startProcess(dir, bin string, comp Component, i int, kubeconfig string) (*P
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", comp.Binary, err)
 	}
-	p := &Process{Component: comp.Name, Name: name, Pid: cmd.Process.Pid, started: time.Now(), probe: probe, cmd: cmd, done: make(chan struct{})}
+	p := &Process{Component: comp.Name, Name: name, Pid: cmd.Process.Pid, started: time.Now(), probe: probe, pprof: pprof, cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); logf.Close(); close(p.done) }()
 	return p, nil
 }
@@ -228,6 +238,46 @@ func freePort() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// HeapProfiles writes each process's heap profile, after a garbage collection, to
+// dir/<prefix>-<process>.heap.pb.gz (for go tool pprof). The operator must have been
+// started with profile.
+func (o *Operator) HeapProfiles(ctx context.Context, dir, prefix string) error {
+	for _, p := range o.Processes {
+		if p.pprof == "" {
+			return fmt.Errorf("%s serves no profiles", p.Name)
+		}
+		if err := fetch(ctx, "http://"+p.pprof+"/debug/pprof/heap?gc=1", filepath.Join(dir, prefix+"-"+p.Name+".heap.pb.gz")); err != nil {
+			return fmt.Errorf("heap profile of %s: %w", p.Name, err)
+		}
+	}
+	return nil
+}
+
+// fetch writes what a GET of url answers to path.
+func fetch(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Running reports whether the process has not exited.
