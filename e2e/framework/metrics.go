@@ -21,6 +21,13 @@ func (k *Cluster) OperatorMetric(ctx context.Context, component, name string, ma
 		client.MatchingLabels{"app.kubernetes.io/component": component}); err != nil {
 		return 0, err
 	}
+	if len(pods.Items) == 0 {
+		// controllers.combined: every controller runs in the manager's pods.
+		if err := k.Client.List(ctx, &pods, client.InNamespace(OperatorNamespace),
+			client.MatchingLabels{"app.kubernetes.io/component": "manager"}); err != nil {
+			return 0, err
+		}
+	}
 	var total float64
 	for _, p := range pods.Items {
 		if p.Status.PodIP == "" || p.DeletionTimestamp != nil {

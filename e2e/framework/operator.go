@@ -65,7 +65,7 @@ func InstallOperator(sets ...string) env.Func {
 			// local use; the security suite installs with metrics.secure=true and checks
 			// the HTTPS endpoint and its authorization.
 			"--set", "metrics.secure=false"}
-		for _, s := range sets {
+		for _, s := range append(sets, OperatorSets()...) {
 			args = append(args, "--set", s)
 		}
 		if _, err := k.Helm(ctx, args...); err != nil {
@@ -81,6 +81,11 @@ func InstallOperator(sets ...string) env.Func {
 		return ctx, nil
 	}
 }
+
+// OperatorSets are the chart values every install of the suites adds after its own:
+// E2E_OPERATOR_SET, separated by spaces (for example controllers.combined=true to run
+// a suite against the operator in one process).
+func OperatorSets() []string { return strings.Fields(os.Getenv("E2E_OPERATOR_SET")) }
 
 // waitWebhooksServing waits until the API server reaches the webhooks through their
 // Service for every kind they validate. Ready pods are not enough: until kube-proxy on
