@@ -270,6 +270,7 @@ func (f *Fleet) deleteAll(ctx context.Context, vcs []*v1alpha1.ValkeyCluster) (t
 	if err != nil {
 		return 0, fmt.Errorf("%d clusters not gone: %w; %s", len(vcs), err, tl)
 	}
+	f.Logf("deleting %d clusters: %s", len(vcs), tl)
 	f.releaseStuckSecrets(ctx)
 	return d, nil
 }
