@@ -15,8 +15,12 @@ import (
 // TestPoolKeepsAFewCredentialsPerAddress: the components of a process share a member's
 // client when they ask with the same credentials; asking with others (a rotation's
 // fallback password, a rollout's new CA) dials another client without closing the first,
-// and beyond maxKeysPerAddr the least recently used is closed.
+// and beyond maxKeysPerAddr the least recently used leaves the pool. A client that
+// leaves the pool (that one, or one dropped after a failure) keeps working for
+// retireAfter, as another component may be using it, and is closed then.
 func TestPoolKeepsAFewCredentialsPerAddress(t *testing.T) {
+	retireAfter = 300 * time.Millisecond
+	t.Cleanup(func() { retireAfter = 10 * time.Second })
 	s := valkeytest.Start(t, 1, valkeytest.Options{})[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -44,25 +48,35 @@ func TestPoolKeepsAFewCredentialsPerAddress(t *testing.T) {
 		clients = append(clients, get(fmt.Sprintf("k%d", i)))
 		time.Sleep(time.Millisecond) // distinct last uses
 	}
-	// "a" was used least recently when the fourth credentials came: it is closed, the
-	// others still serve.
-	if err := works(first); err == nil {
-		t.Error("the least recently used client still works after a fourth set of credentials")
-	}
-	for i, c := range clients[1:] {
-		if err := works(c); err != nil {
-			t.Errorf("client %d: %v", i+1, err)
-		}
-	}
+	// "a" was used least recently when the fourth credentials came: it left the pool.
 	if n := len(p.clients[s.Addr()]); n != maxKeysPerAddr {
 		t.Errorf("%d clients kept for the address, want %d", n, maxKeysPerAddr)
 	}
-	p.Drop(s.Addr())
-	for i, c := range clients[1:] {
-		if err := works(c); err == nil {
-			t.Errorf("client %d works after Drop", i+1)
+	if find(p.clients[s.Addr()], valkeytest.AdminUser+"|a") != nil {
+		t.Error("the least recently used client is still in the pool")
+	}
+	dropped := clients[1]
+	p.Drop(dropped)
+	if again := get("k1"); again == dropped {
+		t.Error("Drop kept the client in the pool")
+	}
+	for _, c := range []*valkey.Client{first, dropped} {
+		if err := works(c); err != nil {
+			t.Errorf("a client that just left the pool: %v", err)
 		}
 	}
+	time.Sleep(2 * retireAfter)
+	for _, c := range []*valkey.Client{first, dropped} {
+		if err := works(c); err == nil {
+			t.Error("a client that left the pool still works after retireAfter")
+		}
+	}
+	for i, c := range clients[2:] {
+		if err := works(c); err != nil {
+			t.Errorf("client %d: %v", i+2, err)
+		}
+	}
+	p.Drop(nil) // a member never reached: nothing to drop
 }
 
 // fakeManager is the part of a manager For uses.

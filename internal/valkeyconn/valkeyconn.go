@@ -229,12 +229,19 @@ func (p *Pool) Client(ctx context.Context, addr string, cred Credentials) (*valk
 				oldest = i
 			}
 		}
-		entries[oldest].client.Close()
+		retire(entries[oldest].client)
 		entries = slices.Delete(entries, oldest, oldest+1)
 	}
 	p.clients[addr] = entries
 	return c, nil
 }
+
+// retireAfter is how long a client taken out of the pool stays open: another component
+// of the process may be in the middle of a pass with it. A variable for the tests.
+var retireAfter = 10 * time.Second
+
+// retire closes c once retireAfter has passed.
+func retire(c *valkey.Client) { time.AfterFunc(retireAfter, c.Close) }
 
 func find(entries []*entry, key string) *entry {
 	for _, e := range entries {
@@ -264,14 +271,28 @@ func (p *Pool) closeIdle(now time.Time) {
 	}
 }
 
-// Drop closes the clients of addr, for example after one failed: the next Client dials.
-func (p *Pool) Drop(addr string) {
+// Drop takes c out of the pool, for example after a command on it failed: the next
+// Client for its address and credentials dials again. c is closed retireAfter later,
+// not at once: the other components of the process share it and may be using it. A
+// nil c, or one no longer in the pool, is ignored.
+func (p *Pool) Drop(c *valkey.Client) {
+	if c == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, e := range p.clients[addr] {
-		e.client.Close()
+	entries := p.clients[c.Addr()]
+	for i, e := range entries {
+		if e.client == c {
+			retire(c)
+			if entries = slices.Delete(entries, i, i+1); len(entries) == 0 {
+				delete(p.clients, c.Addr())
+			} else {
+				p.clients[c.Addr()] = entries
+			}
+			return
+		}
 	}
-	delete(p.clients, addr)
 }
 
 // Close closes every client.

@@ -65,7 +65,7 @@ type MemberResult struct {
 // failed is the result of a member whose command failed: its client is dropped (a
 // network error or a refused reply leaves it unusable). what prefixes the error.
 func (r *Reconciler) failed(mc *memberConn, what string, err error) MemberResult {
-	r.Pool.Drop(mc.addr)
+	r.Pool.Drop(mc.client)
 	msg := redact.Text(err.Error())
 	if what != "" {
 		msg = what + ": " + msg
@@ -477,7 +477,7 @@ func (r *Reconciler) configSetPrimaryAuth(ctx context.Context, mc *memberConn, p
 	ctx, cancel := context.WithTimeout(ctx, memberTimeout)
 	defer cancel()
 	if err := mc.client.ConfigSet(ctx, map[string]string{"primaryauth": password}); err != nil {
-		r.Pool.Drop(mc.addr)
+		r.Pool.Drop(mc.client)
 		return err
 	}
 	return nil

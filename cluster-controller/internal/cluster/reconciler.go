@@ -441,7 +441,7 @@ func (r *Reconciler) observeMember(ctx context.Context, m *plan.Member, cred val
 	}
 	fail := func(err error) {
 		m.Err = err
-		r.Pool.Drop(m.Addr)
+		r.Pool.Drop(c)
 	}
 	view, err := c.ClusterNodes(ctx)
 	if err != nil {

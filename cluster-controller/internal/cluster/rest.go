@@ -142,7 +142,7 @@ func (r *Reconciler) stillAtRest(ctx context.Context, vc *v1alpha1.ValkeyCluster
 	}
 	view, err := c.ClusterNodes(ctx)
 	if err != nil {
-		r.Pool.Drop(prev.addr)
+		r.Pool.Drop(c)
 		return false
 	}
 	return restFingerprint(view) == prev.view

@@ -54,7 +54,7 @@ func (d *PoolDialer) Dial(ctx context.Context, vn *v1alpha1.ValkeyNode, podIP st
 	if err != nil {
 		return nil, err
 	}
-	return &pooledServer{c: c, drop: func() { d.Pool.Drop(addr) }}, nil
+	return &pooledServer{c: c, drop: func() { d.Pool.Drop(c) }}, nil
 }
 
 // pooledServer drops its client from the pool after a network error, so the next

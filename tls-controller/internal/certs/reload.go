@@ -193,7 +193,7 @@ func (r *Reconciler) reloadMember(ctx context.Context, vn *v1alpha1.ValkeyNode, 
 		log.FromContext(ctx).Info("the server refused to reload its certificate", "node", vn.Name, "reason", msg)
 		return memberResult{Message: "the server refused to reload its certificate: " + msg, RefusedByServer: msg}, false
 	}
-	r.Pool.Drop(addr)
+	r.Pool.Drop(c)
 	return memberResult{Message: "cannot reload: " + redact.Text(err.Error())}, false
 }
 
