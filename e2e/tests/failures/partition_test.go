@@ -253,8 +253,18 @@ func (w *isolatedWriter) check(ctx context.Context, t *testing.T, cutAt, promote
 	}
 	t.Logf("isolated side: the cut primary acknowledged %d writes during the first %s after the cut (%d of them are gone now), then refused %d (first refusal: %s); the majority side served its slots %.1fs after the cut",
 		len(acked), window.Round(100*time.Millisecond), gone, refused, firstRefusal, promoted)
-	if len(acked) > 0 && lastOK-cutAt > promoted {
-		t.Errorf("split brain: the isolated primary acknowledged a write %.1fs after the cut, after the majority side served its slots (%.1fs)", lastOK-cutAt, promoted)
+	// Valkey bounds how long both sides take writes for the same slots; it does not
+	// rule it out: each side flags the other failing cluster-node-timeout after its own
+	// last pong from it, and a node pings a peer once its last pong is half the timeout
+	// old, so the two sides' last pongs may be up to half the timeout apart; the
+	// majority's election then waits at least 500 ms. promoted is when the test saw
+	// the new owner, so the overlap measured is at most the real one.
+	if overlap := lastOK - cutAt - promoted; len(acked) > 0 && overlap > 0 {
+		t.Logf("both sides acknowledged writes for shard slots for %.1fs: the isolated primary until %.1fs after the cut, the majority side from %.1fs at the latest",
+			overlap, lastOK-cutAt, promoted)
+		if limit := nodeTimeout.Seconds() / 2; overlap > limit {
+			t.Errorf("split brain for %.1fs, more than half cluster-node-timeout (%.1fs)", overlap, limit)
+		}
 	}
 	if limit := nodeTimeout + 3*time.Second; window > limit {
 		t.Errorf("the isolated primary acknowledged writes %s after the cut, more than cluster-node-timeout + 3 s (%s)", window, limit)
