@@ -189,6 +189,9 @@ func (k *Cluster) use(ctx context.Context, cfg *envconf.Config, kubeconfig strin
 	if err := k.slowAPI(ctx, os.Getenv("E2E_SLOW_API")); err != nil {
 		return ctx, err
 	}
+	if err := k.deleteLeftNamespaces(ctx); err != nil {
+		return ctx, err
+	}
 	ctx = context.WithValue(ctx, support.ClusterNameContextKey(k.Suite), p)
 	return context.WithValue(ctx, clusterKey{}, k), nil
 }
@@ -260,12 +263,40 @@ func (k *Cluster) exportLogs(ctx context.Context) {
 	fmt.Fprintf(os.Stderr, "e2e: a feature failed; cluster logs are in %s\n", dest)
 }
 
+// suiteNamespaces selects the namespaces the suite's features make, but those kept for
+// inspection (E2E_KEEP_NAMESPACES).
+func (k *Cluster) suiteNamespaces() (client.MatchingLabelsSelector, error) {
+	sel, err := labels.Parse(fmt.Sprintf("%s=%s,!%s", NamespaceSuiteLabel, Slug(k.Suite, 63), NamespaceKeptLabel))
+	return client.MatchingLabelsSelector{Selector: sel}, err
+}
+
+// deleteLeftNamespaces deletes the namespaces of the suite that a run interrupted
+// before its end left behind (a kept cluster, a killed run), so that the suite starts
+// from a known state and waits only for what it made; finish waits for them too.
+func (k *Cluster) deleteLeftNamespaces(ctx context.Context) error {
+	sel, err := k.suiteNamespaces()
+	if err != nil {
+		return err
+	}
+	var list corev1.NamespaceList
+	if err := k.Client.List(ctx, &list, sel); err != nil {
+		return fmt.Errorf("list the namespaces an earlier run of suite %s left: %w", k.Suite, err)
+	}
+	for i := range list.Items {
+		ns := &list.Items[i]
+		fmt.Fprintf(os.Stderr, "e2e: deleting namespace %s, left by an earlier run of suite %s that did not end\n", ns.Name, k.Suite)
+		if err := k.Client.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete namespace %s: %w", ns.Name, err)
+		}
+	}
+	return nil
+}
+
 // waitSuiteNamespacesGone waits until the namespaces the suite's features made are
 // deleted, so the next suite starts on a clean cluster.
 func (k *Cluster) waitSuiteNamespacesGone(ctx context.Context, timeout time.Duration) error {
 	start := time.Now()
-	// Namespaces kept for inspection (E2E_KEEP_NAMESPACES) are not waited for.
-	sel, err := labels.Parse(fmt.Sprintf("%s=%s,!%s", NamespaceSuiteLabel, Slug(k.Suite, 63), NamespaceKeptLabel))
+	sel, err := k.suiteNamespaces()
 	if err != nil {
 		return err
 	}
@@ -280,7 +311,7 @@ func (k *Cluster) waitSuiteNamespacesGone(ctx context.Context, timeout time.Dura
 				names = append(names, ns.Name+"("+string(ns.Status.Phase)+")")
 			}
 			return false, fmt.Sprint(names)
-		}, client.MatchingLabelsSelector{Selector: sel})
+		}, sel)
 	if err == nil {
 		fmt.Fprintf(os.Stderr, "e2e: namespaces of suite %s gone after %s\n", k.Suite, time.Since(start).Round(10*time.Millisecond))
 	}
