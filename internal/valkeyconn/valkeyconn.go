@@ -186,7 +186,7 @@ const idleClose = 10 * time.Minute
 // maxKeysPerAddr bounds the clients kept for one address: components may ask with
 // different credentials for a while (the acl-controller falls back to the previous
 // password during a rotation, the tls-controller trusts a new CA before the others).
-// Beyond it the least recently used is closed.
+// Beyond it the least recently used leaves the pool (and is retired).
 const maxKeysPerAddr = 3
 
 // Client returns a connected client for addr, dialling if there is none for these
