@@ -248,36 +248,11 @@ func (o *Operator) HeapProfiles(ctx context.Context, dir, prefix string) error {
 		if p.pprof == "" {
 			return fmt.Errorf("%s serves no profiles", p.Name)
 		}
-		if err := fetch(ctx, "http://"+p.pprof+"/debug/pprof/heap?gc=1", filepath.Join(dir, prefix+"-"+p.Name+".heap.pb.gz")); err != nil {
+		if err := perf.SaveHeapProfile(ctx, p.pprof, filepath.Join(dir, prefix+"-"+p.Name+".heap.pb.gz"), true); err != nil {
 			return fmt.Errorf("heap profile of %s: %w", p.Name, err)
 		}
 	}
 	return nil
-}
-
-// fetch writes what a GET of url answers to path.
-func fetch(ctx context.Context, url, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // Running reports whether the process has not exited.

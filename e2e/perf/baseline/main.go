@@ -460,11 +460,10 @@ func (p *process) sleep(ctx context.Context, d time.Duration) error {
 }
 
 func (p *process) saveHeapProfile(ctx context.Context, path string) error {
-	body, err := get(ctx, "http://"+p.pprofAddr+"/debug/pprof/heap")
-	if err != nil {
+	if err := perf.SaveHeapProfile(ctx, p.pprofAddr, path, false); err != nil {
 		return fmt.Errorf("%s: heap profile (does the binary take --pprof-bind-address?): %w", p.name, err)
 	}
-	return os.WriteFile(path, body, 0o644)
+	return nil
 }
 
 func scrape(ctx context.Context, url string) ([]perf.Series, error) {
