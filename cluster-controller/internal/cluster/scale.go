@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/cluster-controller/internal/plan"
 	"github.com/valkey-operator/valkey-operator/valkey"
+	"github.com/valkey-operator/valkey-operator/valkeyconf/redact"
 )
 
 // Slot migration pacing: one pass moves slots for at most migrationBudget, then writes
@@ -97,11 +100,18 @@ func (r *Reconciler) moveAll(ctx context.Context, s *scope, p plan.ScalePlan) (t
 	return plan.RequeueFast, nil
 }
 
-// allAtLeast9 reports whether every reachable member runs Valkey 9.0 or later, where a
-// slot range moves atomically with CLUSTER MIGRATESLOTS.
-func (s *scope) allAtLeast9() bool {
+// atomicMoves reports whether slots move from one primary to the other with CLUSTER
+// MIGRATESLOTS: both run Valkey 9.0 or later and no member is known to run an older one
+// (a roll between majors). A member that does not answer now counts by the version it
+// last reported, so one slow dial does not switch a scale to the other way of moving
+// slots halfway; the two ways leave states the other refuses (finishOpenSlots clears
+// them).
+func (s *scope) atomicMoves(from, to *plan.Member) bool {
+	if !from.LiveVersion().AtLeast(9, 0) || !to.LiveVersion().AtLeast(9, 0) {
+		return false
+	}
 	for _, m := range s.Topo.Members {
-		if !m.Reachable || !m.Version.AtLeast(9, 0) {
+		if v := m.LiveVersion(); !v.IsZero() && !v.AtLeast(9, 0) {
 			return false
 		}
 	}
@@ -110,7 +120,7 @@ func (s *scope) allAtLeast9() bool {
 
 // moveSlots moves ranges from one primary to another until done or the deadline.
 func (r *Reconciler) moveSlots(ctx context.Context, s *scope, from, to *plan.Member, ranges []valkey.SlotRange, deadline time.Time) (bool, error) {
-	if s.allAtLeast9() {
+	if s.atomicMoves(from, to) {
 		return r.migrateAtomically(ctx, s, from, to, ranges)
 	}
 	var slots []int
@@ -221,6 +231,10 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *
 			return false, nil // one running: wait for it
 		}
 	}
+	if j := lastFailed(jobs, ranges, to.ID()); j != nil {
+		r.event(s.VC, nil, eventWarning, "SlotMigrationFailed", "MigrateSlots", "the migration of slots %s from %s to %s failed (%s): starting it again",
+			valkey.FormatRanges(ranges), from.Name(), to.Name(), redact.Text(j.Message))
+	}
 	if err := src.MigrateSlots(ctx, ranges, to.ID()); err != nil {
 		return false, err
 	}
@@ -228,25 +242,50 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *
 	return false, nil
 }
 
+// lastFailed returns the latest of jobs that exported ranges to targetID and failed,
+// or nil when the latest such job did not fail (or there is none).
+func lastFailed(jobs []valkey.SlotMigration, ranges []valkey.SlotRange, targetID string) *valkey.SlotMigration {
+	var last *valkey.SlotMigration
+	for i, j := range jobs {
+		if j.TargetNode != targetID || !slices.Equal(j.Slots, valkey.NormalizeRanges(ranges)) {
+			continue
+		}
+		if last == nil || created(j) >= created(*last) {
+			last = &jobs[i]
+		}
+	}
+	if last == nil || last.State != valkey.SlotMigrationFailed {
+		return nil
+	}
+	return last
+}
+
+// created is when a job was created, in seconds (0 when the server does not say).
+func created(j valkey.SlotMigration) int64 {
+	n, _ := strconv.ParseInt(j.Fields["create_time"], 10, 64)
+	return n
+}
+
 // finishOpenSlots completes any slot left importing or migrating (by an interrupted pass,
 // an operator restart or a spec change halfway): the slot goes to its importing side,
 // which already holds part of its keys. Finishing is always safe; undoing is not.
 func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Duration, error) {
-	if s.allAtLeast9() {
-		for _, m := range s.Topo.Reachable() {
-			c, err := r.client(ctx, s, m)
-			if err != nil {
-				return 0, err
-			}
-			jobs, err := c.SlotMigrations(ctx)
-			if err != nil {
-				return 0, err
-			}
-			for _, j := range jobs {
-				if !j.Done() {
-					s.progress(v1alpha1.ReasonMigratingSlots, "an atomic slot migration is running on %s", m.Name())
-					return plan.RequeueWait, nil
-				}
+	for _, m := range s.Topo.Reachable() {
+		if !m.LiveVersion().AtLeast(9, 0) {
+			continue // no atomic slot migration before 9.0
+		}
+		c, err := r.client(ctx, s, m)
+		if err != nil {
+			return 0, err
+		}
+		jobs, err := c.SlotMigrations(ctx)
+		if err != nil {
+			return 0, err
+		}
+		for _, j := range jobs {
+			if !j.Done() {
+				s.progress(v1alpha1.ReasonMigratingSlots, "an atomic slot migration is running on %s", m.Name())
+				return plan.RequeueWait, nil
 			}
 		}
 	}
@@ -286,28 +325,60 @@ func (r *Reconciler) finishOpenSlots(ctx context.Context, s *scope) (time.Durati
 			s.progress(v1alpha1.ReasonMigratingSlots, "finished the migration of slot %d", slot)
 		}
 	}
-	// An importing side without a migrating source: the source already gave the slot
-	// away or never started; close it on the side that owns it.
+	// An importing side without a source migrating to it: the source already gave the
+	// slot away, or never started (a pass stopped between the two SETSLOTs, or moved on
+	// to CLUSTER MIGRATESLOTS, which refuses a slot imported by hand).
 	for _, m := range s.Topo.Reachable() {
 		if !m.IsPrimary() {
 			continue
 		}
-		for slot := range m.Self.Importing {
-			if owner := s.Topo.OwnerOf(slot); owner != nil && owner.Reachable && owner.Self.Migrating[slot] == "" {
-				c, err := r.client(ctx, s, m)
-				if err != nil {
-					return 0, err
-				}
-				if err := c.SetSlotNode(ctx, slot, owner.ID()); err != nil {
-					return 0, err
-				}
-				s.progress(v1alpha1.ReasonMigratingSlots, "closed the import of slot %d", slot)
+		for _, slot := range slices.Sorted(maps.Keys(m.Self.Importing)) {
+			if wait, err := r.closeImport(ctx, s, m, slot); err != nil || wait > 0 {
+				return wait, err
 			}
 		}
 	}
 	if s.step.reason == v1alpha1.ReasonMigratingSlots {
 		return plan.RequeueFast, nil
 	}
+	return 0, nil
+}
+
+// closeImport ends the import of slot on m when the slot's owner is not migrating it to
+// m. An owner that is m itself (the source gave the slot away) clears the import by
+// assigning the slot to m; otherwise m holds none of the slot's keys, as keys move only
+// once the source migrates, and SETSLOT STABLE clears it (assigning the slot to its owner
+// would not: a server keeps importing a slot it sees assigned to another). Keys there
+// would be writes the owner does not have: they are reported, not dropped.
+func (r *Reconciler) closeImport(ctx context.Context, s *scope, m *plan.Member, slot int) (time.Duration, error) {
+	owner := s.Topo.OwnerOf(slot)
+	if owner == nil || !owner.Reachable || owner.Self.Migrating[slot] == m.ID() {
+		return 0, nil
+	}
+	c, err := r.client(ctx, s, m)
+	if err != nil {
+		return 0, err
+	}
+	if owner == m {
+		if err := c.SetSlotNode(ctx, slot, m.ID()); err != nil {
+			return 0, err
+		}
+		s.progress(v1alpha1.ReasonMigratingSlots, "closed the import of slot %d on %s, which serves it", slot, m.Name())
+		return 0, nil
+	}
+	n, err := c.CountKeysInSlot(ctx, slot)
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		s.progress(v1alpha1.ReasonMigratingSlots, "slot %d is importing on %s, which holds %d of its keys, while %s serves it and migrates it nowhere: "+
+			"the operator leaves it for a person to decide (CLUSTER SETSLOT %d NODE on the side whose keys to keep)", slot, m.Name(), n, owner.Name(), slot)
+		return plan.RequeueWait, nil
+	}
+	if err := c.SetSlotStable(ctx, slot); err != nil {
+		return 0, err
+	}
+	s.progress(v1alpha1.ReasonMigratingSlots, "closed the import of slot %d on %s, which %s serves", slot, m.Name(), owner.Name())
 	return 0, nil
 }
 
