@@ -55,6 +55,7 @@ func (c *Client) ACLTransaction(ctx context.Context, ops []ACLOp) ([]error, erro
 
 	ctx, cancel := c.withTimeout(ctx, 0)
 	defer cancel()
+	c.begin(ctx)
 	resps := c.rc.DoMulti(ctx, cmds...)
 	exec := resps[len(resps)-1]
 	if err := exec.Error(); err != nil {

@@ -8,6 +8,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -51,6 +53,10 @@ type Client struct {
 	addr    string
 	rc      rueidis.Client
 	timeout time.Duration
+	// used is when a command last started (UnixNano); reviveMu makes the callers that
+	// find the connection idle wait for one PING (begin).
+	used     atomic.Int64
+	reviveMu sync.Mutex
 }
 
 // Dial connects to the server at o.Addr and authenticates. It returns within
@@ -70,7 +76,9 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", o.Addr, asServerError(err, o.Password))
 	}
-	return &Client{addr: o.Addr, rc: rc, timeout: o.CommandTimeout}, nil
+	c := &Client{addr: o.Addr, rc: rc, timeout: o.CommandTimeout}
+	c.used.Store(time.Now().UnixNano())
+	return c, nil
 }
 
 func (o Options) withDefaults() Options {
@@ -92,7 +100,18 @@ func (o Options) withDefaults() Options {
 // client has a few commands in flight at most (a pipelined batch waits for ring
 // slots), its requests are short, and a reply larger than the read buffer is read
 // through it in pieces: a page of memory each way is enough.
+//
+// An idle connection sends nothing: rueidis PINGs a connection idle for
+// Dialer.KeepAlive (1 s by default), which a controller keeping a client per member
+// pays per member, every second, at rest. idlePing makes that a minute; a command
+// after reviveAfter without any is preceded by a PING of its own (begin), so a
+// connection the server closed meanwhile (its `timeout`, a restart at the same
+// address) is dialled again before the command, as the background PING did.
 const (
+	idlePing      = time.Minute
+	reviveAfter   = time.Second
+	reviveTimeout = time.Second
+
 	connBufferSize = 4 << 10
 	connRingScale  = 3 // 2^3 commands in flight
 	// idleLaneClose closes the connections SetSlots borrowed once idle this long: a
@@ -116,7 +135,7 @@ func clientOption(o Options, dialTimeout time.Duration) rueidis.ClientOption {
 		Username:          o.Username,
 		Password:          o.Password,
 		TLSConfig:         tlsConfig,
-		Dialer:            net.Dialer{Timeout: dialTimeout},
+		Dialer:            net.Dialer{Timeout: dialTimeout, KeepAlive: idlePing},
 		DialCtxFn:         dialLimited(o.MaxReplyBytes),
 		ConnWriteTimeout:  max(minConnTimeout, 2*o.CommandTimeout),
 		ForceSingleClient: true,
@@ -165,6 +184,36 @@ func newRueidis(ctx context.Context, o Options, dialTimeout time.Duration) (ruei
 	}
 }
 
+// begin records that a command starts now, after a PING when none started for
+// reviveAfter: a connection the server closed meanwhile fails the PING, and rueidis
+// dials again for the command. The PING is bounded by reviveTimeout, so a member that
+// stopped answering costs the command at most that much more. Callers that find the
+// connection idle together wait for one PING.
+func (c *Client) begin(ctx context.Context) {
+	if c.idle() {
+		c.reviveMu.Lock()
+		if c.idle() { // not PINGed by another caller meanwhile
+			c.ping(ctx, c.rc)
+		}
+		c.used.Store(time.Now().UnixNano())
+		c.reviveMu.Unlock()
+		return
+	}
+	c.used.Store(time.Now().UnixNano())
+}
+
+// idle reports whether no command started for reviveAfter.
+func (c *Client) idle() bool {
+	return time.Now().UnixNano()-c.used.Load() >= int64(reviveAfter)
+}
+
+// ping sends one PING on rc within reviveTimeout and reports whether it was answered.
+func (c *Client) ping(ctx context.Context, rc rueidis.CoreClient) bool {
+	ctx, cancel := context.WithTimeout(ctx, reviveTimeout)
+	defer cancel()
+	return rc.Do(ctx, c.rc.B().Ping().Build()).NonRedisError() == nil
+}
+
 // Addr returns the address the client talks to.
 func (c *Client) Addr() string { return c.addr }
 
@@ -193,6 +242,7 @@ func (c *Client) result(ctx context.Context, secrets []string, args ...string) (
 func (c *Client) resultWithin(ctx context.Context, floor time.Duration, secrets []string, args ...string) (rueidis.RedisMessage, error) {
 	ctx, cancel := c.withTimeout(ctx, floor)
 	defer cancel()
+	c.begin(ctx)
 	msg, err := c.rc.Do(ctx, c.rc.B().Arbitrary(args...).Build()).ToMessage()
 	if err != nil && !rueidis.IsRedisNil(err) {
 		return msg, asServerError(err, secrets...)

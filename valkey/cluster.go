@@ -292,11 +292,18 @@ func (c *Client) SetSlots(ctx context.Context, slots []int, sub, id string) erro
 			errs[first+i] = setSlotReply(r)
 		}
 	}
+	c.begin(ctx)
 	var wg sync.WaitGroup
 	for first := size; first < len(cmds); first += size {
 		wg.Go(func() {
+			// A lane may have waited idle in rueidis' pool (up to idleLaneClose) while
+			// the server closed it: one PING first, and another lane if it failed.
 			dc, release := c.rc.Dedicate()
-			defer release()
+			if !c.ping(ctx, dc) {
+				release()
+				dc, release = c.rc.Dedicate()
+			}
+			defer func() { release() }()
 			run(first, func(cmds ...rueidis.Completed) []rueidis.RedisResult { return dc.DoMulti(ctx, cmds...) })
 		})
 	}
@@ -367,6 +374,7 @@ func (c *Client) keysInSlotsOnce(ctx context.Context, slots []int, count int, ou
 	for _, slot := range slots {
 		cmds = append(cmds, c.rc.B().Arbitrary("CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.Itoa(count)).Build())
 	}
+	c.begin(ctx)
 	for i, r := range c.rc.DoMulti(ctx, cmds...) {
 		msg, err := r.ToMessage()
 		if err != nil {

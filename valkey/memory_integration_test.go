@@ -3,8 +3,11 @@ package valkey_test
 import (
 	"errors"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/valkey-operator/valkey-operator/valkey"
 	"github.com/valkey-operator/valkey-operator/valkey/valkeytest"
@@ -70,4 +73,58 @@ func TestBatchLongerThanRing(t *testing.T) {
 	if err != nil || len(keys) != 0 {
 		t.Fatalf("KeysInSlots of %d empty slots: %v, %v", len(slots), keys, err)
 	}
+}
+
+// TestIdleClientIsQuiet: a controller keeps a client per member, so what an idle client
+// sends is paid per member at rest, on the operator's CPU and the server's.
+func TestIdleClientIsQuiet(t *testing.T) {
+	s := valkeytest.Start(t, 1, valkeytest.Options{})[0]
+	ctx := ctxT(t)
+	idle, err := valkey.Dial(ctx, s.Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(idle.Close)
+	must(t, idle.Ping(ctx))
+	before := pingCalls(t, s)
+	time.Sleep(3 * time.Second)
+	// pingCalls' client sends one PING as it closes (rueidis ends a connection so).
+	if after := pingCalls(t, s); after > before+1 {
+		t.Errorf("an idle client sent %d PINGs in 3 s", after-before-1)
+	}
+}
+
+// TestClientAfterTheServerClosedItsConnection: a server whose `timeout` closed an idle
+// client's connection (as one restarted at the same address would) answers the
+// client's next command: the client dials again first.
+func TestClientAfterTheServerClosedItsConnection(t *testing.T) {
+	s := valkeytest.Start(t, 1, valkeytest.Options{})[0]
+	ctx := ctxT(t)
+	c, err := valkey.Dial(ctx, s.Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	must(t, c.ConfigSet(ctx, map[string]string{"timeout": "1"}))
+	for range 2 {
+		time.Sleep(2500 * time.Millisecond) // the server closes idle clients once a second
+		if _, err := c.Info(ctx, "server"); err != nil {
+			t.Fatalf("the first command after the server closed the idle connection: %v", err)
+		}
+	}
+}
+
+// pingCalls counts the PINGs the server has run, through a client of its own.
+func pingCalls(t *testing.T, s *valkeytest.Server) int {
+	t.Helper()
+	c, err := valkey.Dial(ctxT(t), s.Options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	info, err := c.Info(ctxT(t), "commandstats")
+	must(t, err)
+	calls, _, _ := strings.Cut(strings.TrimPrefix(info.Get("cmdstat_ping"), "calls="), ",")
+	n, _ := strconv.Atoi(calls)
+	return n
 }
