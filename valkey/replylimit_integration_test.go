@@ -22,7 +22,7 @@ func allocatedBy(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// dialLimited connects as the admin user with a reply budget.
+// dialLimited connects as the admin user with a reply budget (the default when 0).
 func dialLimited(t *testing.T, s *valkeytest.Server, limit int64) *valkey.Client {
 	t.Helper()
 	o := s.Options()
