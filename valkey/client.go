@@ -192,12 +192,10 @@ func newRueidis(ctx context.Context, o Options, dialTimeout time.Duration) (ruei
 func (c *Client) begin(ctx context.Context) {
 	if c.idle() {
 		c.reviveMu.Lock()
+		defer c.reviveMu.Unlock()
 		if c.idle() { // not PINGed by another caller meanwhile
 			c.ping(ctx, c.rc)
 		}
-		c.used.Store(time.Now().UnixNano())
-		c.reviveMu.Unlock()
-		return
 	}
 	c.used.Store(time.Now().UnixNano())
 }

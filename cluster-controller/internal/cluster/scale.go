@@ -245,9 +245,10 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, s *scope, from, to *
 // lastFailed returns the latest of jobs that exported ranges to targetID and failed,
 // or nil when the latest such job did not fail (or there is none).
 func lastFailed(jobs []valkey.SlotMigration, ranges []valkey.SlotRange, targetID string) *valkey.SlotMigration {
+	want := valkey.NormalizeRanges(ranges)
 	var last *valkey.SlotMigration
 	for i, j := range jobs {
-		if j.TargetNode != targetID || !slices.Equal(j.Slots, valkey.NormalizeRanges(ranges)) {
+		if j.TargetNode != targetID || !slices.Equal(j.Slots, want) {
 			continue
 		}
 		if last == nil || created(j) >= created(*last) {
