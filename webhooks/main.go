@@ -36,6 +36,7 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("webhooks")
+	operator.TuneRuntime(log)
 	mgr, err := server.NewManager(ctrl.GetConfigOrDie(), opts)
 	if err != nil {
 		log.Error(err, "set up the webhooks")

@@ -157,6 +157,7 @@ func run(name string, cs []Component, prefixed bool, args []string) error {
 	f.WatchNamespaces = splitList(namespaces)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName(name)
+	TuneRuntime(log)
 
 	opts := ManagerOptions(f.WatchNamespaces)
 	opts.Metrics = MetricsOptions(f.MetricsAddr, f.MetricsSecure)
