@@ -115,8 +115,12 @@ func FleetMarkdown(modes []FleetMode) string {
 	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, m := range modes {
 		for _, p := range m.Points {
+			rss := FormatValue(p.Usage.TotalRSSMiB(), UnitMiB)
+			if file := p.Usage.TotalFileMiB(); file > 0 {
+				rss += " (binaries " + strconv.FormatFloat(file, 'f', 1, 64) + ")"
+			}
 			fmt.Fprintf(&b, "| %s | %d | %s to Ready (+%d) | %s | %s | %s | %s | %s | %s |\n", m.Mode, p.Members,
-				FormatValue(p.Ready, UnitSeconds), p.Added, FormatValue(p.Usage.TotalRSSMiB(), UnitMiB), byComponent(p.Usage.RSSMiB, p.Usage.Pods, 1),
+				FormatValue(p.Ready, UnitSeconds), p.Added, rss, byComponent(p.Usage.RSSMiB, p.Usage.Pods, 1),
 				FormatValue(p.Usage.TotalCPUPerMin(), UnitCPUPerMin), byComponent(p.Usage.CPUPerMin, p.Usage.Pods, 2),
 				FormatValue(p.Writes, UnitPerMin), FormatValue(p.LeaseWrites, UnitPerMin))
 		}

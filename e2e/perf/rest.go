@@ -17,6 +17,10 @@ type PodSample struct {
 	Component  string
 	CPUSeconds float64
 	RSSBytes   float64
+	// FileBytes is the part of RSSBytes that maps files (the binary's code and data, pages
+	// the kernel can read again), when the sample knows it (the stand-in's /proc); 0
+	// otherwise.
+	FileBytes float64
 }
 
 // OperatorSnapshot is every running operator pod's counters at one time, by pod UID.
@@ -71,6 +75,8 @@ type RestUsage struct {
 	Seconds float64 `json:"window_seconds"`
 	// RSSMiB maps component -> MiB resident at the end.
 	RSSMiB map[string]float64 `json:"rss_mib"`
+	// FileMiB maps component -> MiB of RSSMiB that map files (the binaries), where known.
+	FileMiB map[string]float64 `json:"file_mib,omitempty"`
 	// CPUPerMin maps component -> CPU seconds used per minute.
 	CPUPerMin map[string]float64 `json:"cpu_seconds_per_min"`
 	// Pods maps component -> pods.
@@ -98,6 +104,12 @@ func (s OperatorSnapshot) Usage(earlier OperatorSnapshot) (RestUsage, error) {
 	u := RestUsage{Seconds: secs, RSSMiB: map[string]float64{}, CPUPerMin: map[string]float64{}, Pods: map[string]int{}}
 	for uid, p := range s.Pods {
 		u.RSSMiB[p.Component] += p.RSSBytes / (1 << 20)
+		if p.FileBytes > 0 {
+			if u.FileMiB == nil {
+				u.FileMiB = map[string]float64{}
+			}
+			u.FileMiB[p.Component] += p.FileBytes / (1 << 20)
+		}
 		u.CPUPerMin[p.Component] += Ratio((p.CPUSeconds-earlier.Pods[uid].CPUSeconds)*60, secs)
 		u.Pods[p.Component]++
 	}
@@ -106,6 +118,9 @@ func (s OperatorSnapshot) Usage(earlier OperatorSnapshot) (RestUsage, error) {
 
 // TotalRSSMiB sums the resident memory over the components.
 func (u RestUsage) TotalRSSMiB() float64 { return sumValues(u.RSSMiB) }
+
+// TotalFileMiB sums the file-mapped part of the resident memory (0 when unknown).
+func (u RestUsage) TotalFileMiB() float64 { return sumValues(u.FileMiB) }
 
 // TotalCPUPerMin sums the CPU seconds per minute over the components.
 func (u RestUsage) TotalCPUPerMin() float64 { return sumValues(u.CPUPerMin) }

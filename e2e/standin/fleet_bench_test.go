@@ -21,7 +21,8 @@ import (
 // 100,200,500,1000), BENCH_FLEET_MODES the modes (split,combined), BENCH_FLEET_MAX_LOAD
 // the 1-minute load average at the end of a rest window above which a mode stops
 // growing (default 12; 0: never), BENCH_FLEET_PPROF a folder for each process's heap
-// profile at each total.
+// profile at each total; GOGC and GOMEMLIMIT, when set, reach the operator's processes
+// (to compare memory policies against the one the processes apply by default).
 // It prints the item's table and writes it to bench/fleet-standin.json.
 func TestFleetStandin(t *testing.T) {
 	totals, modes, maxLoad, err := fleetEnv()
