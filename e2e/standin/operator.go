@@ -345,12 +345,12 @@ func (o *Operator) Snapshot() (perf.OperatorSnapshot, error) {
 		if err != nil {
 			return snap, fmt.Errorf("%s: %w", p.Name, err)
 		}
-		file, err := procRSSFile(p.Pid)
+		mem, err := perf.ReadProcessMemory(p.Pid)
 		if err != nil {
 			return snap, fmt.Errorf("%s: %w", p.Name, err)
 		}
 		snap.Pods[strconv.Itoa(p.Pid)+"@"+strconv.FormatUint(start, 10)] = perf.PodSample{Name: p.Name, Component: p.Component,
-			CPUSeconds: cpu, RSSBytes: rss, FileBytes: file}
+			CPUSeconds: cpu, RSSBytes: rss, FileBytes: mem.RSSFile}
 	}
 	return snap, nil
 }
@@ -368,30 +368,6 @@ func procStat(pid int) (cpu, rss float64, start uint64, err error) {
 		return 0, 0, 0, err
 	}
 	return parseStat(string(b), os.Getpagesize())
-}
-
-// procRSSFile reads the resident pages of a process that map files (RssFile of
-// /proc/<pid>/status: for a Go program, its binary's code and read-only data), in bytes.
-func procRSSFile(pid int) (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseRSSFile(string(b))
-}
-
-// parseRSSFile finds "RssFile:\t<n> kB" in a /proc/<pid>/status text.
-func parseRSSFile(status string) (float64, error) {
-	for _, line := range strings.Split(status, "\n") {
-		if v, ok := strings.CutPrefix(line, "RssFile:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("parse /proc status %q: %w", line, err)
-			}
-			return float64(kb) * 1024, nil
-		}
-	}
-	return 0, errors.New("parse /proc status: no RssFile line")
 }
 
 // parseStat parses a /proc/<pid>/stat line: after the command in parentheses, field 14

@@ -1,7 +1,6 @@
 package standin
 
 import (
-	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,19 +64,5 @@ func TestParseStat(t *testing.T) {
 	}
 	if _, _, _, err := parseStat("4242 (short) S 1 2", 4096); err == nil {
 		t.Error("a truncated line was accepted")
-	}
-}
-
-func TestParseRSSFile(t *testing.T) {
-	got, err := parseRSSFile("Name:\tcluster-controller\nVmRSS:\t   43776 kB\nRssAnon:\t   16384 kB\nRssFile:\t   27392 kB\nRssShmem:\t       0 kB\n")
-	if err != nil || got != 27392*1024 {
-		t.Errorf("parseRSSFile = %v, %v; want %d bytes", got, err, 27392*1024)
-	}
-	if _, err := parseRSSFile("Name:\tx\n"); err == nil {
-		t.Error("parseRSSFile of a status without RssFile: no error")
-	}
-	own, err := procRSSFile(os.Getpid())
-	if err != nil || own <= 0 {
-		t.Errorf("procRSSFile of this test = %v, %v; want some resident file pages", own, err)
 	}
 }
