@@ -4,7 +4,12 @@
 // share the cache and the API client, never state, and still coordinate only through
 // the status of the objects. --controllers chooses which of them run; each one's own
 // flags take its name as a prefix (--cluster-controller.fast-failover). The chart runs
-// it when controllers.combined is true (docs/scale.md says when to choose which).
+// it so when controllers.combined is true (docs/scale.md says when to choose which).
+//
+// With a controller's name as its first argument (manager cluster-controller
+// --fast-failover=true), it is that controller alone, as its own binary would run it.
+// The chart runs every controller's Deployment so, so that a node running several of
+// them holds the pages of one program, not of five.
 package main
 
 import (

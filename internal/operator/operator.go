@@ -84,8 +84,11 @@ func ManagerOptions(namespaces []string) ctrl.Options {
 }
 
 // Main runs the component until SIGTERM and exits the process.
-func Main(c Component) {
-	if err := run(c.Name, []Component{c}, false, os.Args[1:]); err != nil {
+func Main(c Component) { mainAlone(c, os.Args[1:]) }
+
+// mainAlone runs the component with args until SIGTERM and exits the process.
+func mainAlone(c Component, args []string) {
+	if err := run(c.Name, []Component{c}, false, args); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", c.Name, err)
 		os.Exit(1)
 	}
@@ -97,11 +100,34 @@ func Main(c Component) {
 // --controllers chooses which of them run (all by default). The components stay what
 // they are alone: they share the cache and the API client, never state, and talk to
 // each other only through the status of the objects.
+//
+// When the first argument names one of the components (manager cluster-controller
+// --fast-failover), the process is that component alone, exactly as its own binary
+// would run it (Main): its name, its Lease, its flags unprefixed. So the controllers of
+// one image can all run one executable file, whose pages a node then holds once.
 func MainAll(name string, cs ...Component) {
-	if err := run(name, cs, true, os.Args[1:]); err != nil {
+	args := os.Args[1:]
+	if c, rest, ok := alone(cs, args); ok {
+		mainAlone(c, rest)
+		return
+	}
+	if err := run(name, cs, true, args); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
 	}
+}
+
+// alone returns the component of cs that the first of args names, and the arguments
+// after it; ok is false when the first argument names none (a flag, or nothing).
+func alone(cs []Component, args []string) (c Component, rest []string, ok bool) {
+	if len(args) == 0 {
+		return Component{}, nil, false
+	}
+	i := slices.IndexFunc(cs, func(c Component) bool { return c.Name == args[0] })
+	if i < 0 {
+		return Component{}, nil, false
+	}
+	return cs[i], args[1:], true
 }
 
 // run parses args and runs the components cs as one manager; prefixed registers each
@@ -140,6 +166,9 @@ func run(name string, cs []Component, prefixed bool, args []string) error {
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return unexpectedArgument(fs.Arg(0), cs, prefixed)
 	}
 	if err := applyPolicy(); err != nil {
 		return err
@@ -187,6 +216,16 @@ func run(name string, cs []Component, prefixed bool, args []string) error {
 	log.Info("starting", "version", version.Version, "revision", version.Revision, "components", componentNames(cs),
 		"watchNamespaces", f.WatchNamespaces, "leaderElection", f.LeaderElect)
 	return mgr.Start(ctx)
+}
+
+// unexpectedArgument is the error for a positional argument run does not take: only the
+// first argument of the manager, naming one component, is one.
+func unexpectedArgument(arg string, cs []Component, prefixed bool) error {
+	if prefixed {
+		return fmt.Errorf("unexpected argument %q: the first argument may name one component to run alone (%s), flags come after it",
+			arg, strings.Join(componentNames(cs), ", "))
+	}
+	return fmt.Errorf("unexpected argument %q: %s takes flags only", arg, cs[0].Name)
 }
 
 // choose returns the components of cs named in the comma-separated list.
