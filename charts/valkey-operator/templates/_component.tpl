@@ -1,7 +1,8 @@
 {{/*
 One operator component: ServiceAccount, Deployment and metrics Service (its RBAC is
 templates/rbac.yaml).
-Call with (dict "root" $ "key" "clusterController" "name" "cluster-controller" "args" (list ...) "ports" (list ...) "volumes" ... ).
+Call with (dict "root" $ "key" "clusterController" "name" "cluster-controller" "args" (list ...) "ports" (list ...) "volumes" ... );
+"command" is the container's command, /usr/local/bin/<name> unless given.
 */}}
 {{- define "valkey-operator.component" -}}
 {{- $root := .root -}}{{- $c := index $root.Values .key -}}{{- $name := .name -}}
@@ -55,7 +56,7 @@ spec:
         - name: manager
           image: {{ include "valkey-operator.image" (list $root $c) }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
-          command: ["/usr/local/bin/{{ $name }}"]
+          command: {{ toJson (.command | default (list (printf "/usr/local/bin/%s" $name))) }}
           args:
             - --metrics-bind-address=:8080
             - --metrics-secure={{ $root.Values.metrics.secure }}

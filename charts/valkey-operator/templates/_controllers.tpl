@@ -40,12 +40,17 @@ Call with (list $ "clusterController").
 {{- toJson $args -}}
 {{- end -}}
 
-{{/* A controller run alone: its Deployment, unless the controllers run combined. */}}
+{{/*
+A controller run alone: its Deployment, unless the controllers run combined. It runs
+the manager binary with its name first (manager cluster-controller ...), which is that
+controller alone with its own flags, Lease and name: every controller's pod runs the one
+file, so a node holds that program's pages once however many of them it runs.
+*/}}
 {{- define "valkey-operator.controller" -}}
 {{- $root := index . 0 -}}{{- $key := index . 1 -}}{{- $name := index . 2 -}}{{- $c := index $root.Values $key -}}
 {{- if and $c.enabled (not $root.Values.controllers.combined) -}}
 {{- $args := concat (include "valkey-operator.controllerArgs" (list $root $c) | fromJsonArray) (include "valkey-operator.ownArgs" (list $root $key) | fromJsonArray) -}}
-{{ include "valkey-operator.component" (dict "root" $root "key" $key "name" $name "args" $args) }}
+{{ include "valkey-operator.component" (dict "root" $root "key" $key "name" $name "args" $args "command" (list "/usr/local/bin/manager" $name)) }}
 {{- end -}}
 {{- end -}}
 
