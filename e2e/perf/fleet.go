@@ -116,8 +116,15 @@ func FleetMarkdown(modes []FleetMode) string {
 	for _, m := range modes {
 		for _, p := range m.Points {
 			rss := FormatValue(p.Usage.TotalRSSMiB(), UnitMiB)
+			var parts []string
 			if file := p.Usage.TotalFileMiB(); file > 0 {
-				rss += " (binaries " + strconv.FormatFloat(file, 'f', 1, 64) + ")"
+				parts = append(parts, "binaries "+strconv.FormatFloat(file, 'f', 1, 64))
+			}
+			if pss := p.Usage.TotalPSSMiB(); pss > 0 {
+				parts = append(parts, "PSS "+strconv.FormatFloat(pss, 'f', 1, 64))
+			}
+			if len(parts) > 0 {
+				rss += " (" + strings.Join(parts, "; ") + ")"
 			}
 			fmt.Fprintf(&b, "| %s | %d | %s to Ready (+%d) | %s | %s | %s | %s | %s | %s |\n", m.Mode, p.Members,
 				FormatValue(p.Ready, UnitSeconds), p.Added, rss, byComponent(p.Usage.RSSMiB, p.Usage.Pods, 1),

@@ -131,6 +131,7 @@ func TestFleetMarkdown(t *testing.T) {
 		{Members: 100, Added: 90, Ready: 80, Usage: usage(85, 1.2), Writes: 9, LeaseWrites: 150},
 	}}
 	m.Points[1].Usage.FileMiB = map[string]float64{"cluster-controller": 27.5, "webhooks": 50}
+	m.Points[1].Usage.PSSMiB = map[string]float64{"cluster-controller": 70, "webhooks": 35.5}
 	pm, err := m.PerMember()
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +142,7 @@ func TestFleetMarkdown(t *testing.T) {
 	got := FleetMarkdown([]FleetMode{m})
 	for _, want := range []string{
 		"| split | 10 | 12.30 s to Ready (+10) | 100.0 MiB | cluster 40.0, webhooks(2) 60.0 | 0.50 s/min | cluster 0.30, webhooks(2) 0.20 | 0.0/min | 150.0/min |",
-		"| split | 100 | 80.00 s to Ready (+90) | 145.0 MiB (binaries 77.5) | cluster 85.0, webhooks(2) 60.0 |",
+		"| split | 100 | 80.00 s to Ready (+90) | 145.0 MiB (binaries 77.5; PSS 105.5) | cluster 85.0, webhooks(2) 60.0 |",
 		"| split | per member (10 → 100) |  | 0.5 MiB |  | 10.0 ms/min |  | 0.1/min |  |",
 		"| split | 100 → 0 | 42.50 s until every ValkeyNode and pod is gone |",
 	} {

@@ -2,15 +2,17 @@ package perf
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
 )
 
 // ProcessMemory is what the kernel says about one process's memory
-// (/proc/<pid>/status), in bytes.
+// (/proc/<pid>/status and smaps_rollup), in bytes.
 type ProcessMemory struct {
 	// RSS is VmRSS: the process's pages in memory, RSSAnon plus RSSFile (and shared memory).
 	RSS float64 `json:"rss"`
@@ -18,22 +20,58 @@ type ProcessMemory struct {
 	RSSAnon float64 `json:"rss_anon"`
 	// RSSFile is the pages of files mapped in memory (the binary's code and data).
 	RSSFile float64 `json:"rss_file"`
+	// PSS is the proportional set size: RSS with each page shared with other processes
+	// (a binary several of them run) divided among them, so the PSS of a set of
+	// processes adds up to what the machine holds for them. 0 when the kernel has no
+	// smaps_rollup.
+	PSS float64 `json:"pss,omitempty"`
 }
 
-// ReadProcessMemory reads VmRSS, RssAnon and RssFile of a process.
+// ReadProcessMemory reads VmRSS, RssAnon and RssFile of a process, and its Pss when the
+// kernel tells it.
 func ReadProcessMemory(pid int) (ProcessMemory, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return ProcessMemory{}, fmt.Errorf("read memory of process %d: %w", pid, err)
 	}
 	defer f.Close()
-	return ParseProcStatus(f)
+	m, err := ParseProcStatus(f)
+	if err != nil {
+		return m, err
+	}
+	rollup, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return m, fmt.Errorf("read memory of process %d: %w", pid, err)
+	}
+	defer rollup.Close()
+	m.PSS, err = ParseSmapsRollup(rollup)
+	return m, err
 }
 
 // ParseProcStatus reads the memory lines of a /proc/<pid>/status file.
 func ParseProcStatus(r io.Reader) (ProcessMemory, error) {
 	var m ProcessMemory
-	fields := map[string]*float64{"VmRSS": &m.RSS, "RssAnon": &m.RSSAnon, "RssFile": &m.RSSFile}
+	if err := parseKB(r, map[string]*float64{"VmRSS": &m.RSS, "RssAnon": &m.RSSAnon, "RssFile": &m.RSSFile}); err != nil {
+		return m, fmt.Errorf("status: %w", err)
+	}
+	return m, nil
+}
+
+// ParseSmapsRollup reads the Pss of a /proc/<pid>/smaps_rollup file, in bytes.
+func ParseSmapsRollup(r io.Reader) (float64, error) {
+	var pss float64
+	if err := parseKB(r, map[string]*float64{"Pss": &pss}); err != nil {
+		return 0, fmt.Errorf("smaps_rollup: %w", err)
+	}
+	return pss, nil
+}
+
+// parseKB reads the "Key:   52436 kB" lines of a /proc file named in fields into them,
+// in bytes; every one must be there.
+func parseKB(r io.Reader, fields map[string]*float64) error {
 	found := 0
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
@@ -42,21 +80,20 @@ func ParseProcStatus(r io.Reader) (ProcessMemory, error) {
 		if !ok || !want {
 			continue
 		}
-		// "   52436 kB"
-		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+		kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
 		if err != nil {
-			return m, fmt.Errorf("read %s of %q: %w", key, rest, err)
+			return fmt.Errorf("read %s of %q: %w", key, rest, err)
 		}
 		*dst = kb * 1024
 		found++
 	}
 	if err := sc.Err(); err != nil {
-		return m, err
+		return err
 	}
 	if found != len(fields) {
-		return m, fmt.Errorf("want VmRSS, RssAnon and RssFile in the status, found %d of them", found)
+		return fmt.Errorf("want %s, found %d of them", strings.Join(SortedKeys(fields), ", "), found)
 	}
-	return m, nil
+	return nil
 }
 
 // clockTicks is the unit of the CPU times of /proc/<pid>/stat (USER_HZ, 100 on Linux

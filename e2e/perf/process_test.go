@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -16,6 +17,33 @@ func TestParseProcStatus(t *testing.T) {
 	}
 	if _, err := ParseProcStatus(strings.NewReader("Name:\tx\nVmRSS:\t1 kB\n")); err == nil {
 		t.Error("a status without RssAnon and RssFile was read without an error")
+	}
+}
+
+func TestParseSmapsRollup(t *testing.T) {
+	rollup := "559fa7c1c000-7fff826a6000 ---p 00000000 00:00 0                          [rollup]\n" +
+		"Rss:                1612 kB\nPss:                 349 kB\nPss_Dirty:           112 kB\nPss_Anon:            112 kB\n"
+	pss, err := ParseSmapsRollup(strings.NewReader(rollup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pss != 349*1024 {
+		t.Errorf("Pss %v, want %v", pss, 349*1024)
+	}
+	if _, err := ParseSmapsRollup(strings.NewReader("Rss: 1 kB\n")); err == nil {
+		t.Error("a rollup without Pss was read without an error")
+	}
+}
+
+// The test process's own memory, read as the stand-in reads its processes': its PSS is
+// at most its RSS, and the file pages part of it.
+func TestReadProcessMemory(t *testing.T) {
+	m, err := ReadProcessMemory(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.RSS <= 0 || m.RSSFile <= 0 || m.RSSFile > m.RSS || m.PSS <= 0 || m.PSS > m.RSS {
+		t.Errorf("own memory %+v: want 0 < RssFile <= RSS and 0 < PSS <= RSS", m)
 	}
 }
 

@@ -21,6 +21,9 @@ type PodSample struct {
 	// the kernel can read again), when the sample knows it (the stand-in's /proc); 0
 	// otherwise.
 	FileBytes float64
+	// PSSBytes is the process's proportional set size (perf.ProcessMemory.PSS), when the
+	// sample knows it; 0 otherwise.
+	PSSBytes float64
 }
 
 // OperatorSnapshot is every running operator pod's counters at one time, by pod UID.
@@ -77,6 +80,10 @@ type RestUsage struct {
 	RSSMiB map[string]float64 `json:"rss_mib"`
 	// FileMiB maps component -> MiB of RSSMiB that map files (the binaries), where known.
 	FileMiB map[string]float64 `json:"file_mib,omitempty"`
+	// PSSMiB maps component -> MiB of proportional set size at the end, where known:
+	// summed over the components, what the machine holds for them (pages they share
+	// counted once).
+	PSSMiB map[string]float64 `json:"pss_mib,omitempty"`
 	// CPUPerMin maps component -> CPU seconds used per minute.
 	CPUPerMin map[string]float64 `json:"cpu_seconds_per_min"`
 	// Pods maps component -> pods.
@@ -110,6 +117,12 @@ func (s OperatorSnapshot) Usage(earlier OperatorSnapshot) (RestUsage, error) {
 			}
 			u.FileMiB[p.Component] += p.FileBytes / (1 << 20)
 		}
+		if p.PSSBytes > 0 {
+			if u.PSSMiB == nil {
+				u.PSSMiB = map[string]float64{}
+			}
+			u.PSSMiB[p.Component] += p.PSSBytes / (1 << 20)
+		}
 		u.CPUPerMin[p.Component] += Ratio((p.CPUSeconds-earlier.Pods[uid].CPUSeconds)*60, secs)
 		u.Pods[p.Component]++
 	}
@@ -121,6 +134,9 @@ func (u RestUsage) TotalRSSMiB() float64 { return sumValues(u.RSSMiB) }
 
 // TotalFileMiB sums the file-mapped part of the resident memory (0 when unknown).
 func (u RestUsage) TotalFileMiB() float64 { return sumValues(u.FileMiB) }
+
+// TotalPSSMiB sums the proportional set sizes (0 when unknown).
+func (u RestUsage) TotalPSSMiB() float64 { return sumValues(u.PSSMiB) }
 
 // TotalCPUPerMin sums the CPU seconds per minute over the components.
 func (u RestUsage) TotalCPUPerMin() float64 { return sumValues(u.CPUPerMin) }

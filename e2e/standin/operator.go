@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,7 +43,8 @@ type Component struct {
 	Name string
 	// Binary is the file name of the program (/usr/local/bin/<Binary> in the image).
 	Binary string
-	// Args are the container's arguments, as the chart renders them.
+	// Args are the container's arguments, as the chart renders them, after the rest of
+	// its command (the controller's name, when the manager binary runs one alone).
 	Args           []string
 	ServiceAccount string
 	Replicas       int
@@ -114,7 +116,7 @@ func componentOf(d *appsv1.Deployment) (Component, error) {
 	}
 	ctr := d.Spec.Template.Spec.Containers[0]
 	return Component{
-		Name: d.Labels[perf.ComponentLabel], Binary: filepath.Base(ctr.Command[0]), Args: ctr.Args,
+		Name: d.Labels[perf.ComponentLabel], Binary: filepath.Base(ctr.Command[0]), Args: slices.Concat(ctr.Command[1:], ctr.Args),
 		ServiceAccount: d.Spec.Template.Spec.ServiceAccountName, Replicas: int(ptr.Deref(d.Spec.Replicas, 1)),
 	}, nil
 }
@@ -350,7 +352,7 @@ func (o *Operator) Snapshot() (perf.OperatorSnapshot, error) {
 			return snap, fmt.Errorf("%s: %w", p.Name, err)
 		}
 		snap.Pods[strconv.Itoa(p.Pid)+"@"+strconv.FormatUint(start, 10)] = perf.PodSample{Name: p.Name, Component: p.Component,
-			CPUSeconds: cpu, RSSBytes: rss, FileBytes: mem.RSSFile}
+			CPUSeconds: cpu, RSSBytes: rss, FileBytes: mem.RSSFile, PSSBytes: mem.PSS}
 	}
 	return snap, nil
 }

@@ -39,7 +39,8 @@ func TestRenderChart(t *testing.T) {
 			var names []string
 			for _, c := range ch.Components {
 				names = append(names, c.Name)
-				if c.Binary != c.Name || c.ServiceAccount == "" || c.Replicas != 1 {
+				// Every controller runs the manager binary: alone, with its name first.
+				if c.Binary != "manager" || (!tc.combined && c.Args[0] != c.Name) || c.ServiceAccount == "" || c.Replicas != 1 {
 					t.Errorf("%s: binary %q, account %q, %d replicas", c.Name, c.Binary, c.ServiceAccount, c.Replicas)
 				}
 				if !slices.Contains(c.Args, "--leader-elect=true") || !slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--metrics-bind-address=") }) {

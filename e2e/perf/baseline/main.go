@@ -2,7 +2,7 @@
 // no ValkeyCluster: it starts a real API server (envtest's kube-apiserver and etcd, the
 // CRDs of config/crd), runs every component binary and the manager against it as host
 // processes with the chart's flags, waits until each one's resident memory stops moving,
-// and prints one row per process: RSS (anonymous and file-backed) from /proc, the Go
+// and prints one row per process: RSS (anonymous and file-backed) and PSS from /proc, the Go
 // runtime's heap in use, heap released, stacks and GC goal from its metrics endpoint,
 // and its CPU time per minute at rest.
 //
@@ -10,6 +10,12 @@
 //	cd e2e && GOWORK=off go run ./perf/baseline -env GOGC=off -env GOMEMLIMIT=64MiB
 //	cd e2e && GOWORK=off go run ./perf/baseline -bin /tmp/old -pprof /tmp/heap
 //	cd e2e && GOWORK=off go run ./perf/baseline -members 200 -components manager
+//	cd e2e && GOWORK=off go run ./perf/baseline -own-binaries
+//
+// A controller runs as the chart runs it alone: the manager binary with the controller's
+// name first (manager cluster-controller ...); with -own-binaries, its own binary instead.
+// The PSS of processes running one binary shares that binary's pages among them, so it
+// is lower than their RSS while they run together.
 //
 // With -members, ValkeyClusters of 10 members each (5 shards of a primary and a
 // replica) are created first, and the measurement starts once their ValkeyNodes exist.
@@ -31,6 +37,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -78,6 +85,7 @@ type config struct {
 	cpuWindow, timeout          time.Duration
 	settle, members             int
 	tolerance                   float64 // MiB
+	ownBinaries                 bool
 }
 
 func main() {
@@ -100,6 +108,7 @@ func main() {
 	flag.IntVar(&c.settle, "settle", 15, "samples (2 s apart) within -tolerance of each other that make a process's RSS settled")
 	flag.Float64Var(&c.tolerance, "tolerance", 1, "MiB the settled samples may differ by (busy processes, -members, need more)")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "limit of the whole run")
+	flag.BoolVar(&c.ownBinaries, "own-binaries", false, "run each controller's own binary, not the manager's with its name first as the chart does")
 	flag.Parse()
 	c.components = strings.Split(comps, ",")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -145,7 +154,12 @@ func run(ctx context.Context, c config) error {
 	}
 	if c.bin == "" {
 		c.bin = filepath.Join(work, "bin")
-		if err := build(ctx, repo, c.bin, c.components); err != nil {
+		programs := map[string]bool{}
+		for _, name := range c.components {
+			program, _ := c.program(name)
+			programs[program] = true
+		}
+		if err := build(ctx, repo, c.bin, slices.Sorted(maps.Keys(programs))); err != nil {
 			return err
 		}
 	}
@@ -353,7 +367,8 @@ func start(ctx context.Context, c config, name, kubeconfig string) (*process, er
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(filepath.Join(c.bin, name), args...)
+	program, lead := c.program(name)
+	p.cmd = exec.Command(filepath.Join(c.bin, program), append(lead, args...)...)
 	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+namespace)
 	p.cmd.Env = append(p.cmd.Env, c.env...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
@@ -367,6 +382,16 @@ func start(ctx context.Context, c config, name, kubeconfig string) (*process, er
 		close(p.exited)
 	}()
 	return p, nil
+}
+
+// program returns the binary that runs the component name and the arguments before its
+// flags: for a controller, the manager with the controller's name, as the chart runs it
+// (unless -own-binaries).
+func (c config) program(name string) (string, []string) {
+	if c.ownBinaries || name == "manager" || name == "webhooks" {
+		return name, nil
+	}
+	return "manager", []string{name}
 }
 
 // stop ends the process with SIGTERM, as the kubelet does.
@@ -531,11 +556,11 @@ func printTable(w io.Writer, procs []*process, c config) {
 		fmt.Fprintf(w, "members: %d (ValkeyNodes without pods)\n", c.members)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "process\tRSS\tanon\tfile\theap inuse\theap idle\treleased\tstacks\tGC goal\tgoroutines\tCPU ms/min\tsettled s\t")
+	fmt.Fprintln(tw, "process\tRSS\tanon\tfile\tPSS\theap inuse\theap idle\treleased\tstacks\tGC goal\tgoroutines\tCPU ms/min\tsettled s\t")
 	var split float64
 	for _, p := range procs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t\n", p.name, mib(p.mem.RSS), mib(p.mem.RSSAnon),
-			mib(p.mem.RSSFile), mib(p.gomem.HeapInuse), mib(p.gomem.HeapIdle), mib(p.gomem.HeapReleased), mib(p.gomem.StackInuse),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f\t%.0f\t\n", p.name, mib(p.mem.RSS), mib(p.mem.RSSAnon),
+			mib(p.mem.RSSFile), mib(p.mem.PSS), mib(p.gomem.HeapInuse), mib(p.gomem.HeapIdle), mib(p.gomem.HeapReleased), mib(p.gomem.StackInuse),
 			mib(p.gomem.NextGC), p.gomem.Goroutines, p.cpuPerMin*1000, p.settledIn.Seconds())
 		switch p.name {
 		case "manager":
