@@ -210,7 +210,10 @@ func DescribeEvents(evs []eventsv1.Event) string {
 	return b.String()
 }
 
-// AnyAdmin connects as the operator's user to the first member that answers.
+// AnyAdmin connects as the operator's user to the first member that answers. It dials
+// every member at once: a member whose pod is gone leaves an address that answers
+// nothing, and a dial there waits for its timeout, which would otherwise delay every
+// poll that lists that member before the others (and what the poll measures).
 func (k *Cluster) AnyAdmin(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*valkey.Client, error) {
 	var s corev1.Secret
 	if err := k.Client.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: v1alpha1.SystemUsersSecretName(vc.Name)}, &s); err != nil {
@@ -220,17 +223,39 @@ func (k *Cluster) AnyAdmin(ctx context.Context, vc *v1alpha1.ValkeyCluster) (*va
 	if err := k.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{v1alpha1.LabelInstance: vc.Name}); err != nil {
 		return nil, err
 	}
-	var errs []string
+	type dialed struct {
+		c   *valkey.Client
+		err error
+	}
+	results := make(chan dialed, len(list.Items))
+	dials := 0
 	for _, m := range list.Items {
 		if m.Status.PodIP == "" {
 			continue
 		}
-		c, err := valkey.Dial(ctx, valkey.Options{Addr: m.Status.PodIP + ":6379", Username: v1alpha1.UserOperator,
-			Password: string(s.Data[v1alpha1.UserOperator]), DialTimeout: 500 * time.Millisecond})
-		if err == nil {
-			return c, nil
+		dials++
+		go func() {
+			c, err := valkey.Dial(ctx, valkey.Options{Addr: m.Status.PodIP + ":6379", Username: v1alpha1.UserOperator,
+				Password: string(s.Data[v1alpha1.UserOperator]), DialTimeout: 500 * time.Millisecond})
+			results <- dialed{c, err}
+		}()
+	}
+	var errs []string
+	for i := range dials {
+		r := <-results
+		if r.err != nil {
+			errs = append(errs, r.err.Error())
+			continue
 		}
-		errs = append(errs, err.Error())
+		// The other dials are closed as they end, without holding the caller.
+		go func(left int) {
+			for range left {
+				if r := <-results; r.err == nil {
+					r.c.Close()
+				}
+			}
+		}(dials - i - 1)
+		return r.c, nil
 	}
 	return nil, fmt.Errorf("no member answers: %s", strings.Join(errs, "; "))
 }
