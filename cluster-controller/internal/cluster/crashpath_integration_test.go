@@ -210,6 +210,32 @@ var _ = Describe("The crash path", func() {
 		e.expectReady("gone", time.Minute)
 		expectKeys(Default, e.anyServer("gone"), keys)
 	})
+
+	It("promotes the replica of a primary whose pod was replaced at once, though its member no longer reports the exit", Label("slow"), func() {
+		// A Deployment's pod deleted with no grace period: the node-controller reports the
+		// old server's exit (its address refuses), then the new pod's server answers at a
+		// new address with a new ID and the report turns False, before or while the
+		// cluster-controller reads it. The exit it saw still stands for the old ID.
+		e.createCluster("replaced", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) {
+			s.Config = map[string]string{"cluster-node-timeout": "15000"}
+		})
+		e.expectReady("replaced", time.Minute)
+		keys := writeKeys(e.anyServer("replaced"), 300)
+		dead := e.member(Default, "replaced", 1, true)
+		replica := e.member(Default, "replaced", 1, false)
+		expectCaughtUp(e, dead.Name, replica.Name)
+
+		start := time.Now()
+		Expect(e.kubelet.replacePod(ctx, &dead)).To(Succeed())
+		By("promoting the replica on the operator's word, long before Valkey's node timeout (15 s)")
+		Eventually(func(g Gomega) {
+			g.Expect(e.cluster(g, "replaced").Status.Shards[1].Primary).To(Equal(replica.Name))
+		}).WithTimeout(12 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+		GinkgoWriter.Printf("shard 1 served by %s %s after the kill\n", replica.Name, time.Since(start).Round(10*time.Millisecond))
+		Expect(e.eventNotes(Default, "Takeover")).To(ContainElement(ContainSubstring("no longer listens")))
+		e.expectReady("replaced", time.Minute)
+		expectKeys(Default, e.anyServer("replaced"), keys)
+	})
 })
 
 // relayedShardWithKeys makes a Ready 3x1 cluster whose servers' buses run through relays

@@ -260,15 +260,48 @@ func (k *kubelet) deletePod(ctx context.Context, vn *v1alpha1.ValkeyNode) error 
 // and (its probe of the old address refused) ServerDown=True.
 func (k *kubelet) recreatePod(ctx context.Context, vn *v1alpha1.ValkeyNode) error {
 	k.kill(vn.Name)
+	// The write brings a pass of the stand-in, which starts the new pod.
+	return k.reportGone(ctx, vn)
+}
+
+// reportGone reports what the node-controller does once the member's pod is gone and its
+// probe of the old address was refused: ServerDown=True.
+func (k *kubelet) reportGone(ctx context.Context, vn *v1alpha1.ValkeyNode) error {
 	pending := conditions.New(v1alpha1.ConditionPodReady, false, v1alpha1.ReasonPodPending,
 		fmt.Sprintf("pod %s is being deleted", vn.Status.PodName), vn.Generation)
 	down := conditions.New(v1alpha1.ConditionServerDown, true, v1alpha1.ReasonContainerExited,
 		fmt.Sprintf("pod %s is gone and its server no longer listens at %s (connection refused)", vn.Status.PodName, vn.Status.PodIP), vn.Generation)
-	if err := k.write(ctx, vn, podStatus{PodName: vn.Status.PodName, Revision: vn.Status.Revision}, pending, down); err != nil {
+	return k.write(ctx, vn, podStatus{PodName: vn.Status.PodName, Revision: vn.Status.Revision}, pending, down)
+}
+
+// replacePod is recreatePod for a Deployment's pod, whose replacement runs at once: the
+// node-controller's report of the old server's exit (ServerDown=True) is followed at
+// once by the new pod's, whose server answers empty at a new address
+// (ServerDown=False). The old server is killed last, a moment after the reports: a pass
+// that read the first report finds the old primary's replica still linked to it and
+// waits for the link to close (plan.DrainWait), and by then the report is gone.
+func (k *kubelet) replacePod(ctx context.Context, vn *v1alpha1.ValkeyNode) error {
+	k.mu.Lock()
+	k.held[vn.Name] = true // the stand-in's own passes wait: this starts the new pod
+	old := k.pods[vn.Name]
+	delete(k.pods, vn.Name)
+	k.mu.Unlock()
+	defer k.release(vn.Name)
+	if old != nil {
+		defer old.server.Stop()
+	}
+	if err := k.reportGone(ctx, vn); err != nil {
 		return err
 	}
-	// The write above brings a pass of the stand-in, which starts the new pod.
-	return nil
+	var now v1alpha1.ValkeyNode
+	if err := k.c.Get(ctx, client.ObjectKeyFromObject(vn), &now); err != nil {
+		return err
+	}
+	p, err := k.ensure(&now)
+	if err != nil {
+		return err
+	}
+	return k.report(ctx, &now, p)
 }
 
 // servers returns the running servers.

@@ -124,6 +124,8 @@ type Reconciler struct {
 	// the cluster the controller has seen: its own last status write, or its last read
 	// from the API server (latest).
 	known sync.Map
+	// exits remembers, per cluster, the servers' exits its members reported (exits.go).
+	exits exits
 }
 
 func (r *Reconciler) createBatch() int {
@@ -156,7 +158,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ValkeyCluster{}).
-		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(membership.ClusterOf)).
+		Watches(&v1alpha1.ValkeyNode{}, handler.EnqueueRequestsFromMapFunc(r.exits.mapAndNote(func() time.Time { return r.Clock() }))).
 		Owns(&corev1.Service{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Owns(&networkingv1.NetworkPolicy{}).
@@ -186,6 +188,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, vc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Metrics.forget(req.NamespacedName)
+			r.exits.forget(req.NamespacedName)
 			return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
@@ -199,6 +202,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.rest.Delete(vc.UID)
 		r.primariesSeen.Delete(vc.UID)
 		r.known.Delete(vc.UID)
+		r.exits.forget(req.NamespacedName)
 		return ctrl.Result{}, r.releaseOrphans(ctx, req.NamespacedName)
 	}
 	vc, err := r.latest(ctx, vc)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -110,6 +111,10 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 	}
 	s.Topo = plan.NewTopology(members, r.Clock())
 	s.Topo.IgnoreServerDown = !r.FastFailover
+	s.Topo.Exited = r.exits.get(types.NamespacedName{Namespace: vc.Namespace, Name: vc.Name}, s.Topo.Now, func(id string) bool {
+		m := s.Topo.ByID(id)
+		return m != nil && m.Reachable && m.Self.ID == id
+	})
 	s.Place = r.observePlacement(ctx, s)
 	return s, nil
 }

@@ -66,6 +66,14 @@ func TestPlanTakeovers(t *testing.T) {
 	restartedEmpty := plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { f.ID, f.Slots = "A-NEW", "" })
 	justDied := func(f *plantest.FakeMember) { f.Down, f.Silent, f.Unflagged = true, time.Second, true }
 	exited := func(f *plantest.FakeMember) { justDied(f); f.ServerDown = true }
+	// a's pod was replaced: the new pod, at another address, runs an empty server with a
+	// new ID; its replica still follows the old one.
+	replacedPod := plantest.With(plantest.HealthyThreeByOne(), "a", func(f *plantest.FakeMember) { f.ID, f.Slots, f.IP = "A-NEW", "", "10.0.0.9" })
+	reportedExit := func(id string, ago time.Duration) func(*plan.Cluster) {
+		return func(s *plan.Cluster) {
+			s.Topo.Exited = map[string]plan.Exit{id: {Why: "the server of pod vk-a no longer listens at 10.0.0.1 (connection refused)", Since: plantest.T0.Add(-ago)}}
+		}
+	}
 	cases := []struct {
 		name  string
 		vc    func(*v1alpha1.ValkeyClusterSpec)
@@ -242,6 +250,29 @@ func TestPlanTakeovers(t *testing.T) {
 				n.NoAddr, n.PongRecv = true, plantest.T0.Add(-time.Second).UnixMilli()
 			})},
 			want: "A: a2 FORCE",
+		},
+		{
+			name: "a primary's pod replaced (new address, new server, new ID) after its member reported the server's exit, which it reports no more: the exit stands, FORCE",
+			fms:  replacedPod,
+			extra: []valkey.ClusterNode{plantest.OldIdentity("A", "0-5461", func(n *valkey.ClusterNode) {
+				n.PongRecv = plantest.T0.Add(-3 * time.Second).UnixMilli()
+			})},
+			mod:  reportedExit("A", 3*time.Second),
+			want: "A: a2 FORCE",
+		},
+		{
+			name: "the same without the report: Valkey's own detection stands",
+			fms:  replacedPod,
+			extra: []valkey.ClusterNode{plantest.OldIdentity("A", "0-5461", func(n *valkey.ClusterNode) {
+				n.PongRecv = plantest.T0.Add(-3 * time.Second).UnixMilli()
+			})},
+			want: "",
+		},
+		{
+			name: "a reported exit of a server that answers again with its ID (it restarted with its nodes.conf): nothing to heal",
+			fms:  plantest.HealthyThreeByOne(),
+			mod:  reportedExit("A", 3*time.Second),
+			want: "",
 		},
 		{
 			name: "a silent primary that served no slots needs no takeover",

@@ -152,6 +152,13 @@ func (t *Topology) ServerExited(id string) (string, time.Time) {
 			return "its member reports the server down: " + c.Message, c.LastTransitionTime.Time
 		}
 	}
+	// A report its member no longer makes, because a new pod's server answers there with
+	// another ID: the exit of the server that was id stands, unless id answers again.
+	if e, ok := t.Exited[id]; ok {
+		if m := t.ByID(id); m == nil || !m.Reachable {
+			return "its member reported the server down before its new pod's server answered: " + e.Why, e.Since
+		}
+	}
 	return "", time.Time{}
 }
 

@@ -131,6 +131,19 @@ type Topology struct {
 	// ignoreServerDown: the members' ServerDown conditions are not proof of death (the
 	// cluster-controller's --fast-failover=false), so only Valkey's own view counts.
 	IgnoreServerDown bool
+	// Exited holds, by node ID, the exits of servers their members reported (ServerDown)
+	// and no longer report: a member whose pod was replaced (a Deployment's, a bare
+	// Pod's) clears its ServerDown as soon as the new pod's server answers, with a new ID,
+	// often before a pass read the report. The reconciler fills it from the reports it
+	// saw; see ServerExited.
+	Exited map[string]Exit
+}
+
+// Exit is a member's report that the server with some node ID exited: why (the
+// condition's message, the proof) and since when.
+type Exit struct {
+	Why   string
+	Since time.Time
 }
 
 // NewTopology builds the topology of members (sorted oldest first) as seen at now.
