@@ -278,14 +278,7 @@ var _ = Describe("The cluster-controller", func() {
 
 	It("promotes a crashed primary's replica on Kubernetes' word, before Valkey notices", Label("slow"), func() {
 		// Valkey would need cluster-node-timeout (5 s here) to flag the primary failing.
-		e.createCluster("crash", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) {
-			s.Config = map[string]string{"cluster-node-timeout": "5000"}
-		})
-		e.expectReady("crash", time.Minute)
-		keys := writeKeys(e.anyServer("crash"), 300)
-		dead := e.member(Default, "crash", 2, true)
-		replica := e.member(Default, "crash", 2, false)
-		expectCaughtUp(e, dead.Name, replica.Name)
+		keys, dead, replica := e.shardWithKeys("crash", 2, nodeTimeout("5000"))
 
 		Expect(e.kubelet.crash(ctx, &dead)).To(Succeed())
 

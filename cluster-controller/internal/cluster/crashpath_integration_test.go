@@ -192,14 +192,7 @@ var _ = Describe("The crash path", func() {
 		// the node-controller's probe of the address the pod had is refused, and it says
 		// ServerDown (the stand-in kubelet writes what it would). Valkey would need
 		// cluster-node-timeout (5 s here) to flag the primary failing.
-		e.createCluster("gone", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) {
-			s.Config = map[string]string{"cluster-node-timeout": "5000"}
-		})
-		e.expectReady("gone", time.Minute)
-		keys := writeKeys(e.anyServer("gone"), 300)
-		dead := e.member(Default, "gone", 1, true)
-		replica := e.member(Default, "gone", 1, false)
-		expectCaughtUp(e, dead.Name, replica.Name)
+		keys, dead, replica := e.shardWithKeys("gone", 1, nodeTimeout("5000"))
 
 		Expect(e.kubelet.recreatePod(ctx, &dead)).To(Succeed())
 		By("promoting the replica with a forced failover that names the refused probe")
@@ -216,14 +209,7 @@ var _ = Describe("The crash path", func() {
 		// old server's exit (its address refuses), then the new pod's server answers at a
 		// new address with a new ID and the report turns False, before or while the
 		// cluster-controller reads it. The exit it saw still stands for the old ID.
-		e.createCluster("replaced", 3, 1, func(s *v1alpha1.ValkeyClusterSpec) {
-			s.Config = map[string]string{"cluster-node-timeout": "15000"}
-		})
-		e.expectReady("replaced", time.Minute)
-		keys := writeKeys(e.anyServer("replaced"), 300)
-		dead := e.member(Default, "replaced", 1, true)
-		replica := e.member(Default, "replaced", 1, false)
-		expectCaughtUp(e, dead.Name, replica.Name)
+		keys, dead, replica := e.shardWithKeys("replaced", 1, nodeTimeout("15000"))
 
 		start := time.Now()
 		Expect(e.kubelet.replacePod(ctx, &dead)).To(Succeed())
@@ -243,10 +229,22 @@ var _ = Describe("The crash path", func() {
 // and its replica, caught up.
 func (e *env) relayedShardWithKeys(name string, sh int32) (map[string]string, v1alpha1.ValkeyNode, v1alpha1.ValkeyNode) {
 	e.kubelet.busRelay = true
-	e.createCluster(name, 3, 1)
+	return e.shardWithKeys(name, sh)
+}
+
+// shardWithKeys makes a Ready 3x1 cluster with the spec mutate makes, writes keys into
+// it, and returns them with shard sh's primary and its replica, caught up.
+func (e *env) shardWithKeys(name string, sh int32, mutate ...func(*v1alpha1.ValkeyClusterSpec)) (map[string]string, v1alpha1.ValkeyNode, v1alpha1.ValkeyNode) {
+	e.createCluster(name, 3, 1, mutate...)
 	e.expectReady(name, time.Minute)
 	keys := writeKeys(e.anyServer(name), 300)
 	primary, replica := e.member(Default, name, sh, true), e.member(Default, name, sh, false)
 	expectCaughtUp(e, primary.Name, replica.Name)
 	return keys, primary, replica
+}
+
+// nodeTimeout sets the cluster's cluster-node-timeout, in milliseconds: how long Valkey
+// itself takes to flag a silent primary failing.
+func nodeTimeout(ms string) func(*v1alpha1.ValkeyClusterSpec) {
+	return func(s *v1alpha1.ValkeyClusterSpec) { s.Config = map[string]string{"cluster-node-timeout": ms} }
 }

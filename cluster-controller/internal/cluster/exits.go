@@ -2,7 +2,8 @@ package cluster
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -95,7 +96,7 @@ func (x *exits) get(key types.NamespacedName, now time.Time, alive func(id strin
 	defer x.mu.Unlock()
 	byID := x.m[key]
 	var out map[string]plan.Exit
-	for _, id := range sortedIDs(byID) {
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
 		e := byID[id]
 		if now.Sub(e.seen) > exitTTL || alive(id) {
 			delete(byID, id)
@@ -117,13 +118,4 @@ func (x *exits) forget(key types.NamespacedName) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	delete(x.m, key)
-}
-
-func sortedIDs(m map[string]exitSeen) []string {
-	out := make([]string, 0, len(m))
-	for id := range m {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
 }
