@@ -111,10 +111,7 @@ func (r *Reconciler) newScope(ctx context.Context, vc *v1alpha1.ValkeyCluster) (
 	}
 	s.Topo = plan.NewTopology(members, r.Clock())
 	s.Topo.IgnoreServerDown = !r.FastFailover
-	s.Topo.Exited = r.exits.get(types.NamespacedName{Namespace: vc.Namespace, Name: vc.Name}, s.Topo.Now, func(id string) bool {
-		m := s.Topo.ByID(id)
-		return m != nil && m.Reachable && m.Self.ID == id
-	})
+	s.Topo.Exited = r.exits.get(types.NamespacedName{Namespace: vc.Namespace, Name: vc.Name}, s.Topo.Now, s.Topo.Answers)
 	s.Place = r.observePlacement(ctx, s)
 	return s, nil
 }

@@ -76,7 +76,7 @@ func (t *Topology) LostPrimaries() []LostPrimary {
 		if !m.Self.Replica || m.Self.PrimaryID == "" {
 			continue
 		}
-		if p := t.ByID(m.Self.PrimaryID); p != nil && p.Reachable {
+		if t.Answers(m.Self.PrimaryID) {
 			continue
 		}
 		e, ok := m.Entry(m.Self.PrimaryID)
@@ -154,10 +154,8 @@ func (t *Topology) ServerExited(id string) (string, time.Time) {
 	}
 	// A report its member no longer makes, because a new pod's server answers there with
 	// another ID: the exit of the server that was id stands, unless id answers again.
-	if e, ok := t.Exited[id]; ok {
-		if m := t.ByID(id); m == nil || !m.Reachable {
-			return "its member reported the server down before its new pod's server answered: " + e.Why, e.Since
-		}
+	if e, ok := t.Exited[id]; ok && !t.Answers(id) {
+		return "its member reported the server down before its new pod's server answered: " + e.Why, e.Since
 	}
 	return "", time.Time{}
 }
@@ -168,7 +166,7 @@ func (t *Topology) PrimaryMajorityReachable() bool {
 	owners := t.OwnedSlots()
 	reached := 0
 	for id := range owners {
-		if m := t.ByID(id); m != nil && m.Reachable {
+		if t.Answers(id) {
 			reached++
 		}
 	}

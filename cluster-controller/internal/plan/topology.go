@@ -167,6 +167,12 @@ func (t *Topology) Reachable() []*Member {
 	return out
 }
 
+// Answers reports whether a member's server answered this pass as node id.
+func (t *Topology) Answers(id string) bool {
+	m := t.ByID(id)
+	return m != nil && m.Reachable
+}
+
 // ByID finds the member whose server has node ID id.
 func (t *Topology) ByID(id string) *Member {
 	if id == "" {
@@ -231,7 +237,7 @@ func (t *Topology) OwnedSlots() map[string][]valkey.SlotRange {
 			}
 			if n.Myself || n.ConfigEpoch > epochs[n.ID] || out[n.ID] == nil {
 				if !n.Myself {
-					if self := t.ByID(n.ID); self != nil && self.Reachable {
+					if t.Answers(n.ID) {
 						continue // the owner speaks for itself
 					}
 				}
