@@ -111,22 +111,24 @@ func (s OperatorSnapshot) Usage(earlier OperatorSnapshot) (RestUsage, error) {
 	u := RestUsage{Seconds: secs, RSSMiB: map[string]float64{}, CPUPerMin: map[string]float64{}, Pods: map[string]int{}}
 	for uid, p := range s.Pods {
 		u.RSSMiB[p.Component] += p.RSSBytes / (1 << 20)
-		if p.FileBytes > 0 {
-			if u.FileMiB == nil {
-				u.FileMiB = map[string]float64{}
-			}
-			u.FileMiB[p.Component] += p.FileBytes / (1 << 20)
-		}
-		if p.PSSBytes > 0 {
-			if u.PSSMiB == nil {
-				u.PSSMiB = map[string]float64{}
-			}
-			u.PSSMiB[p.Component] += p.PSSBytes / (1 << 20)
-		}
+		addKnownMiB(&u.FileMiB, p.Component, p.FileBytes)
+		addKnownMiB(&u.PSSMiB, p.Component, p.PSSBytes)
 		u.CPUPerMin[p.Component] += Ratio((p.CPUSeconds-earlier.Pods[uid].CPUSeconds)*60, secs)
 		u.Pods[p.Component]++
 	}
 	return u, nil
+}
+
+// addKnownMiB adds bytes, in MiB, to (*m)[component] when known (above 0), making the map
+// on first use: a map stays nil for figures the samples do not know.
+func addKnownMiB(m *map[string]float64, component string, bytes float64) {
+	if bytes <= 0 {
+		return
+	}
+	if *m == nil {
+		*m = map[string]float64{}
+	}
+	(*m)[component] += bytes / (1 << 20)
 }
 
 // TotalRSSMiB sums the resident memory over the components.
