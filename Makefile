@@ -18,7 +18,7 @@ export CGO_ENABLED ?= 0
 E2E_LOCK ?= /tmp/valkey-operator-e2e.lock
 
 # Every Go module of the workspace; each builds and tests alone (GOWORK=off).
-MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks manager kubectl-valkey localkube hack/devtools e2e
+MODULES := valkeyconf api valkey internal cluster-controller node-controller acl-controller tls-controller backup-controller webhooks manager kubectl-valkey images localkube hack/devtools hack/release e2e
 # Binaries of the operator, one per controller.
 COMPONENTS := cluster-controller node-controller acl-controller tls-controller backup-controller webhooks manager
 
@@ -147,7 +147,7 @@ unit: deps local-build ## Unit and integration tests of every module (real Valke
 
 ##@ Local Kubernetes
 
-$(LOCALKUBE): $(shell find localkube -name '*.go' -not -name '*_test.go' 2>/dev/null) localkube/go.mod
+$(LOCALKUBE): $(shell find localkube images -name '*.go' -not -name '*_test.go' 2>/dev/null) localkube/go.mod images/go.mod
 	@mkdir -p $(BIN)
 	cd localkube && GOWORK=off go build -o $(LOCALKUBE) ./cmd/localkube
 
@@ -199,12 +199,12 @@ release-binaries: deps-demo ## Cross-compile every component for PLATFORMS into 
 .PHONY: image
 image: deps-release release-binaries ## Build the operator image for PLATFORMS as an OCI layout in .cache/release/image (IMG names it at push)
 	hack/release-smoke.sh $(BIN)/release "$(PLATFORMS)" $(VERSION) $(COMPONENTS)
-	cd localkube && GOWORK=off go run ./cmd/release image --bins $(BIN)/release --platforms $(PLATFORMS) \
+	cd hack/release && GOWORK=off go run . image --bins $(BIN)/release --platforms $(PLATFORMS) \
 		--version $(VERSION) --revision $(REVISION) --out $(RELEASE)/image
 
 .PHONY: image-push
 image-push: image ## Push the operator image to IMG=<registry>/<repository>:<tag> (credentials: the docker config file; INSECURE=1 for plain HTTP)
-	cd localkube && GOWORK=off go run ./cmd/release push --layout $(RELEASE)/image --img $(IMG) $(if $(INSECURE),--insecure)
+	cd hack/release && GOWORK=off go run . push --layout $(RELEASE)/image --img $(IMG) $(if $(INSECURE),--insecure)
 
 .PHONY: module-tags
 module-tags: ## Tag HEAD for the release's Go modules: v$(VERSION) and <module>/v$(VERSION) for each of MODULES (git push origin --tags publishes them)
@@ -215,14 +215,14 @@ module-tags: ## Tag HEAD for the release's Go modules: v$(VERSION) and <module>/
 
 .PHONY: chart-package
 chart-package: deps-demo ## Package the chart (VERSION, default image IMG's repository) into .cache/release/
-	cd localkube && GOWORK=off go run ./cmd/release chart --chart $(ROOT)/charts/valkey-operator --version $(VERSION) \
+	cd hack/release && GOWORK=off go run . chart --chart $(ROOT)/charts/valkey-operator --version $(VERSION) \
 		--img $(IMG) --out $(RELEASE)/chart
 	helm package $(RELEASE)/chart/valkey-operator --destination $(RELEASE)
 
 .PHONY: chart-push
 chart-push: chart-package ## Push the chart package to REGISTRY=oci://<registry>/<path> (HELM_PUSH_FLAGS for --plain-http or --ca-file)
 	@test -n "$(REGISTRY)" || { echo "chart-push: set REGISTRY=oci://<registry>/<path>"; exit 2; }
-	cd localkube && GOWORK=off go run ./cmd/release check-chart-registry --img $(IMG) --registry $(REGISTRY)
+	cd hack/release && GOWORK=off go run . check-chart-registry --img $(IMG) --registry $(REGISTRY)
 	helm push $(RELEASE)/valkey-operator-$(VERSION).tgz $(REGISTRY) $(HELM_PUSH_FLAGS)
 
 ##@ kubectl plugin

@@ -85,6 +85,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/valkey-operator/valkey-operator/images v0.2.0
 	github.com/valkey-operator/valkey-operator/internal v0.2.0
 	github.com/valkey-operator/valkey-operator/valkeyconf v0.2.0 // indirect
 	github.com/vladimirvivien/gexe v0.5.0 // indirect
@@ -115,3 +116,5 @@ require (
 )
 
 replace github.com/valkey-operator/valkey-operator/internal => ../internal
+
+replace github.com/valkey-operator/valkey-operator/images => ../images

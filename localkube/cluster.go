@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/valkey-operator/valkey-operator/localkube/images"
+	"github.com/valkey-operator/valkey-operator/images"
 )
 
 // hostSysctls are the machine-wide settings kubelet changes at start; local-down puts

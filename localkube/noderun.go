@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/valkey-operator/valkey-operator/localkube/images"
+	"github.com/valkey-operator/valkey-operator/images"
 )
 
 // RunNode is the body of one worker node. It runs inside the node's network namespace and

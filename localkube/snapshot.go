@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/valkey-operator/valkey-operator/localkube/images"
+	"github.com/valkey-operator/valkey-operator/images"
 )
 
 // clusterProcessNames are the executables a local cluster runs; a snapshot lists any that

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/valkey-operator/valkey-operator/localkube"
+	"github.com/valkey-operator/valkey-operator/e2e/framework"
 )
 
 // kubeVersion is the Kubernetes version the chart is rendered for (the local
@@ -36,7 +36,7 @@ var components = map[string]string{
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := localkube.FindRepoRoot()
+	root, err := framework.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 
+	"github.com/valkey-operator/valkey-operator/images"
 	"github.com/valkey-operator/valkey-operator/localkube"
-	"github.com/valkey-operator/valkey-operator/localkube/images"
 )
 
 // CertManagerNamespace holds cert-manager's components and their Leases; the Secrets of

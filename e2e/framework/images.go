@@ -3,7 +3,7 @@ package framework
 import (
 	"fmt"
 
-	"github.com/valkey-operator/valkey-operator/localkube/images"
+	"github.com/valkey-operator/valkey-operator/images"
 )
 
 // Images returns the image manifest of the cache (read once per suite).

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/e2e-framework/support"
 	"sigs.k8s.io/e2e-framework/support/kind"
 
+	"github.com/valkey-operator/valkey-operator/images"
 	"github.com/valkey-operator/valkey-operator/localkube"
-	"github.com/valkey-operator/valkey-operator/localkube/images"
 	"github.com/valkey-operator/valkey-operator/localkube/kindnode"
 )
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,9 +20,23 @@ import (
 	"sigs.k8s.io/e2e-framework/klient"
 	"sigs.k8s.io/e2e-framework/support"
 
+	"github.com/valkey-operator/valkey-operator/images"
 	"github.com/valkey-operator/valkey-operator/localkube"
-	"github.com/valkey-operator/valkey-operator/localkube/images"
 )
+
+// InLoadBalancerPool reports whether a is an address the local Kubernetes' load
+// balancer hands out.
+func InLoadBalancerPool(a netip.Addr) bool { return localkube.InLoadBalancerPool(a) }
+
+// Outside adds a network namespace that routes to the node bridge only (no pod or
+// Service network), as a machine outside the cluster would, and returns its name and
+// what removes it.
+func (p *LocalProvider) Outside(ctx context.Context) (netns string, remove func(), err error) {
+	if err := localkube.AddOutside(ctx); err != nil {
+		return "", nil, err
+	}
+	return localkube.OutsideNetns, func() { localkube.RemoveOutside(context.Background()) }, nil
+}
 
 // LocalProvider runs the suites on the project's local Kubernetes through the localkube
 // command: it reuses a running cluster, or brings one up and then owns it.

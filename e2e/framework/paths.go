@@ -21,6 +21,13 @@ type Paths struct {
 	Kubectl string
 }
 
+// KubernetesVersion is the Kubernetes the suites run on and render the chart for: the
+// local Kubernetes' version, and kind's node image's.
+const KubernetesVersion = localkube.KubernetesVersion
+
+// FindRepoRoot finds the repository's root from the working directory upwards.
+func FindRepoRoot() (string, error) { return localkube.FindRepoRoot() }
+
 // DiscoverPaths finds the repository from the working directory (or E2E_REPO_ROOT) and
 // the programs under it; getenv is os.Getenv outside tests.
 func DiscoverPaths(getenv func(string) string) (Paths, error) {

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/valkey-operator/valkey-operator/images"
 	"github.com/valkey-operator/valkey-operator/localkube"
-	"github.com/valkey-operator/valkey-operator/localkube/images"
 )
 
 // The monitoring suite's Prometheus Operator and Prometheus run in MonitoringNamespace.

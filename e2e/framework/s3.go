@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
-	"github.com/valkey-operator/valkey-operator/localkube/images"
+	"github.com/valkey-operator/valkey-operator/images"
 )
 
 // S3 server of a feature: versitygw from the image `make images` builds (images.S3Ref),

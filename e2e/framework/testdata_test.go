@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/valkey-operator/valkey-operator/localkube/images"
+	"github.com/valkey-operator/valkey-operator/images"
 )
 
 // writeManifest writes an image manifest with two images under cache and returns it.

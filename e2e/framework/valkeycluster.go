@@ -54,6 +54,10 @@ func HostClients() []networkingv1.NetworkPolicyPeer {
 	return []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: localkube.BridgeIP + "/32"}}}
 }
 
+// HostNetwork is the network the host's clients come from (the local Kubernetes' node
+// bridge), for a NetworkPolicy that admits every client outside the pod network.
+func HostNetwork() string { return localkube.BridgeNetwork }
+
 // ClusterReady is a WaitFor condition: the cluster serves (Ready=True) and its current
 // generation is fully applied (Progressing=False), as a user waiting for a change to
 // finish would check.

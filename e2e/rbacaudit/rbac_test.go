@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/valkey-operator/valkey-operator/e2e/framework"
-	"github.com/valkey-operator/valkey-operator/localkube"
 )
 
 // allowance excuses one unused permission of a component, for its reason. suites, when
@@ -64,7 +63,7 @@ func secureMetrics() []allowance {
 // files written since E2E_AUDIT_SINCE, RFC 3339, when set), and on any request RBAC
 // refused. hack/e2e.sh runs it after the suites.
 func TestRulesUsed(t *testing.T) {
-	root, err := localkube.FindRepoRoot()
+	root, err := framework.FindRepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +177,7 @@ func chartGrants(t *testing.T, root string) []Grant {
 	t.Helper()
 	out, err := exec.Command(filepath.Join(root, "hack", "tools", "bin", "helm"), "template", framework.OperatorRelease,
 		filepath.Join(root, "charts", "valkey-operator"), "--namespace", framework.OperatorNamespace,
-		"--kube-version", localkube.KubernetesVersion, "--set", "metrics.secure=false").CombinedOutput()
+		"--kube-version", framework.KubernetesVersion, "--set", "metrics.secure=false").CombinedOutput()
 	if err != nil {
 		t.Fatalf("helm template: %v\n%s", err, out)
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/e2e/checker"
 	"github.com/valkey-operator/valkey-operator/e2e/framework"
-	"github.com/valkey-operator/valkey-operator/localkube"
 	"github.com/valkey-operator/valkey-operator/valkey"
 )
 
@@ -64,7 +63,7 @@ func nodePorts(ctx context.Context, t *testing.T, k *framework.Cluster) outside 
 func loadBalancers() outside {
 	return outside{what: "a load balancer's address", hosts: func(h string) bool {
 		a, err := netip.ParseAddr(h)
-		return err == nil && localkube.InLoadBalancerPool(a)
+		return err == nil && framework.InLoadBalancerPool(a)
 	}}
 }
 
@@ -271,7 +270,7 @@ func throughChanges(ctx context.Context, t *testing.T, k *framework.Cluster, maj
 	// The clients on the host come from the node bridge: declared, as the
 	// cluster's NetworkPolicy admits only declared clients.
 	vc.Spec.NetworkPolicy = &v1alpha1.NetworkPolicySpec{Clients: []networkingv1.NetworkPolicyPeer{
-		{IPBlock: &networkingv1.IPBlock{CIDR: localkube.BridgeNetwork}},
+		{IPBlock: &networkingv1.IPBlock{CIDR: framework.HostNetwork()}},
 	}}
 	if err := k.Client.Create(ctx, vc); err != nil {
 		t.Fatal(err)
@@ -286,12 +285,13 @@ func throughChanges(ctx context.Context, t *testing.T, k *framework.Cluster, maj
 	// On the local Kubernetes both clients run in a network namespace that routes to the
 	// node bridge only (no pod or Service network), as a machine outside would.
 	netns := ""
-	if k.Provider.ProviderName() == framework.ProviderLocal {
-		if err := localkube.AddOutside(ctx); err != nil {
+	if local, ok := k.Provider.(*framework.LocalProvider); ok {
+		ns, remove, err := local.Outside(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { localkube.RemoveOutside(context.Background()) })
-		netns = localkube.OutsideNetns
+		t.Cleanup(remove)
+		netns = ns
 		expectConfined(ctx, t, k, vc, netns)
 	}
 	ch, err := checker.Start(ctx, checker.Options{Addrs: vc.Status.SeedEndpoints, Username: framework.TestUser, Password: "any", Allow: o.allow, Netns: netns})

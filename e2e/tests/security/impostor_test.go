@@ -20,7 +20,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/e2e/framework"
-	"github.com/valkey-operator/valkey-operator/localkube/images"
+	"github.com/valkey-operator/valkey-operator/images"
 )
 
 // A cluster on an image whose valkey-server is Redis 7.0 (localkube images --impostor:

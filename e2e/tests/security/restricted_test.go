@@ -16,7 +16,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/e2e/framework"
-	"github.com/valkey-operator/valkey-operator/localkube/images"
+	"github.com/valkey-operator/valkey-operator/images"
 )
 
 // The reference's containers example (docs/examples/containers.yaml: a server patch and

@@ -14,7 +14,7 @@ const root = "../../.."
 // projectPrograms are built by the project itself (make local-build, make images, the
 // tests' own go build), so no setup step installs them.
 var projectPrograms = map[string]string{
-	"pause":                   "the pause program of localkube/cmd/pause, built by its test",
+	"pause":                   "the pause program of images/cmd/pause, built by its test",
 	"kubectl":                 "built by make local-build into .cache/k8s (hack/k8sbin)",
 	"kube-controller-manager": "built by make local-build into .cache/k8s; e2e/standin runs it from KUBEBUILDER_ASSETS",
 	"/nonexistent/program":    "the runner's test of a program that does not exist",
@@ -23,7 +23,7 @@ var projectPrograms = map[string]string{
 // imageContents are files whose programs run inside an unpacked image (its own loader
 // and libraries), not on the host.
 var imageContents = map[string]bool{
-	"localkube/images/e2e_test.go": true,
+	"images/e2e_test.go": true,
 }
 
 // optional programs are used only where present.

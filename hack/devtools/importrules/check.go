@@ -97,15 +97,19 @@ func Check(r Rule, pkgs []Package, mods []string, isStd func(string) bool) []Vio
 					bad = strings.HasPrefix(dep, never)
 				}
 				if bad {
+					why := r.Why
+					if slices.Contains(lab, never) {
+						why = labWhy
+					}
 					out = append(out, Violation{r.Module, p.ImportPath, dep,
-						fmt.Sprintf("%s must never depend on %s (%s)", r.Module, never, r.Why)})
+						fmt.Sprintf("%s must never depend on %s (%s)", r.Module, never, why)})
 					break
 				}
 			}
 		}
+		out = append(out, checkConfine(r, p, mods)...)
 		for _, pr := range r.Packages {
-			pkg := Repo + "/" + r.Module + "/" + pr.Package
-			if p.ImportPath != pkg && !strings.HasPrefix(p.ImportPath, pkg+"/") {
+			if !underAny(p.ImportPath, r.Module, []string{pr.Package}) {
 				continue
 			}
 			for _, never := range pr.Never {
@@ -130,6 +134,35 @@ func Check(r Rule, pkgs []Package, mods []string, isStd func(string) bool) []Vio
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return slices.CompactFunc(out, func(a, b Violation) bool { return a.String() == b.String() })
+}
+
+// checkConfine returns the imports of p that r's confinements keep to other packages.
+func checkConfine(r Rule, p Package, mods []string) []Violation {
+	var out []Violation
+	for _, c := range r.Confine {
+		if underAny(p.ImportPath, r.Module, c.Packages) {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if moduleOf(imp, mods) == c.Module {
+				out = append(out, Violation{r.Module, p.ImportPath, imp,
+					fmt.Sprintf("only %s/%s may import %s (%s)", r.Module, strings.Join(c.Packages, ", "), c.Module, c.Why)})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// underAny reports whether the package at path is one of module's folders or under one.
+func underAny(path, module string, folders []string) bool {
+	for _, f := range folders {
+		pkg := Repo + "/" + module + "/" + f
+		if path == pkg || strings.HasPrefix(path, pkg+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func mayList(r Rule) string {

@@ -104,3 +104,32 @@ func TestMarkdownListsEveryRule(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRefusesTheLabOutsideTheFramework runs the check on a fixture whose webhooks
+// import the local Kubernetes, and whose suites import it past the e2e framework.
+func TestCheckRefusesTheLabOutsideTheFramework(t *testing.T) {
+	vs, err := CheckRepo("testdata/lab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var product, suite bool
+	for _, v := range vs {
+		switch {
+		case v.Module == "webhooks" && v.Package == Repo+"/webhooks/admit" && v.Import == Repo+"/localkube" &&
+			strings.Contains(v.Reason, "webhooks must never depend on "+Repo+"/localkube (the operator ships no part of the lab"):
+			product = true
+		case v.Module == "webhooks" && strings.Contains(v.Reason, "webhooks may import only"):
+		case v.Module == "e2e" && v.Package == Repo+"/e2e/tests/suite" &&
+			strings.Contains(v.Reason, "only e2e/framework may import localkube"):
+			suite = true
+		default:
+			t.Errorf("unexpected violation %v", v)
+		}
+	}
+	if !product {
+		t.Errorf("no violation for the webhooks' import of localkube in %v", vs)
+	}
+	if !suite {
+		t.Errorf("no violation for the suite's import of localkube in %v", vs)
+	}
+}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/valkey-operator/valkey-operator/localkube"
-	"github.com/valkey-operator/valkey-operator/localkube/images"
+	"github.com/valkey-operator/valkey-operator/images"
 )
 
 // defaultOperatorImage is the operator image's reference unless --operator-image names one

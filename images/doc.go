@@ -1,6 +1,8 @@
-// Package images builds the container images of the local Kubernetes
-// without Docker or a registry, from Debian packages and local binaries,
-// as docker-archive tarballs that Import loads into containerd.
+// Package images builds container images without Docker or a registry: the
+// images of the suites and of the local Kubernetes, from Debian packages and
+// local binaries, as docker-archive tarballs that Import loads into
+// containerd (kind loads the same files), and the operator's release image
+// as an OCI image index (BuildReleaseIndex, for hack/release).
 //
 // # Images
 //
@@ -11,7 +13,7 @@
 //     prometheus-redis-exporter from sid (entrypoint /redis_exporter, as
 //     upstream; user and password from REDIS_USER and REDIS_PASSWORD).
 //   - docker.io/local/toolbox:dev: busybox and valkey-cli 8.0, for client pods.
-//   - registry.k8s.io/pause:3.10: the static Go program of localkube/cmd/pause.
+//   - registry.k8s.io/pause:3.10: the static Go program of cmd/pause.
 //   - the operator image (Config.OperatorRef), when Config.OperatorBinaries is
 //     set: static binaries in /usr/local/bin, user nonroot (65532).
 //

@@ -17,11 +17,11 @@ func TestLocalImages(t *testing.T) {
 	ctx := context.Background()
 	cache := t.TempDir()
 	opBin := filepath.Join(cache, "manager")
-	if err := goBuild(ctx, "../cmd/pause", opBin); err != nil { // any static binary does
+	if err := goBuild(ctx, "cmd/pause", opBin); err != nil { // any static binary does
 		t.Fatal(err)
 	}
 	b, err := newBuilder(Config{CacheDir: cache, OperatorBinaries: map[string]string{"manager": opBin}, S3Binary: opBin, NetpolBinary: opBin,
-		CertManagerBinary: opBin, CertManagerVersion: "v1.2.3", ModuleDir: ".."})
+		CertManagerBinary: opBin, CertManagerVersion: "v1.2.3", ModuleDir: "."})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,13 +19,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
-// localkubeModule is the module whose cmd/pause is built for the pause image.
-const localkubeModule = "github.com/valkey-operator/valkey-operator/localkube"
+// imagesModule is the module whose cmd/pause is built for the pause image: this one.
+const imagesModule = "github.com/valkey-operator/valkey-operator/images"
 
 // PauseRef is the pause image's tag (the sandbox image of the CRI config).
 const PauseRef = "registry.k8s.io/pause:3.10"
 
-// pauseSpec is the pause image: the static Go program of localkube/cmd/pause.
+// pauseSpec is the pause image: the static Go program of images/cmd/pause.
 func (b *builder) pauseSpec() (spec, error) {
 	src, err := b.pauseSource()
 	if err != nil {
@@ -55,7 +55,7 @@ func (b *builder) pauseSpec() (spec, error) {
 }
 
 // pauseSource returns the directory of the pause program: ModuleDir/cmd/pause,
-// ModuleDir defaulting to the localkube module found from the working directory.
+// ModuleDir defaulting to the images module found from the working directory.
 func (b *builder) pauseSource() (string, error) {
 	dir := b.c.ModuleDir
 	if dir == "" {
@@ -71,21 +71,21 @@ func (b *builder) pauseSource() (string, error) {
 	return src, nil
 }
 
-// findModuleDir looks for the localkube module in the working directory, its
-// parents, and their localkube/ subdirectories.
+// findModuleDir looks for the images module in the working directory, its
+// parents, and their images/ subdirectories.
 func findModuleDir() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "", fmt.Errorf("find module %s: %w", localkubeModule, err)
+		return "", fmt.Errorf("find module %s: %w", imagesModule, err)
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
-		for _, cand := range []string{dir, filepath.Join(dir, "localkube")} {
-			if modulePath(filepath.Join(cand, "go.mod")) == localkubeModule {
+		for _, cand := range []string{dir, filepath.Join(dir, "images")} {
+			if modulePath(filepath.Join(cand, "go.mod")) == imagesModule {
 				return cand, nil
 			}
 		}
 		if dir == filepath.Dir(dir) {
-			return "", fmt.Errorf("module %s not found above %s: set Config.ModuleDir", localkubeModule, wd)
+			return "", fmt.Errorf("module %s not found above %s: set Config.ModuleDir", imagesModule, wd)
 		}
 	}
 }

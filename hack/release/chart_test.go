@@ -10,7 +10,7 @@ import (
 // TestPrepareChart copies the project's chart and checks the release's version and
 // image in the copy, the original untouched.
 func TestPrepareChart(t *testing.T) {
-	chart := filepath.Join("..", "..", "..", "charts", "valkey-operator")
+	chart := filepath.Join("..", "..", "charts", "valkey-operator")
 	before, err := os.ReadFile(filepath.Join(chart, "values.yaml"))
 	if err != nil {
 		t.Fatal(err)

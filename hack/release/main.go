@@ -27,7 +27,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/valkey-operator/valkey-operator/localkube/images"
+	"github.com/valkey-operator/valkey-operator/images"
 )
 
 // source is the project's repository, for the org.opencontainers.image.source label.

@@ -3,7 +3,7 @@
 // pod that shares its process namespace it also reaps orphaned children.
 //
 // It is built statically (CGO_ENABLED=0) into the image registry.k8s.io/pause:3.10
-// by the images package (localkube/images).
+// by the images package (the images module).
 package main
 
 import (

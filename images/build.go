@@ -62,7 +62,7 @@ type Config struct {
 	// packages, picking up new versions. Without it the network is used only
 	// when a package is missing.
 	Refresh bool
-	// ModuleDir is the localkube module's directory, whose cmd/pause is built for
+	// ModuleDir is the images module's directory, whose cmd/pause is built for
 	// the pause image. Empty: found from the working directory upwards.
 	ModuleDir string
 	// Log receives progress lines; nil discards them.

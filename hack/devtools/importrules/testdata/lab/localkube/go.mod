@@ -1,0 +1,3 @@
+module github.com/valkey-operator/valkey-operator/localkube
+
+go 1.26.0
