@@ -11,6 +11,7 @@ replace (
 
 require (
 	github.com/google/go-containerregistry v0.22.1
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 	github.com/valkey-operator/valkey-operator/api v0.2.0
 	github.com/valkey-operator/valkey-operator/localkube v0.2.0
@@ -33,6 +34,7 @@ require (
 	github.com/go-logr/zapr v1.3.0 // indirect
 	github.com/pbnjay/memory v0.0.0-20210728143218-7b4eea64cf58 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
 	gomodules.xyz/jsonpatch/v2 v2.5.0 // indirect

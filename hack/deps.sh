@@ -3,8 +3,9 @@
 # hack/deps.txt). Every entry point (make demo, test, e2e, bench, chaos, local-up, tools)
 # runs it first, so a missing program stops the run before any build starts.
 #
-#   hack/deps.sh [demo|release|test|kind|fresh]   the programs of that profile, with the
-#                                               ones it builds on (test: demo and release)
+#   hack/deps.sh [demo|release|test|kind|clients|fresh]   the programs of that profile,
+#                                               with the ones it builds on (test: demo and
+#                                               release)
 #
 # DEPS=install (default) installs what is missing when it can: Debian packages on Debian
 # 12 as root (bookworm-backports added when a package needs it), Go programs into
@@ -29,8 +30,9 @@ demo) profiles=" demo " ;;
 release) profiles=" demo release " ;;
 test) profiles=" demo release test " ;;
 kind) profiles=" demo release test kind " ;;
+clients) profiles=" demo release test clients " ;;
 fresh) profiles=" demo release test fresh " ;;
-*) echo "deps: unknown profile $PROFILE (demo, release, test, kind or fresh)" >&2; exit 2 ;;
+*) echo "deps: unknown profile $PROFILE (demo, release, test, kind, clients or fresh)" >&2; exit 2 ;;
 esac
 case "$MODE" in
 install | check) ;;

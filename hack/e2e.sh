@@ -96,6 +96,7 @@ fi
 # images both providers load. Warm, this only checks the caches (and imports the images
 # into a running local cluster).
 echo "e2e: checking binaries and images"
+for s in "${SUITES[@]}"; do [[ $s == clients ]] && "$ROOT/hack/deps.sh" clients; done
 uses_provider local && make -s -C "$ROOT" local-build
 if uses_provider kind; then
 	if [[ -z ${E2E_KIND_IMAGE:-} ]]; then

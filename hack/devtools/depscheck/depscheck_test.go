@@ -57,6 +57,7 @@ var unresolved = map[string]string{
 	"hack/devtools/configtable/main.go|*server":                                "valkey-server (make config-table's -server, the test's PATH)",
 	"backup-controller/internal/tests3/tests3.go|Binary(t)":                    "versitygw (hack/deps.txt), from $VERSITYGW, hack/tools/bin or PATH",
 	"backup-controller/internal/testvalkey/testvalkey.go|valkeytest.Binary(t)": "valkey-server from valkeytest.Binary",
+	"e2e/framework/clients.go|argv[0]":                                         "a writer of the client matrix: its go build output, /usr/bin/python3 or node (ClientPrograms)",
 	"e2e/perf/baseline/main.go|filepath.Join(c.bin, program)":                  "the operator's binaries, built by the program (go build) or given with -bin",
 	"e2e/standin/kubelet.go|argv[0]":                                           "sh: the member pod's own server command",
 	"e2e/standin/operator.go|filepath.Join(bin, comp.Binary)":                  "the operator's binaries, built by the stand-in (go build) or from STANDIN_BIN",

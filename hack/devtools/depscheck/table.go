@@ -41,9 +41,9 @@ func ReadTable(file string) (Table, error) {
 			return nil, fmt.Errorf("%s:%d: source %q: want apt:, go: or manual: before the name", file, n, e.Source)
 		}
 		switch e.Profile {
-		case "demo", "release", "test", "kind", "fresh":
+		case "demo", "release", "test", "kind", "clients", "fresh":
 		default:
-			return nil, fmt.Errorf("%s:%d: profile %q is not demo, release, test, kind or fresh", file, n, e.Profile)
+			return nil, fmt.Errorf("%s:%d: profile %q is not demo, release, test, kind, clients or fresh", file, n, e.Profile)
 		}
 		t = append(t, e)
 	}

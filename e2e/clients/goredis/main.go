@@ -1,0 +1,176 @@
+// Command goredis is the client matrix's go-redis writer: it writes keys through a
+// go-redis ClusterClient with the library's defaults, as an application would, and
+// reports what it saw. It keeps the contract every writer of the matrix keeps
+// (e2e/clients/README.md): configuration from the environment, a "ready" line, one
+// writer loop until SIGTERM or the end of stdin, every acknowledged key read back, one
+// "report" line.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// report is the last line the writer prints, as every writer of the matrix does.
+type report struct {
+	Event          string         `json:"event"`
+	Client         string         `json:"client"`
+	Writes         int            `json:"writes"`
+	Acked          int            `json:"acked"`
+	Failed         int            `json:"failed"`
+	Lost           int            `json:"lost"`
+	LostKeys       []string       `json:"lostKeys"`
+	Unread         int            `json:"unread"`
+	LongestGapMs   int64          `json:"longestGapMs"`
+	LongestGapAtMs int64          `json:"longestGapAtMs"`
+	Errors         map[string]int `json:"errors"`
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// errorKey groups similar errors: the message cut to 120 characters, digits as N.
+func errorKey(err error) string {
+	m := err.Error()
+	if len(m) > 120 {
+		m = m[:120]
+	}
+	return digits.ReplaceAllString(m, "N")
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func main() {
+	prefix := os.Getenv("PREFIX")
+	if prefix == "" {
+		prefix = "cl"
+	}
+	interval := time.Duration(envInt("INTERVAL_MS", 5)) * time.Millisecond
+	timeout := time.Duration(envInt("TIMEOUT_MS", 2000)) * time.Millisecond
+	opts := &redis.ClusterOptions{
+		Addrs:        strings.Split(os.Getenv("SEEDS"), ","),
+		Username:     os.Getenv("VK_USERNAME"),
+		Password:     os.Getenv("VK_PASSWORD"),
+		DialTimeout:  timeout,
+		ReadTimeout:  timeout,
+		WriteTimeout: timeout,
+	}
+	c := redis.NewClusterClient(opts)
+
+	stop := make(chan struct{})
+	go func() {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		eof := make(chan struct{})
+		go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(eof) }()
+		select {
+		case <-sig:
+		case <-eof:
+		}
+		close(stop)
+	}()
+
+	ctx := context.Background()
+	for {
+		if err := c.Ping(ctx).Err(); err == nil {
+			break
+		} else {
+			fmt.Fprintf(os.Stderr, "%s not ready: %v\n", time.Now().Format(time.TimeOnly), err)
+		}
+		select {
+		case <-stop:
+			os.Exit(1)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	fmt.Println(`{"event":"ready"}`)
+
+	r := report{Event: "report", Client: "go-redis " + version(), Errors: map[string]int{}, LostKeys: []string{}}
+	began := time.Now()
+	var acked []int
+	var lastAck time.Time
+loop:
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			break loop
+		default:
+		}
+		r.Writes++
+		if err := c.Set(ctx, fmt.Sprintf("%s:%d", prefix, i), strconv.Itoa(i), 0).Err(); err != nil {
+			r.Failed++
+			r.Errors[errorKey(err)]++
+			fmt.Fprintf(os.Stderr, "%s write %d: %v\n", time.Now().Format(time.TimeOnly), i, err)
+		} else {
+			now := time.Now()
+			if !lastAck.IsZero() && now.Sub(lastAck).Milliseconds() > r.LongestGapMs {
+				r.LongestGapMs = now.Sub(lastAck).Milliseconds()
+				r.LongestGapAtMs = lastAck.Sub(began).Milliseconds()
+			}
+			lastAck = now
+			acked = append(acked, i)
+		}
+		time.Sleep(interval)
+	}
+	r.Acked = len(acked)
+	_ = c.Close()
+
+	// A new client reads back, so that a writing client left in a bad state does not
+	// hide what the cluster kept; retries end 30 s after the first failed read.
+	reader := redis.NewClusterClient(opts)
+	defer reader.Close()
+	var deadline time.Time
+	for _, i := range acked {
+		key := fmt.Sprintf("%s:%d", prefix, i)
+		for {
+			v, err := reader.Get(ctx, key).Result()
+			if err == nil || err == redis.Nil {
+				if v != strconv.Itoa(i) {
+					r.Lost++
+					if len(r.LostKeys) < 10 {
+						r.LostKeys = append(r.LostKeys, key)
+					}
+				}
+				break
+			}
+			if deadline.IsZero() {
+				deadline = time.Now().Add(30 * time.Second)
+			}
+			if time.Now().After(deadline) {
+				r.Unread++
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	out, _ := json.Marshal(r)
+	fmt.Println(string(out))
+}
+
+// version is go-redis' version as the binary was built with it.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/redis/go-redis/v9" {
+				return strings.TrimPrefix(d.Version, "v")
+			}
+		}
+	}
+	return redis.Version()
+}

@@ -1,0 +1,339 @@
+package framework
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
+	"github.com/valkey-operator/valkey-operator/e2e/checker"
+)
+
+// ClientProgram is a client library users run, wrapped in a writer that keeps the client
+// matrix's contract (e2e/clients/README.md): configuration from the environment, a
+// "ready" line, one writer loop until the end of stdin, every acknowledged key read back,
+// one "report" line.
+type ClientProgram struct {
+	// Name is the library's name ("ioredis").
+	Name string
+	// prepare makes the program ready to run (builds or installs it under the cache) and
+	// returns its command line and extra environment.
+	prepare func(ctx context.Context, p Paths) (argv, env []string, err error)
+}
+
+// ClientPrograms are the clients of the matrix: go-redis from the Go module proxy,
+// redis-py from Debian's python3-redis, ioredis from npm.
+var ClientPrograms = []ClientProgram{
+	{Name: "go-redis", prepare: func(ctx context.Context, p Paths) ([]string, []string, error) {
+		bin := filepath.Join(p.CacheDir, "clients", "bin", "goredis")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./clients/goredis")
+		cmd.Dir = filepath.Join(p.RepoRoot, "e2e")
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, nil, fmt.Errorf("go build the go-redis writer: %w\n%s", err, out)
+		}
+		return []string{bin}, nil, nil
+	}},
+	{Name: "redis-py", prepare: func(ctx context.Context, p Paths) ([]string, []string, error) {
+		// Debian's interpreter, whose python3-redis the project installs (hack/deps.txt),
+		// not whichever python3 comes first on PATH.
+		if out, err := exec.CommandContext(ctx, "/usr/bin/python3", "-c", "import redis").CombinedOutput(); err != nil {
+			return nil, nil, fmt.Errorf("redis-py: /usr/bin/python3 cannot import redis (make deps installs python3-redis): %w\n%s", err, out)
+		}
+		return []string{"/usr/bin/python3", filepath.Join(p.RepoRoot, "e2e", "clients", "redispy", "writer.py")}, nil, nil
+	}},
+	{Name: "ioredis", prepare: func(ctx context.Context, p Paths) ([]string, []string, error) {
+		src := filepath.Join(p.RepoRoot, "e2e", "clients", "ioredis")
+		dir := filepath.Join(p.CacheDir, "clients", "ioredis")
+		if err := npmInstall(ctx, src, dir); err != nil {
+			return nil, nil, err
+		}
+		return []string{"node", filepath.Join(src, "writer.mjs")}, []string{"IOREDIS_MODULES=" + filepath.Join(dir, "node_modules")}, nil
+	}},
+}
+
+// npmInstall installs the locked packages of src's package.json into dir/node_modules
+// (npm ci), once per lock file.
+func npmInstall(ctx context.Context, src, dir string) error {
+	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
+	if err != nil {
+		return err
+	}
+	if done, err := os.ReadFile(filepath.Join(dir, "package-lock.json")); err == nil && string(done) == string(lock) {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules")); err == nil {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("npm ci in %s: %w\n%s", dir, err, out)
+	}
+	return nil
+}
+
+// ClientReport is what one client program saw in one run.
+type ClientReport struct {
+	Client         string         `json:"client"`
+	Writes         int            `json:"writes"`
+	Acked          int            `json:"acked"`
+	Failed         int            `json:"failed"`
+	Lost           int            `json:"lost"`
+	LostKeys       []string       `json:"lostKeys"`
+	Unread         int            `json:"unread"`
+	LongestGapMs   int64          `json:"longestGapMs"`
+	LongestGapAtMs int64          `json:"longestGapAtMs"`
+	Errors         map[string]int `json:"errors"`
+	// Exit is set when the program ended without a report: how it ended and the end of
+	// what it printed on stderr.
+	Exit string `json:"exit,omitempty"`
+}
+
+// Uncaught counts the errors the library raised past every handler the writer attached
+// (the writers record them under "uncaught: " rather than dying of them).
+func (r ClientReport) Uncaught() int {
+	n := 0
+	for k, v := range r.Errors {
+		if strings.HasPrefix(k, "uncaught: ") {
+			n += v
+		}
+	}
+	return n
+}
+
+// TopErrors lists the n most frequent errors, "count× message".
+func (r ClientReport) TopErrors(n int) []string {
+	type e struct {
+		msg string
+		n   int
+	}
+	var es []e
+	for k, v := range r.Errors {
+		es = append(es, e{k, v})
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].n > es[j].n || es[i].n == es[j].n && es[i].msg < es[j].msg })
+	var out []string
+	for i := 0; i < len(es) && i < n; i++ {
+		out = append(out, fmt.Sprintf("%d× %s", es[i].n, es[i].msg))
+	}
+	return out
+}
+
+func (r ClientReport) String() string {
+	if r.Exit != "" {
+		return fmt.Sprintf("%s: ended without a report: %s", r.Client, r.Exit)
+	}
+	return fmt.Sprintf("%s: %d writes, %d acknowledged, %d failed, %d lost, %d unread, longest gap %d ms at %.1f s; errors %v",
+		r.Client, r.Writes, r.Acked, r.Failed, r.Lost, r.Unread, r.LongestGapMs, float64(r.LongestGapAtMs)/1000, r.TopErrors(3))
+}
+
+// ClientRun is the client programs writing to one cluster.
+type ClientRun struct {
+	procs []*clientProc
+}
+
+type clientProc struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string
+	stderr *tailBuffer
+	done   chan error
+}
+
+// StartClients starts every program of ClientPrograms writing keys prefix:<program> to
+// the cluster's members as the test user, and waits until each has answered once.
+func (k *Cluster) StartClients(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, prefix string) *ClientRun {
+	t.Helper()
+	seeds := strings.Join(k.MemberAddrs(ctx, t, vc), ",")
+	run := &ClientRun{}
+	t.Cleanup(run.kill)
+	for _, prog := range ClientPrograms {
+		argv, env, err := prog.prepare(ctx, k.Paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Env = append(cmd.Env, "SEEDS="+seeds, "VK_USERNAME="+TestUser, "VK_PASSWORD=any",
+			"PREFIX="+prefix+":"+prog.Name)
+		p := &clientProc{name: prog.Name, cmd: cmd, lines: make(chan string, 4), stderr: &tailBuffer{max: 4096}, done: make(chan error, 1)}
+		if p.stdin, err = cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stderr = p.stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start the %s writer: %v", prog.Name, err)
+		}
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+			for sc.Scan() {
+				p.lines <- sc.Text()
+			}
+			close(p.lines)
+			p.done <- cmd.Wait()
+		}()
+		run.procs = append(run.procs, p)
+	}
+	for _, p := range run.procs {
+		select {
+		case line, ok := <-p.lines:
+			if !ok || !strings.Contains(line, `"ready"`) {
+				t.Fatalf("the %s writer did not get ready (%q): %s", p.name, line, p.stderr.String())
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("the %s writer not ready within a minute: %s", p.name, p.stderr.String())
+		}
+	}
+	return run
+}
+
+// Stop ends every writer (closing its stdin), waits for each to read its keys back and
+// returns their reports, in the order of ClientPrograms.
+func (r *ClientRun) Stop() []ClientReport {
+	for _, p := range r.procs {
+		_ = p.stdin.Close()
+	}
+	var wg sync.WaitGroup
+	reports := make([]ClientReport, len(r.procs))
+	for i, p := range r.procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reports[i] = p.report()
+		}()
+	}
+	wg.Wait()
+	return reports
+}
+
+// report reads the writer's report line, or says how it ended without one.
+func (p *clientProc) report() ClientReport {
+	timeout := time.After(3 * time.Minute)
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				err := <-p.done
+				return ClientReport{Client: p.name, Exit: fmt.Sprintf("%v; stderr: %s", err, p.stderr.String())}
+			}
+			var rep ClientReport
+			if strings.Contains(line, `"report"`) && json.Unmarshal([]byte(line), &rep) == nil {
+				return rep
+			}
+		case <-timeout:
+			_ = p.cmd.Process.Kill()
+			return ClientReport{Client: p.name, Exit: "no report within 3 minutes of the stop; stderr: " + p.stderr.String()}
+		}
+	}
+}
+
+// kill ends writers a failed test left running.
+func (r *ClientRun) kill() {
+	for _, p := range r.procs {
+		if p.cmd.ProcessState == nil && p.cmd.Process != nil {
+			_ = p.cmd.Process.Kill()
+		}
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.b = append(b.b, p...)
+	if len(b.b) > b.max {
+		b.b = b.b[len(b.b)-b.max:]
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.b)
+}
+
+// CheckerReport is the write-checker's report as a row of the matrix (its writers, one
+// per shard, write in parallel; its longest gap is the longest of any of them).
+func CheckerReport(r checker.Report) ClientReport {
+	return ClientReport{Client: "write-checker (rueidis)", Writes: r.Writes, Acked: r.Acked, Failed: r.Errors,
+		Lost: r.Lost, LostKeys: r.LostKeys, LongestGapMs: r.MaxGap().Milliseconds()}
+}
+
+// ClientMatrix collects the client reports of several operations into the table
+// docs/clients.md shows.
+type ClientMatrix struct {
+	rows []clientRow
+}
+
+type clientRow struct {
+	op      string
+	reports []ClientReport
+}
+
+// Add records the reports of one operation.
+func (m *ClientMatrix) Add(op string, reports []ClientReport) {
+	m.rows = append(m.rows, clientRow{op, reports})
+}
+
+var versionOf = regexp.MustCompile(`^(\S+) (\S+)$`)
+
+// Markdown renders one row per operation and client: failed writes, acknowledged writes
+// lost, the longest gap between two acknowledged writes, the most frequent errors.
+func (m *ClientMatrix) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| operation | client | writes | failed | lost | longest gap | errors |\n|---|---|---|---|---|---|---|\n")
+	for _, row := range m.rows {
+		for _, r := range row.reports {
+			name := r.Client
+			if mm := versionOf.FindStringSubmatch(r.Client); mm != nil {
+				name = mm[1] + " " + mm[2]
+			}
+			if r.Exit != "" {
+				fmt.Fprintf(&b, "| %s | %s | — | — | — | — | ended without a report |\n", row.op, name)
+				continue
+			}
+			errs := strings.Join(r.TopErrors(2), "; ")
+			errs = strings.ReplaceAll(errs, "|", "\\|")
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s s | %s |\n", row.op, name, r.Writes, r.Failed, r.Lost,
+				strconv.FormatFloat(float64(r.LongestGapMs)/1000, 'f', 2, 64), errs)
+		}
+	}
+	return b.String()
+}
