@@ -166,7 +166,8 @@ type clientProc struct {
 }
 
 // StartClients starts every program of ClientPrograms writing keys prefix:<program> to
-// the cluster's members as the test user, and waits until each has answered once.
+// the cluster's members as the test user, and waits until each has answered once. What
+// each prints on stderr goes to .cache/e2e/clients/<prefix>-<program>.log.
 func (k *Cluster) StartClients(ctx context.Context, t testing.TB, vc *v1alpha1.ValkeyCluster, prefix string) *ClientRun {
 	t.Helper()
 	seeds := strings.Join(k.MemberAddrs(ctx, t, vc), ",")
@@ -190,6 +191,14 @@ func (k *Cluster) StartClients(ctx context.Context, t testing.TB, vc *v1alpha1.V
 			t.Fatal(err)
 		}
 		cmd.Stderr = p.stderr
+		// The whole of what it prints, for a diagnosis after the run.
+		logDir := filepath.Join(k.Paths.CacheDir, "e2e", "clients")
+		if err := os.MkdirAll(logDir, 0o755); err == nil {
+			if f, err := os.Create(filepath.Join(logDir, prefix+"-"+prog.Name+".log")); err == nil {
+				t.Cleanup(func() { _ = f.Close() })
+				cmd.Stderr = io.MultiWriter(f, p.stderr)
+			}
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start the %s writer: %v", prog.Name, err)
 		}
