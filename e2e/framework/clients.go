@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/valkey-operator/valkey-operator/api/v1alpha1"
 	"github.com/valkey-operator/valkey-operator/e2e/checker"
+	"github.com/valkey-operator/valkey-operator/e2e/clients"
 )
 
 // ClientProgram is a client library users run, wrapped in a writer that keeps the client
@@ -97,59 +97,7 @@ func npmInstall(ctx context.Context, src, dir string) error {
 }
 
 // ClientReport is what one client program saw in one run.
-type ClientReport struct {
-	Client         string         `json:"client"`
-	Writes         int            `json:"writes"`
-	Acked          int            `json:"acked"`
-	Failed         int            `json:"failed"`
-	Lost           int            `json:"lost"`
-	LostKeys       []string       `json:"lostKeys"`
-	Unread         int            `json:"unread"`
-	LongestGapMs   int64          `json:"longestGapMs"`
-	LongestGapAtMs int64          `json:"longestGapAtMs"`
-	Errors         map[string]int `json:"errors"`
-	// Exit is set when the program ended without a report: how it ended and the end of
-	// what it printed on stderr.
-	Exit string `json:"exit,omitempty"`
-}
-
-// Uncaught counts the errors the library raised past every handler the writer attached
-// (the writers record them under "uncaught: " rather than dying of them).
-func (r ClientReport) Uncaught() int {
-	n := 0
-	for k, v := range r.Errors {
-		if strings.HasPrefix(k, "uncaught: ") {
-			n += v
-		}
-	}
-	return n
-}
-
-// TopErrors lists the n most frequent errors, "count× message".
-func (r ClientReport) TopErrors(n int) []string {
-	type e struct {
-		msg string
-		n   int
-	}
-	var es []e
-	for k, v := range r.Errors {
-		es = append(es, e{k, v})
-	}
-	sort.Slice(es, func(i, j int) bool { return es[i].n > es[j].n || es[i].n == es[j].n && es[i].msg < es[j].msg })
-	var out []string
-	for i := 0; i < len(es) && i < n; i++ {
-		out = append(out, fmt.Sprintf("%d× %s", es[i].n, es[i].msg))
-	}
-	return out
-}
-
-func (r ClientReport) String() string {
-	if r.Exit != "" {
-		return fmt.Sprintf("%s: ended without a report: %s", r.Client, r.Exit)
-	}
-	return fmt.Sprintf("%s: %d writes, %d acknowledged, %d failed, %d lost, %d unread, longest gap %d ms at %.1f s; errors %v",
-		r.Client, r.Writes, r.Acked, r.Failed, r.Lost, r.Unread, r.LongestGapMs, float64(r.LongestGapAtMs)/1000, r.TopErrors(3))
-}
+type ClientReport = clients.Report
 
 // ClientRun is the client programs writing to one cluster.
 type ClientRun struct {

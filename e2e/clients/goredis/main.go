@@ -21,22 +21,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-)
 
-// report is the last line the writer prints, as every writer of the matrix does.
-type report struct {
-	Event          string         `json:"event"`
-	Client         string         `json:"client"`
-	Writes         int            `json:"writes"`
-	Acked          int            `json:"acked"`
-	Failed         int            `json:"failed"`
-	Lost           int            `json:"lost"`
-	LostKeys       []string       `json:"lostKeys"`
-	Unread         int            `json:"unread"`
-	LongestGapMs   int64          `json:"longestGapMs"`
-	LongestGapAtMs int64          `json:"longestGapAtMs"`
-	Errors         map[string]int `json:"errors"`
-}
+	"github.com/valkey-operator/valkey-operator/e2e/clients"
+)
 
 var digits = regexp.MustCompile(`[0-9]+`)
 
@@ -101,7 +88,7 @@ func main() {
 	}
 	fmt.Println(`{"event":"ready"}`)
 
-	r := report{Event: "report", Client: "go-redis " + version(), Errors: map[string]int{}, LostKeys: []string{}}
+	r := clients.Report{Event: "report", Client: "go-redis " + version(), Errors: map[string]int{}, LostKeys: []string{}}
 	began := time.Now()
 	var acked []int
 	var lastAck time.Time
