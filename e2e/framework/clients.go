@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -269,8 +268,6 @@ func (m *ClientMatrix) Add(op string, reports []ClientReport) {
 	m.rows = append(m.rows, clientRow{op, reports})
 }
 
-var versionOf = regexp.MustCompile(`^(\S+) (\S+)$`)
-
 // Markdown renders one row per operation and client: failed writes, acknowledged writes
 // lost, the longest gap between two acknowledged writes, the most frequent errors.
 func (m *ClientMatrix) Markdown() string {
@@ -279,9 +276,6 @@ func (m *ClientMatrix) Markdown() string {
 	for _, row := range m.rows {
 		for _, r := range row.reports {
 			name := r.Client
-			if mm := versionOf.FindStringSubmatch(r.Client); mm != nil {
-				name = mm[1] + " " + mm[2]
-			}
 			if r.Exit != "" {
 				fmt.Fprintf(&b, "| %s | %s | — | — | — | — | ended without a report |\n", row.op, name)
 				continue
