@@ -61,6 +61,10 @@ func (r Report) String() string {
 	if r.Exit != "" {
 		return fmt.Sprintf("%s: ended without a report: %s", r.Client, r.Exit)
 	}
-	return fmt.Sprintf("%s: %d writes, %d acknowledged, %d failed, %d lost, %d unread, longest gap %d ms at %.1f s; errors %v",
-		r.Client, r.Writes, r.Acked, r.Failed, r.Lost, r.Unread, r.LongestGapMs, float64(r.LongestGapAtMs)/1000, r.TopErrors(3))
+	at := ""
+	if r.LongestGapAtMs > 0 {
+		at = fmt.Sprintf(" at %.1f s", float64(r.LongestGapAtMs)/1000)
+	}
+	return fmt.Sprintf("%s: %d writes, %d acknowledged, %d failed, %d lost, %d unread, longest gap %d ms%s; errors %v",
+		r.Client, r.Writes, r.Acked, r.Failed, r.Lost, r.Unread, r.LongestGapMs, at, r.TopErrors(3))
 }

@@ -173,10 +173,12 @@ func (k *Cluster) StartClients(ctx context.Context, t testing.TB, vc *v1alpha1.V
 	return run
 }
 
-// Stop ends every writer (closing its stdin), waits for each to read its keys back and
-// returns their reports, in the order of ClientPrograms.
-func (r *ClientRun) Stop() []ClientReport {
+// Stop ends every writer (closing its stdin), waits for each to read its keys back from
+// the members at seeds (the cluster's addresses now: a roll changes them all) and returns
+// their reports, in the order of ClientPrograms.
+func (r *ClientRun) Stop(seeds []string) []ClientReport {
 	for _, p := range r.procs {
+		_, _ = io.WriteString(p.stdin, "SEEDS="+strings.Join(seeds, ",")+"\n")
 		_ = p.stdin.Close()
 	}
 	var wg sync.WaitGroup

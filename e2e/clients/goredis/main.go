@@ -7,16 +7,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -60,12 +61,23 @@ func main() {
 	}
 	c := redis.NewClusterClient(opts)
 
+	// A line SEEDS=host:port,... on stdin replaces the seeds for the read back (after
+	// a roll every member has a new address).
+	var readSeeds atomic.Value
 	stop := make(chan struct{})
 	go func() {
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 		eof := make(chan struct{})
-		go func() { _, _ = io.Copy(io.Discard, os.Stdin); close(eof) }()
+		go func() {
+			sc := bufio.NewScanner(os.Stdin)
+			for sc.Scan() {
+				if v, ok := strings.CutPrefix(sc.Text(), "SEEDS="); ok {
+					readSeeds.Store(strings.Split(v, ","))
+				}
+			}
+			close(eof)
+		}()
 		select {
 		case <-sig:
 		case <-eof:
@@ -120,12 +132,19 @@ loop:
 
 	// A new client reads back, so that a writing client left in a bad state does not
 	// hide what the cluster kept; retries end 30 s after the first failed read.
+	if s, ok := readSeeds.Load().([]string); ok {
+		opts.Addrs = s
+	}
 	reader := redis.NewClusterClient(opts)
 	defer reader.Close()
 	var deadline time.Time
 	for _, i := range acked {
 		key := fmt.Sprintf("%s:%d", prefix, i)
 		for {
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				r.Unread++
+				break
+			}
 			v, err := reader.Get(ctx, key).Result()
 			if err == nil || err == redis.Nil {
 				if v != strconv.Itoa(i) {
@@ -138,10 +157,6 @@ loop:
 			}
 			if deadline.IsZero() {
 				deadline = time.Now().Add(30 * time.Second)
-			}
-			if time.Now().After(deadline) {
-				r.Unread++
-				break
 			}
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -49,10 +49,13 @@ const require = createRequire(modules.replace(/\/?$/, '/'));
 const Redis = require('ioredis');
 const client = `ioredis ${require('ioredis/package.json').version}`;
 
-const seeds = (env.SEEDS || '').split(',').filter(Boolean).map((s) => {
-  const i = s.lastIndexOf(':');
-  return { host: s.slice(0, i), port: Number(s.slice(i + 1)) };
-});
+function parseSeeds(value) {
+  return value.split(',').filter(Boolean).map((s) => {
+    const i = s.lastIndexOf(':');
+    return { host: s.slice(0, i), port: Number(s.slice(i + 1)) };
+  });
+}
+const seeds = parseSeeds(env.SEEDS || '');
 if (seeds.length === 0) {
   log('SEEDS is empty');
   process.exit(2);
@@ -65,11 +68,11 @@ const timeoutMs = Number(env.TIMEOUT_MS || 2000);
 // the per-command timeout. Its error events, and those of its node connections
 // (forwarded as 'node error'), are logged; those of the writer are counted.
 // Without a listener ioredis only prints them.
-function connect(name, countEvents) {
+function connect(name, countEvents, nodes = seeds) {
   const redisOptions = { commandTimeout: timeoutMs };
   if (env.VK_USERNAME) redisOptions.username = env.VK_USERNAME;
   if (env.VK_PASSWORD) redisOptions.password = env.VK_PASSWORD;
-  const c = new Redis.Cluster(seeds, { redisOptions });
+  const c = new Redis.Cluster(nodes, { redisOptions });
   c.on('error', (err) => {
     const last = err && err.lastNodeError ? ` (last node error: ${err.lastNodeError.message})` : '';
     log(`${name}: error event: ${err && err.message}${last}`);
@@ -96,6 +99,19 @@ function stop(why) {
   onStop();
 }
 process.on('SIGTERM', () => stop('SIGTERM'));
+// A line SEEDS=host:port,... on stdin replaces the seeds for the read back (after a
+// roll every member has a new address).
+let readSeeds = null;
+let stdinBuf = '';
+process.stdin.on('data', (chunk) => {
+  stdinBuf += chunk;
+  let nl;
+  while ((nl = stdinBuf.indexOf('\n')) >= 0) {
+    const line = stdinBuf.slice(0, nl);
+    stdinBuf = stdinBuf.slice(nl + 1);
+    if (line.startsWith('SEEDS=')) readSeeds = parseSeeds(line.slice('SEEDS='.length));
+  }
+});
 process.stdin.on('end', () => stop('stdin closed'));
 process.stdin.on('error', () => stop('stdin error'));
 process.stdin.resume();
@@ -155,7 +171,7 @@ writer.disconnect();
 // the queue. Retries end 30 s after the first failure: the keys not read by then
 // count as unread. Each GET is bounded by the timeout, as a command queued while
 // the client reconnects has none.
-const reader = connect('reader', false);
+const reader = connect('reader', false, readSeeds || seeds);
 const readBudgetMs = 30000;
 const queue = acked.slice();
 let firstReadError = 0;

@@ -98,12 +98,33 @@ def on_sigterm(signum, frame):
     stop.set()
 
 
+# The seeds of the read back: a line SEEDS=host:port,... on stdin replaces those
+# of the environment (after a roll every member has a new address).
+read_seeds = []
+
+
+def parse_seeds(value):
+    seeds = []
+    for s in filter(None, value.split(",")):
+        host, _, port = s.rpartition(":")
+        seeds.append(ClusterNode(host, int(port)))
+    return seeds
+
+
 def watch_stdin():
     # os.read, not sys.stdin: a daemon thread blocked in a buffered read aborts
     # the interpreter at exit.
+    buf = b""
     try:
-        while os.read(0, 4096):
-            pass
+        while True:
+            chunk = os.read(0, 4096)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                if line.startswith(b"SEEDS="):
+                    read_seeds[:] = parse_seeds(line[len(b"SEEDS="):].decode())
     except OSError:
         pass
     if not stop.is_set():
@@ -127,10 +148,7 @@ def main():
     signal.signal(signal.SIGTERM, on_sigterm)
     threading.Thread(target=watch_stdin, daemon=True).start()
 
-    seeds = []
-    for s in filter(None, os.environ.get("SEEDS", "").split(",")):
-        host, _, port = s.rpartition(":")
-        seeds.append(ClusterNode(host, int(port)))
+    seeds = parse_seeds(os.environ.get("SEEDS", ""))
     if not seeds:
         log("SEEDS is empty")
         return 2
@@ -192,7 +210,7 @@ def main():
             break
         try:
             if reader is None:
-                reader = new_client(seeds, timeout)
+                reader = new_client(read_seeds or seeds, timeout)
             n = queue[0]
             value = reader.get(f"{prefix}:{n}")
         except Exception as e:

@@ -84,7 +84,7 @@ func TestClientMatrix(t *testing.T) {
 				op.do(ctx, t, k, vc)
 				t.Logf("%s: Ready %s after it began", op.name, time.Since(start).Round(100*time.Millisecond))
 				time.Sleep(2 * time.Second)
-				reports := run.Stop()
+				reports := run.Stop(k.MemberAddrs(ctx, t, vc))
 				reports = append(reports, framework.CheckerReport(framework.StopChecker(ctx, t, ch, op.name, false)))
 				for _, r := range reports {
 					t.Logf("%s: %s", op.name, r)
