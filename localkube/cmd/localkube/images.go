@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/valkey-operator/valkey-operator/localkube"
 	"github.com/valkey-operator/valkey-operator/images"
+	"github.com/valkey-operator/valkey-operator/localkube"
 )
 
 // defaultOperatorImage is the operator image's reference unless --operator-image names one
