@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -205,6 +206,24 @@ func (c *Client) Forget(ctx context.Context, id string) error {
 		return fmt.Errorf("cluster forget %s: %w", id, err)
 	}
 	return nil
+}
+
+// BumpEpoch runs CLUSTER BUMPEPOCH: the node takes a config epoch above every epoch it
+// knows, unless its own is already the greatest and no other node has it (bumped false).
+// It returns the node's config epoch after.
+func (c *Client) BumpEpoch(ctx context.Context) (bumped bool, epoch int64, err error) {
+	s, err := c.str(ctx, "CLUSTER", "BUMPEPOCH")
+	if err != nil {
+		return false, 0, fmt.Errorf("cluster bumpepoch: %w", err)
+	}
+	word, n, ok := strings.Cut(s, " ")
+	if ok {
+		epoch, err = strconv.ParseInt(n, 10, 64)
+	}
+	if !ok || err != nil || (word != "BUMPED" && word != "STILL") {
+		return false, 0, fmt.Errorf("cluster bumpepoch: unexpected reply %q", s)
+	}
+	return word == "BUMPED", epoch, nil
 }
 
 // SetSlotImporting marks slot as being imported from sourceID (run on the

@@ -1,6 +1,7 @@
 package valkey_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -39,5 +40,36 @@ func TestIsClusterDown(t *testing.T) {
 	}
 	if _, err := src.Do(ctx, "NOSUCHCOMMAND"); err == nil || valkey.IsClusterDown(err) {
 		t.Errorf("an unknown command: %v, want an error IsClusterDown does not match", err)
+	}
+}
+
+// TestBumpEpoch: a node that shares its config epoch with another takes one above every
+// epoch it knows; asked again, it keeps it.
+func TestBumpEpoch(t *testing.T) {
+	ctx := ctxT(t)
+	servers := valkeytest.Start(t, 2, valkeytest.Options{})
+	a, b := servers[0].Dial(t), servers[1].Dial(t)
+	if err := a.Meet(ctx, servers[1].Host, servers[1].Port, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the two nodes to know each other", func() (bool, error) {
+		nodes, err := b.ClusterNodes(ctx)
+		return len(nodes) == 2, err
+	})
+	bumped, first, err := a.BumpEpoch(ctx)
+	if err != nil || !bumped || first < 1 {
+		t.Fatalf("BumpEpoch = %v, %d, %v; want a new epoch", bumped, first, err)
+	}
+	bumped, again, err := a.BumpEpoch(ctx)
+	if err != nil || bumped || again != first {
+		t.Errorf("BumpEpoch again = %v, %d, %v; want STILL at %d", bumped, again, err, first)
+	}
+	waitFor(t, 10*time.Second, "b to see a's epoch", func() (bool, error) {
+		info, err := b.ClusterInfo(ctx)
+		return info["cluster_current_epoch"] == strconv.FormatInt(first, 10), err
+	})
+	bumped, other, err := b.BumpEpoch(ctx)
+	if err != nil || !bumped || other <= first {
+		t.Errorf("b's BumpEpoch = %v, %d, %v; want above %d", bumped, other, err, first)
 	}
 }

@@ -20,7 +20,7 @@ var (
 		"+ping", "+info",
 		"+cluster|myid", "+cluster|info", "+cluster|nodes", "+cluster|shards",
 		"+cluster|meet", "+cluster|addslotsrange", "+cluster|delslotsrange",
-		"+cluster|replicate", "+cluster|failover", "+cluster|forget", "+cluster|setslot",
+		"+cluster|replicate", "+cluster|failover", "+cluster|forget", "+cluster|setslot", "+cluster|bumpepoch",
 		"+cluster|countkeysinslot", "+cluster|getkeysinslot",
 		"+migrate", "+select", "+restore-asking",
 		"+config|get", "+config|set",

@@ -195,6 +195,13 @@ func (r *Reconciler) drainAndAssign(ctx context.Context, s *scope, src, dst *val
 		}
 		pending = next
 	}
+	// The target's config epoch above every other first: it claims the slots with it, and a
+	// claim under a lower epoch than the source's loses to the source's next message, which
+	// still lists the slots (Valkey 8.0: the target then drops the slots and deletes the
+	// keys it was given, and the source gives them to the target: no one serves them).
+	if _, _, err := dst.BumpEpoch(ctx); err != nil {
+		return err
+	}
 	// The target first, so it owns the slots before the source stops redirecting to it;
 	// then the source and the other primaries at once (each answers only once its
 	// replicas acknowledged, so one after the other would add their waits).
