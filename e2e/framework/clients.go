@@ -61,6 +61,25 @@ var ClientPrograms = []ClientProgram{
 	}},
 }
 
+// preparedPrograms holds what each program's prepare returned, by name: a suite starts
+// the clients once per operation, and builds or installs them once.
+var preparedPrograms sync.Map
+
+type preparedProgram struct{ argv, env []string }
+
+// prepared is prepare, once per process (a failure is tried again next time).
+func (c ClientProgram) prepared(ctx context.Context, p Paths) ([]string, []string, error) {
+	if v, ok := preparedPrograms.Load(c.Name); ok {
+		pp := v.(preparedProgram)
+		return pp.argv, pp.env, nil
+	}
+	argv, env, err := c.prepare(ctx, p)
+	if err == nil {
+		preparedPrograms.Store(c.Name, preparedProgram{argv, env})
+	}
+	return argv, env, err
+}
+
 // goRedis builds the go-redis writer.
 func goRedis(ctx context.Context, p Paths) ([]string, []string, error) {
 	bin := filepath.Join(p.CacheDir, "clients", "bin", "goredis")
@@ -88,14 +107,15 @@ func npmInstall(ctx context.Context, src, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, f := range []string{"package.json", "package-lock.json"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			return err
-		}
+	pkg, err := os.ReadFile(filepath.Join(src, "package.json"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), pkg, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package-lock.json"), lock, 0o644); err != nil {
+		return err
 	}
 	cmd := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
 	cmd.Dir = dir
@@ -131,7 +151,7 @@ func (k *Cluster) StartClients(ctx context.Context, t testing.TB, vc *v1alpha1.V
 	run := &ClientRun{}
 	t.Cleanup(run.kill)
 	for _, prog := range ClientPrograms {
-		argv, env, err := prog.prepare(ctx, k.Paths)
+		argv, env, err := prog.prepared(ctx, k.Paths)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,11 +214,7 @@ func (r *ClientRun) Stop(seeds []string) []ClientReport {
 	var wg sync.WaitGroup
 	reports := make([]ClientReport, len(r.procs))
 	for i, p := range r.procs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			reports[i] = p.report()
-		}()
+		wg.Go(func() { reports[i] = p.report() })
 	}
 	wg.Wait()
 	return reports
@@ -225,12 +241,10 @@ func (p *clientProc) report() ClientReport {
 	}
 }
 
-// kill ends writers a failed test left running.
+// kill ends writers a failed test left running (killing one that ended does nothing).
 func (r *ClientRun) kill() {
 	for _, p := range r.procs {
-		if p.cmd.ProcessState == nil && p.cmd.Process != nil {
-			_ = p.cmd.Process.Kill()
-		}
+		_ = p.cmd.Process.Kill()
 	}
 }
 

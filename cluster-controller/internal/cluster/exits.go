@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -96,8 +94,7 @@ func (x *exits) get(key types.NamespacedName, now time.Time, alive func(id strin
 	defer x.mu.Unlock()
 	byID := x.m[key]
 	var out map[string]plan.Exit
-	for _, id := range slices.Sorted(maps.Keys(byID)) {
-		e := byID[id]
+	for id, e := range byID {
 		if now.Sub(e.seen) > exitTTL || alive(id) {
 			delete(byID, id)
 			continue

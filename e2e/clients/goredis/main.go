@@ -71,37 +71,29 @@ func main() {
 
 	// A line SEEDS=host:port,... on stdin replaces the seeds for the read back (after
 	// a roll every member has a new address).
+	// The writer stops on SIGTERM, SIGINT or the end of stdin.
 	var readSeeds atomic.Value
-	stop := make(chan struct{})
+	stopped, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	go func() {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-		eof := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(os.Stdin)
-			for sc.Scan() {
-				if v, ok := strings.CutPrefix(sc.Text(), "SEEDS="); ok {
-					readSeeds.Store(strings.Split(v, ","))
-				}
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "SEEDS="); ok {
+				readSeeds.Store(strings.Split(v, ","))
 			}
-			close(eof)
-		}()
-		select {
-		case <-sig:
-		case <-eof:
 		}
-		close(stop)
+		stop()
 	}()
 
 	ctx := context.Background()
 	for {
-		if err := c.Ping(ctx).Err(); err == nil {
+		err := c.Ping(ctx).Err()
+		if err == nil {
 			break
-		} else {
-			fmt.Fprintf(os.Stderr, "%s not ready: %v\n", time.Now().Format(time.TimeOnly), err)
 		}
+		fmt.Fprintf(os.Stderr, "%s not ready: %v\n", time.Now().Format(time.TimeOnly), err)
 		select {
-		case <-stop:
+		case <-stopped.Done():
 			os.Exit(1)
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -120,12 +112,9 @@ func main() {
 	began := time.Now()
 	var acked []int
 	var lastAck time.Time
-loop:
 	for i := 0; ; i++ {
-		select {
-		case <-stop:
-			break loop
-		default:
+		if stopped.Err() != nil {
+			break
 		}
 		r.Writes++
 		if err := c.Set(ctx, fmt.Sprintf("%s:%d", prefix, i), strconv.Itoa(i), 0).Err(); err != nil {
